@@ -1,0 +1,677 @@
+"""The SQLite store: nodes, chains and an FTS5 index in one file (WAL mode).
+
+Design points (docs/ARCHITECTURE.md has the long form):
+
+- One row per node, one FTS5 row per node (external content, kept in sync by triggers).
+- Chains are enforced by the schema, not only by code: a node is superseded by at most one
+  node (unique index on ``supersedes``) and a chain has exactly one head (unique partial index
+  on ``chain_root`` where ``superseded_by IS NULL``). Versions only grow, so no cycles.
+- Every write runs in ``BEGIN IMMEDIATE``: the write lock is taken before the head is read,
+  so two writers superseding the same head serialise and the second re-targets to the new head.
+- Many processes can open the same file; ``busy_timeout`` makes them wait, not fail.
+- ``secure_delete`` is on, so purged text is zeroed in the file, not merely unlinked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    NamespaceMismatch,
+    NotFound,
+    Purged,
+)
+from evomem.domain.model import (
+    Extraction,
+    ExtractionState,
+    LinkProvenance,
+    MemoryNode,
+    NewNote,
+    SearchHit,
+    Stats,
+    Status,
+    new_id,
+    now_ms,
+)
+
+BUSY_TIMEOUT_MS = 15_000
+
+# bm25 column weights, in FTS column order.
+FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
+FTS_WEIGHTS = (1.0, 2.0, 1.0, 0.75, 0.75, 0.5, 1.5)
+_BM25 = "bm25(nodes_fts, " + ", ".join(str(w) for w in FTS_WEIGHTS) + ")"
+
+# Small, named, recorded migrations. Append only; never edit one that has shipped.
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_nodes_chains_fts",
+        """
+        CREATE TABLE nodes (
+            rowid               INTEGER PRIMARY KEY,
+            id                  TEXT NOT NULL UNIQUE,
+            namespace           TEXT NOT NULL DEFAULT 'default',
+            scope               TEXT,
+            raw_text            TEXT NOT NULL,
+            trigger             TEXT NOT NULL DEFAULT '',
+            change              TEXT NOT NULL DEFAULT '',
+            alternatives_tried  TEXT NOT NULL DEFAULT '',
+            consequences        TEXT NOT NULL DEFAULT '',
+            summary             TEXT NOT NULL DEFAULT '',
+            tags                TEXT NOT NULL DEFAULT '[]',
+            session             TEXT,
+            author              TEXT,
+            created_at          INTEGER NOT NULL,
+            relations           TEXT NOT NULL DEFAULT '{}',
+            status              TEXT NOT NULL CHECK (status IN ('active', 'superseded', 'forgotten')),
+            supersedes          TEXT REFERENCES nodes(id) DEFERRABLE INITIALLY DEFERRED,
+            superseded_by       TEXT REFERENCES nodes(id) DEFERRABLE INITIALLY DEFERRED,
+            chain_root          TEXT NOT NULL,
+            version             INTEGER NOT NULL CHECK (version >= 1),
+            link_method         TEXT,
+            link_confidence     REAL,
+            link_by             TEXT,
+            link_evidence       TEXT,
+            link_requested_id   TEXT,
+            link_created_at     INTEGER,
+            extraction_state    TEXT NOT NULL CHECK (extraction_state IN ('pending', 'done', 'failed')),
+            extractor           TEXT NOT NULL DEFAULT '',
+            extraction_error    TEXT,
+            extraction_attempts INTEGER NOT NULL DEFAULT 0,
+            forgotten_at        INTEGER,
+            purged_at           INTEGER
+        );
+        -- A node is replaced by at most one node, and a chain has exactly one head.
+        CREATE UNIQUE INDEX nodes_supersedes_once ON nodes(supersedes) WHERE supersedes IS NOT NULL;
+        CREATE UNIQUE INDEX nodes_one_head ON nodes(chain_root) WHERE superseded_by IS NULL;
+        CREATE UNIQUE INDEX nodes_chain_version ON nodes(chain_root, version);
+        CREATE INDEX nodes_namespace_status ON nodes(namespace, status);
+        CREATE INDEX nodes_extraction_open ON nodes(extraction_state) WHERE extraction_state != 'done';
+
+        CREATE VIRTUAL TABLE nodes_fts USING fts5(
+            raw_text, change, trigger, alternatives_tried, consequences, summary, tags,
+            content='nodes', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER nodes_fts_insert AFTER INSERT ON nodes BEGIN
+            INSERT INTO nodes_fts(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
+            VALUES (new.rowid, new.raw_text, new.change, new.trigger, new.alternatives_tried,
+                    new.consequences, new.summary, new.tags);
+        END;
+        CREATE TRIGGER nodes_fts_delete AFTER DELETE ON nodes BEGIN
+            INSERT INTO nodes_fts(nodes_fts, rowid, raw_text, change, trigger, alternatives_tried,
+                                  consequences, summary, tags)
+            VALUES ('delete', old.rowid, old.raw_text, old.change, old.trigger, old.alternatives_tried,
+                    old.consequences, old.summary, old.tags);
+        END;
+        CREATE TRIGGER nodes_fts_update AFTER UPDATE OF raw_text, change, trigger, alternatives_tried,
+                consequences, summary, tags ON nodes BEGIN
+            INSERT INTO nodes_fts(nodes_fts, rowid, raw_text, change, trigger, alternatives_tried,
+                                  consequences, summary, tags)
+            VALUES ('delete', old.rowid, old.raw_text, old.change, old.trigger, old.alternatives_tried,
+                    old.consequences, old.summary, old.tags);
+            INSERT INTO nodes_fts(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
+            VALUES (new.rowid, new.raw_text, new.change, new.trigger, new.alternatives_tried,
+                    new.consequences, new.summary, new.tags);
+        END;
+        """,
+    ),
+    (
+        "0002_link_audit",
+        """
+        -- Every change to a chain, for audit and for undoing a wrong link.
+        CREATE TABLE link_audit (
+            seq         INTEGER PRIMARY KEY,
+            at          INTEGER NOT NULL,
+            action      TEXT NOT NULL,
+            node_id     TEXT NOT NULL,
+            target_id   TEXT,
+            method      TEXT,
+            by          TEXT,
+            confidence  REAL,
+            detail      TEXT
+        );
+        CREATE INDEX link_audit_node ON link_audit(node_id);
+        """,
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_NODE_COLUMNS = (
+    "id, namespace, scope, raw_text, trigger, change, alternatives_tried, consequences, summary, tags, "
+    "session, author, created_at, relations, status, supersedes, superseded_by, chain_root, version, "
+    "link_method, link_confidence, link_by, link_evidence, link_requested_id, link_created_at, "
+    "extraction_state, extractor, extraction_error, extraction_attempts, forgotten_at, purged_at"
+)
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """Quote every term, so FTS5 operators in user text are just words. OR-ed: BM25 ranks."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def _row_to_node(row: sqlite3.Row) -> MemoryNode:
+    link = None
+    if row["link_method"] is not None:
+        link = LinkProvenance(
+            method=row["link_method"],
+            confidence=row["link_confidence"] if row["link_confidence"] is not None else 1.0,
+            by=row["link_by"],
+            evidence=tuple(json.loads(row["link_evidence"] or "[]")),
+            requested_id=row["link_requested_id"],
+            created_at=row["link_created_at"] or 0,
+        )
+    return MemoryNode(
+        id=row["id"],
+        namespace=row["namespace"],
+        scope=row["scope"],
+        raw_text=row["raw_text"],
+        trigger=row["trigger"],
+        change=row["change"],
+        alternatives_tried=row["alternatives_tried"],
+        consequences=row["consequences"],
+        summary=row["summary"],
+        tags=tuple(json.loads(row["tags"] or "[]")),
+        session=row["session"],
+        author=row["author"],
+        created_at=row["created_at"],
+        relations={k: tuple(v) for k, v in json.loads(row["relations"] or "{}").items()},
+        status=Status(row["status"]),
+        supersedes=row["supersedes"],
+        superseded_by=row["superseded_by"],
+        chain_root=row["chain_root"],
+        version=row["version"],
+        link=link,
+        extraction_state=ExtractionState(row["extraction_state"]),
+        extractor=row["extractor"],
+        extraction_error=row["extraction_error"],
+        extraction_attempts=row["extraction_attempts"],
+        forgotten_at=row["forgotten_at"],
+        purged_at=row["purged_at"],
+    )
+
+
+class SQLiteStore:
+    """The ``Store`` port on one SQLite file. Thread-safe: one connection per thread."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+        self.path = str(path)
+        self._uri = False
+        if self.path == ":memory:":
+            # A private in-memory database shared by this store's connections.
+            self.path = f"file:evomem-{uuid.uuid4().hex}?mode=memory&cache=shared"
+            self._uri = True
+        elif self.path.startswith("file:"):
+            self._uri = True
+        else:
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self.path = str(Path(self.path).expanduser())
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._keepalive = self._conn()  # in-memory databases live as long as one connection does
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @classmethod
+    def in_memory(cls) -> SQLiteStore:
+        return cls(":memory:")
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise RuntimeError("store is closed")
+        conn = sqlite3.connect(
+            self.path,
+            uri=self._uri,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
+            check_same_thread=False,
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        if not self._uri:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")
+        self._local.conn = conn
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that holds the write lock from its first statement."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+            )
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, (name, sql) in enumerate(MIGRATIONS, start=1):
+                if version in done:
+                    continue
+                for statement in _split_sql(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, now_ms()),
+                )
+
+    def schema_version(self) -> int:
+        row = self._conn().execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._all = self._all, []
+        for conn in conns:
+            with contextlib.suppress(sqlite3.ProgrammingError):
+                conn.close()
+        self._local = threading.local()
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, node_id: str) -> MemoryNode | None:
+        row = self._conn().execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return _row_to_node(row) if row else None
+
+    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        ids = list(dict.fromkeys(node_ids))
+        out: dict[str, MemoryNode] = {}
+        conn = self._conn()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN ({marks})", chunk):
+                node = _row_to_node(row)
+                out[node.id] = node
+        return out
+
+    def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
+        roots = list(dict.fromkeys(chain_roots))
+        out: dict[str, MemoryNode] = {}
+        conn = self._conn()
+        for start in range(0, len(roots), 500):
+            chunk = roots[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_NODE_COLUMNS} FROM nodes WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
+            for row in conn.execute(sql, chunk):
+                node = _row_to_node(row)
+                out[node.chain_root] = node
+        return out
+
+    def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
+        conn = self._conn()
+        row = conn.execute("SELECT chain_root, version FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        if row is None:
+            return []
+        rows = conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE chain_root = ? AND version <= ? ORDER BY version DESC LIMIT ?",
+            (row["chain_root"], row["version"], max(0, depth) + 1),
+        ).fetchall()
+        return [_row_to_node(r) for r in rows]
+
+    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
+        if not terms:
+            return []
+        status_filter = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
+        sql = (
+            f"SELECT n.id, n.chain_root, {_BM25} AS rank FROM nodes_fts "
+            "JOIN nodes n ON n.rowid = nodes_fts.rowid "
+            f"WHERE nodes_fts MATCH ? AND n.namespace = ? AND {status_filter} "
+            "ORDER BY rank LIMIT ?"
+        )
+        rows = self._conn().execute(sql, (fts_query(terms), namespace, limit)).fetchall()
+        return [SearchHit(node_id=r[0], chain_root=r[1], score=-float(r[2])) for r in rows]
+
+    def pending_extractions(self, limit: int = 100) -> list[str]:
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id FROM nodes WHERE extraction_state = 'pending' AND purged_at IS NULL ORDER BY rowid LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [r[0] for r in rows]
+
+    def stats(self, namespace: str | None = None) -> Stats:
+        conn = self._conn()
+        where, args = ("WHERE namespace = ?", (namespace,)) if namespace else ("", ())
+        by_status = {s.value: 0 for s in Status}
+        for status, count in conn.execute(f"SELECT status, COUNT(*) FROM nodes {where} GROUP BY status", args):
+            by_status[status] = count
+        extraction = {s.value: 0 for s in ExtractionState}
+        for state, count in conn.execute(
+            f"SELECT extraction_state, COUNT(*) FROM nodes {where} GROUP BY extraction_state", args
+        ):
+            extraction[state] = count
+        purged = conn.execute(
+            f"SELECT COUNT(*) FROM nodes {where} {'AND' if where else 'WHERE'} purged_at IS NOT NULL", args
+        ).fetchone()[0]
+        chains = conn.execute(
+            f"SELECT COUNT(*) FROM nodes {where} {'AND' if where else 'WHERE'} superseded_by IS NULL", args
+        ).fetchone()[0]
+        namespaces = dict(
+            conn.execute(f"SELECT namespace, COUNT(*) FROM nodes {where} GROUP BY namespace ORDER BY 1", args)
+        )
+        page_count = conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        return Stats(
+            by_status=by_status,
+            purged=purged,
+            chains=chains,
+            extraction=extraction,
+            namespaces=namespaces,
+            db_bytes=page_count * page_size,
+            schema_version=self.schema_version(),
+        )
+
+    # ------------------------------------------------------------------ writes
+
+    def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
+        node_id = new_id()
+        created = now_ms()
+        ex = note.extraction
+        with self._write() as conn:
+            chain_root, version, prev = node_id, 1, None
+            if supersedes is not None:
+                head = self._head_for_link(conn, supersedes, note.namespace)
+                prev = head["id"]
+                chain_root, version = head["chain_root"], head["version"] + 1
+                self._retire_head(conn, head["id"], node_id)
+            conn.execute(
+                f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({','.join('?' * 31)})",
+                (
+                    node_id,
+                    note.namespace,
+                    note.scope,
+                    note.raw_text,
+                    ex.trigger if ex else "",
+                    ex.change if ex else "",
+                    ex.alternatives_tried if ex else "",
+                    ex.consequences if ex else "",
+                    ex.summary if ex else "",
+                    json.dumps(list(note.tags)),
+                    note.session,
+                    note.author,
+                    created,
+                    json.dumps({k: list(v) for k, v in note.relations.items()}),
+                    Status.ACTIVE.value,
+                    prev,
+                    None,
+                    chain_root,
+                    version,
+                    link.method if (link and prev) else None,
+                    link.confidence if (link and prev) else None,
+                    link.by if (link and prev) else None,
+                    json.dumps(list(link.evidence)) if (link and prev) else None,
+                    (supersedes if supersedes != prev else None) if link else None,
+                    created if (link and prev) else None,
+                    ExtractionState.DONE.value if ex else ExtractionState.PENDING.value,
+                    ex.extractor if ex else "",
+                    None,
+                    1 if ex else 0,
+                    None,
+                    None,
+                ),
+            )
+            if prev is not None and link is not None:
+                self._audit(conn, "link", node_id, prev, link, requested=supersedes)
+        node = self.get(node_id)
+        assert node is not None
+        return node
+
+    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id, namespace, chain_root, version, supersedes, purged_at, status FROM nodes WHERE id = ?",
+                (node_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            if row["purged_at"] is not None:
+                raise Purged(f"node {node_id} was purged; it cannot be linked")
+            head = self._head_for_link(conn, supersedes, row["namespace"])
+            if head["chain_root"] == row["chain_root"]:
+                raise CycleError(
+                    f"node {node_id} and node {supersedes} are already in the same chain "
+                    f"(root {row['chain_root']}); linking them would create a cycle"
+                )
+            # Attach the whole chain that node_id belongs to, starting at its root.
+            root = conn.execute(
+                "SELECT id, version FROM nodes WHERE chain_root = ? AND version = 1", (row["chain_root"],)
+            ).fetchone()
+            offset = head["version"]
+            self._retire_head(conn, head["id"], root["id"])
+            # Move versions out of the way first so (chain_root, version) stays unique.
+            conn.execute(
+                "UPDATE nodes SET chain_root = ?, version = version + ? WHERE chain_root = ?",
+                (head["chain_root"], offset, row["chain_root"]),
+            )
+            now = now_ms()
+            conn.execute(
+                "UPDATE nodes SET supersedes = ?, link_method = ?, link_confidence = ?, link_by = ?, "
+                "link_evidence = ?, link_requested_id = ?, link_created_at = ? WHERE id = ?",
+                (
+                    head["id"],
+                    link.method,
+                    link.confidence,
+                    link.by,
+                    json.dumps(list(link.evidence)),
+                    supersedes if supersedes != head["id"] else None,
+                    now,
+                    root["id"],
+                ),
+            )
+            self._audit(conn, "link", root["id"], head["id"], link, requested=supersedes)
+        node = self.get(node_id)
+        assert node is not None
+        return node
+
+    def _head_for_link(self, conn: sqlite3.Connection, target_id: str, namespace: str) -> sqlite3.Row:
+        """The head a new link must attach to, with every check that protects the chain."""
+        target = conn.execute(
+            "SELECT id, namespace, chain_root, status, purged_at FROM nodes WHERE id = ?", (target_id,)
+        ).fetchone()
+        if target is None:
+            raise NotFound(f"supersedes: no node with id {target_id}")
+        if target["namespace"] != namespace:
+            raise NamespaceMismatch(
+                f"supersedes: node {target_id} is in namespace {target['namespace']!r}, "
+                f"not {namespace!r}; a decision can only replace one in its own namespace"
+            )
+        if target["purged_at"] is not None:
+            raise Purged(f"supersedes: node {target_id} was purged; name a live node of that chain")
+        head = conn.execute(
+            "SELECT id, chain_root, version, status FROM nodes WHERE chain_root = ? AND superseded_by IS NULL",
+            (target["chain_root"],),
+        ).fetchone()
+        if head is None:  # pragma: no cover - prevented by the schema
+            raise Conflict(f"chain {target['chain_root']} has no head")
+        if target["status"] == Status.FORGOTTEN and head["id"] == target_id:
+            raise Forgotten(
+                f"supersedes: node {target_id} was forgotten; remember the new decision without "
+                "supersedes, or supersede a live version"
+            )
+        return head
+
+    @staticmethod
+    def _retire_head(conn: sqlite3.Connection, head_id: str, successor_id: str) -> None:
+        cur = conn.execute(
+            "UPDATE nodes SET superseded_by = ?, "
+            "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END "
+            "WHERE id = ? AND superseded_by IS NULL",
+            (successor_id, head_id),
+        )
+        if cur.rowcount != 1:  # pragma: no cover - the write lock makes this unreachable
+            raise Conflict(f"node {head_id} stopped being the head of its chain; retry")
+
+    @staticmethod
+    def _audit(
+        conn: sqlite3.Connection,
+        action: str,
+        node_id: str,
+        target_id: str | None,
+        link: LinkProvenance | None,
+        requested: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        if requested and requested != target_id:
+            detail = (detail + "; " if detail else "") + f"re-targeted from {requested} to the head {target_id}"
+        conn.execute(
+            "INSERT INTO link_audit(at, action, node_id, target_id, method, by, confidence, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                now_ms(),
+                action,
+                node_id,
+                target_id,
+                link.method if link else None,
+                link.by if link else None,
+                link.confidence if link else None,
+                detail,
+            ),
+        )
+
+    def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
+        now = now_ms()
+        with self._write() as conn:
+            row = conn.execute("SELECT status, purged_at FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            if row["purged_at"] is not None:
+                raise Purged(f"node {node_id} was already purged")
+            changed = False
+            if row["status"] != Status.FORGOTTEN:
+                conn.execute("UPDATE nodes SET status = 'forgotten', forgotten_at = ? WHERE id = ?", (now, node_id))
+                self._audit(conn, "forget", node_id, None, None)
+                changed = True
+            if purge:
+                # Blank every text column: the FTS trigger removes the old tokens from the index.
+                conn.execute(
+                    "UPDATE nodes SET raw_text = '', trigger = '', change = '', alternatives_tried = '', "
+                    "consequences = '', summary = '', tags = '[]', relations = '{}', session = NULL, "
+                    "link_evidence = NULL, extraction_error = NULL, purged_at = ?, "
+                    "forgotten_at = COALESCE(forgotten_at, ?) WHERE id = ?",
+                    (now, now, node_id),
+                )
+                self._audit(conn, "purge", node_id, None, None)
+                # Merge the index so no segment still holds the purged tokens; with
+                # secure_delete on, the freed pages are zeroed.
+                conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+                changed = True
+        if purge:
+            self.checkpoint()
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database file and truncate it. False if readers blocked it."""
+        if self._uri:
+            return True
+        busy, _, _ = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
+
+    def set_extraction(
+        self,
+        node_id: str,
+        extraction: Extraction | None,
+        state: ExtractionState,
+        error: str | None = None,
+    ) -> MemoryNode | None:
+        with self._write() as conn:
+            row = conn.execute("SELECT purged_at FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            if row is None or row["purged_at"] is not None:
+                return None
+            if extraction is not None:
+                conn.execute(
+                    "UPDATE nodes SET trigger = ?, change = ?, alternatives_tried = ?, consequences = ?, "
+                    "summary = ?, extractor = ?, extraction_state = ?, extraction_error = NULL, "
+                    "extraction_attempts = extraction_attempts + 1 WHERE id = ?",
+                    (
+                        extraction.trigger,
+                        extraction.change,
+                        extraction.alternatives_tried,
+                        extraction.consequences,
+                        extraction.summary,
+                        extraction.extractor,
+                        state.value,
+                        node_id,
+                    ),
+                )
+            else:
+                conn.execute(
+                    "UPDATE nodes SET extraction_state = ?, extraction_error = ?, "
+                    "extraction_attempts = extraction_attempts + 1 WHERE id = ?",
+                    (state.value, error, node_id),
+                )
+        return self.get(node_id)
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def check_invariants(self) -> list[str]:
+        """Every broken chain invariant, as text. Empty means healthy. Used by tests and `stats`."""
+        conn = self._conn()
+        problems: list[str] = []
+        for (root,) in conn.execute(
+            "SELECT chain_root FROM nodes GROUP BY chain_root "
+            "HAVING SUM(superseded_by IS NULL) != 1 OR MIN(version) != 1 OR MAX(version) != COUNT(*)"
+        ):
+            problems.append(f"chain {root}: not exactly one head, or versions not 1..n")
+        for (node_id,) in conn.execute(
+            "SELECT a.id FROM nodes a JOIN nodes b ON b.id = a.supersedes "
+            "WHERE b.superseded_by != a.id OR b.chain_root != a.chain_root OR b.version + 1 != a.version"
+        ):
+            problems.append(f"node {node_id}: supersedes link disagrees with its predecessor")
+        for (node_id,) in conn.execute("SELECT id FROM nodes WHERE superseded_by IS NOT NULL AND status = 'active'"):
+            problems.append(f"node {node_id}: superseded but marked active")
+        return problems
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        if line.strip().startswith("--") or not line.strip():
+            continue
+        buf.append(line)
+        text = "\n".join(buf).strip()
+        if text.endswith(";") and sqlite3.complete_statement(text):
+            statements.append(text)
+            buf = []
+    if buf and "\n".join(buf).strip():
+        statements.append("\n".join(buf).strip())
+    return statements

@@ -1,0 +1,1 @@
+"""The domain core. No gRPC, Redis, HTTP or database imports live here."""

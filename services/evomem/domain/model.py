@@ -1,0 +1,162 @@
+"""Nodes and chains: the data the core reasons about.
+
+A *chain* is the linear history of one decision. Every node belongs to exactly one
+chain (``chain_root`` is the id of its first version). The *head* is the one node of
+the chain that nothing supersedes; it is the version in force unless it was forgotten.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    FORGOTTEN = "forgotten"
+
+
+class ExtractionState(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"  # retried until the queue gives up; then dead-lettered
+
+
+class LinkMethod(StrEnum):
+    AGENT = "agent"  # remember(supersedes=...) or the supersede tool
+    HEURISTIC = "heuristic"  # change cue + shared vocabulary
+
+
+@dataclass(frozen=True, slots=True)
+class LinkProvenance:
+    """Who or what made a supersedes link, and how sure it was."""
+
+    method: str
+    confidence: float = 1.0
+    by: str | None = None  # author (agent) or linker name/version
+    evidence: tuple[str, ...] = ()
+    requested_id: str | None = None  # the id the caller named, when it was re-targeted to the head
+    created_at: int = 0  # ms since epoch
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What the cronista pulls out of a note. Every field is a span of the source."""
+
+    trigger: str = ""
+    change: str = ""
+    alternatives_tried: str = ""
+    consequences: str = ""
+    summary: str = ""
+    extractor: str = ""
+
+
+@dataclass(slots=True)
+class MemoryNode:
+    id: str
+    raw_text: str
+    namespace: str = "default"
+    scope: str | None = None
+    trigger: str = ""
+    change: str = ""
+    alternatives_tried: str = ""
+    consequences: str = ""
+    summary: str = ""
+    tags: tuple[str, ...] = ()
+    session: str | None = None
+    author: str | None = None
+    created_at: int = 0  # ms since epoch
+    relations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    status: Status = Status.ACTIVE
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    chain_root: str = ""
+    version: int = 1
+    link: LinkProvenance | None = None  # provenance of the link to ``supersedes``
+    extraction_state: ExtractionState = ExtractionState.PENDING
+    extractor: str = ""
+    extraction_error: str | None = None
+    extraction_attempts: int = 0
+    forgotten_at: int | None = None
+    purged_at: int | None = None
+
+    @property
+    def purged(self) -> bool:
+        return self.purged_at is not None
+
+    @property
+    def is_head(self) -> bool:
+        return self.superseded_by is None
+
+
+@dataclass(frozen=True, slots=True)
+class NewNote:
+    """What ``remember`` asks the store to write (validated and normalised)."""
+
+    raw_text: str
+    namespace: str = "default"
+    scope: str | None = None
+    tags: tuple[str, ...] = ()
+    session: str | None = None
+    author: str | None = None
+    relations: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    extraction: Extraction | None = None  # None: extraction is pending (queued)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One full-text match, before chain resolution."""
+
+    node_id: str
+    chain_root: str
+    score: float  # higher is better (negated bm25)
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    by_status: dict[str, int]
+    purged: int
+    chains: int
+    extraction: dict[str, int]
+    namespaces: dict[str, int]
+    db_bytes: int
+    schema_version: int
+
+
+# ---------------------------------------------------------------- ids and time
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_id(ms: int | None = None) -> str:
+    """A ULID: 48-bit millisecond timestamp + 80 random bits, Crockford base32.
+
+    Ids sort by creation time, so 'newest first' needs no extra column.
+    """
+    ts = now_ms() if ms is None else ms
+    value = (ts << 80) | int.from_bytes(os.urandom(10), "big")
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
+
+
+def is_valid_id(value: object) -> bool:
+    return isinstance(value, str) and bool(ID_PATTERN.match(value))
+
+
+def iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,1 @@
+"""Thin entry points: they translate between a protocol and ``MemoryService``."""

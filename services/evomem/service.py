@@ -1,0 +1,334 @@
+"""The application service: remember, recall, get_node, forget, supersede, stats.
+
+Written only against the ports, so the same code runs in the embedded process (SQLite
+in-process) and in the gateway (gRPC clients). Entry points translate; this decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from evomem.domain import text as textrules
+from evomem.domain.errors import (
+    InvalidArgument,
+    InvalidId,
+    NamespaceMismatch,
+    NotFound,
+    Purged,
+)
+from evomem.domain.linking import LinkProposal
+from evomem.domain.model import (
+    ExtractionState,
+    LinkMethod,
+    LinkProvenance,
+    MemoryNode,
+    NewNote,
+    Stats,
+    is_valid_id,
+)
+from evomem.domain.recall import Resolved, resolve
+from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store
+
+log = logging.getLogger("evomem.service")
+
+K_MAX = 100
+HISTORY_DEPTH_MAX = 50
+MAX_RELATION_TYPES = 16
+MAX_RELATION_IDS = 64
+_RELATION = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(slots=True)
+class RememberOutcome:
+    node: MemoryNode
+    link: LinkProvenance | None
+    linked_to: str | None
+    latency_ms: float
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RecallOutcome:
+    query: str
+    terms: list[str]
+    results: list[tuple[Resolved, list[MemoryNode]]]  # (resolved hit, history newest→oldest)
+    latency_ms: float
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ForgetOutcome:
+    node: MemoryNode
+    changed: bool
+    purged: bool
+    chain_head: MemoryNode | None
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    default_namespace: str = "default"
+    max_note_bytes: int = textrules.DEFAULT_MAX_NOTE_BYTES
+    default_author: str | None = None
+    extract_inline: bool = True  # embedded: extract before the write; services: queue it
+    link_candidates: int = 20
+    recall_fanout: int = 10  # full-text hits fetched per result asked for
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        extractor: Extractor | None = None,
+        linker: Linker | None = None,
+        queue: JobQueue | None = None,
+        config: ServiceConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.extractor = extractor
+        self.linker = linker
+        self.queue = queue
+        self.config = config or ServiceConfig()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _namespace(self, namespace: str | None) -> str:
+        return textrules.clean_label(namespace, "namespace") or self.config.default_namespace
+
+    @staticmethod
+    def _check_id(node_id: object, what: str = "node_id") -> str:
+        if not isinstance(node_id, str) or not node_id.strip():
+            raise InvalidId(f"{what} must be a node id such as 01J9ZK3V8W5Q6R7S8T9V0W1X2Y")
+        node_id = node_id.strip().upper()
+        if not is_valid_id(node_id):
+            raise InvalidId(
+                f"{what} {node_id[:40]!r} is not a valid node id (26 characters, Crockford base32, "
+                "as returned by remember)"
+            )
+        return node_id
+
+    def _existing(self, node_id: str, what: str = "node_id") -> MemoryNode:
+        node = self.store.get(node_id)
+        if node is None:
+            raise NotFound(f"{what}: no node with id {node_id}")
+        return node
+
+    def _relations(self, relations: object, namespace: str) -> dict[str, tuple[str, ...]]:
+        if relations is None:
+            return {}
+        if not isinstance(relations, Mapping):
+            raise InvalidArgument('relations must be an object such as {"caused_by": ["<node id>"]}')
+        if len(relations) > MAX_RELATION_TYPES:
+            raise InvalidArgument(f"at most {MAX_RELATION_TYPES} relation types per note")
+        out: dict[str, tuple[str, ...]] = {}
+        wanted: list[str] = []
+        for kind, ids in relations.items():
+            if not isinstance(kind, str) or not _RELATION.match(kind):
+                raise InvalidArgument(
+                    f"relation type {kind!r} is not valid: use lowercase snake_case such as caused_by"
+                )
+            if isinstance(ids, str):
+                ids = [ids]
+            if not isinstance(ids, Sequence) or len(ids) > MAX_RELATION_IDS:
+                raise InvalidArgument(f"relations.{kind} must be a list of at most {MAX_RELATION_IDS} ids")
+            clean = tuple(dict.fromkeys(self._check_id(i, f"relations.{kind}") for i in ids))
+            out[kind] = clean
+            wanted.extend(clean)
+        found = self.store.get_many(wanted)
+        for kind, ids in out.items():
+            for i in ids:
+                node = found.get(i)
+                if node is None:
+                    raise NotFound(f"relations.{kind}: no node with id {i}")
+                if node.namespace != namespace:
+                    raise NamespaceMismatch(f"relations.{kind}: node {i} is in namespace {node.namespace!r}")
+                if node.purged:
+                    raise Purged(f"relations.{kind}: node {i} was purged")
+        return out
+
+    # ------------------------------------------------------------------ remember
+
+    def remember(
+        self,
+        raw_text: object,
+        *,
+        tags: object = None,
+        session: object = None,
+        relations: object = None,
+        supersedes: object = None,
+        scope: object = None,
+        namespace: object = None,
+        author: object = None,
+    ) -> RememberOutcome:
+        started = time.perf_counter()
+        text, warnings = textrules.clean_note(raw_text, self.config.max_note_bytes)
+        ns = self._namespace(namespace)  # type: ignore[arg-type]
+        note_scope = textrules.clean_label(scope, "scope")
+        target = None if supersedes in (None, "") else self._check_id(supersedes, "supersedes")
+        rels = self._relations(relations, ns)
+        extraction = None
+        if self.extractor is not None and self.config.extract_inline:
+            extraction = self.extractor.extract(text)
+        note = NewNote(
+            raw_text=text,
+            namespace=ns,
+            scope=note_scope,
+            tags=textrules.clean_tags(tags),
+            session=textrules.clean_short(session, "session"),
+            author=textrules.clean_short(author, "author") or self.config.default_author,
+            relations=rels,
+            extraction=extraction,
+        )
+        link: LinkProvenance | None = None
+        if target is not None:
+            link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
+        elif self.linker is not None:
+            proposal = self._propose_link(text, ns, note_scope)
+            if proposal is not None:
+                target = proposal.target_id
+                link = LinkProvenance(
+                    method=proposal.method,
+                    confidence=proposal.confidence,
+                    by=proposal.by,
+                    evidence=proposal.evidence,
+                )
+        node = self.store.insert(note, supersedes=target, link=link)
+        if extraction is None and self.queue is not None:
+            try:
+                self.queue.enqueue(ExtractionJob(node.id))
+            except Exception as exc:  # the note is stored; a sweeper enqueues it later
+                log.warning("could not enqueue extraction for %s: %s", node.id, exc)
+                warnings.append("extraction is pending: the queue is unavailable, it will be retried")
+        if node.supersedes and target and node.supersedes != target:
+            warnings.append(f"{target} was already superseded; linked to the current head {node.supersedes}")
+        return RememberOutcome(
+            node=node,
+            link=node.link,
+            linked_to=node.supersedes,
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            warnings=warnings,
+        )
+
+    def _propose_link(self, text: str, namespace: str, scope: str | None) -> LinkProposal | None:
+        assert self.linker is not None
+        terms = textrules.query_terms(text)
+        hits = self.store.search(terms, namespace=namespace, limit=self.config.link_candidates, active_only=True)
+        candidates = list(self.store.get_many(h.node_id for h in hits).values())
+        order = {h.node_id: i for i, h in enumerate(hits)}
+        candidates.sort(key=lambda n: order[n.id])
+        return self.linker.propose(text, scope, candidates)
+
+    # ------------------------------------------------------------------ recall
+
+    def recall(
+        self,
+        query: object,
+        *,
+        k: int = 5,
+        include_history: bool = False,
+        history_depth: int = 5,
+        scope: object = None,
+        tags: object = None,
+        namespace: object = None,
+    ) -> RecallOutcome:
+        started = time.perf_counter()
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= K_MAX:
+            raise InvalidArgument(f"k must be an integer from 1 to {K_MAX}, got {k!r}")
+        if not isinstance(history_depth, int) or not 0 <= history_depth <= HISTORY_DEPTH_MAX:
+            raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
+        terms = textrules.query_terms(query)
+        ns = self._namespace(namespace)  # type: ignore[arg-type]
+        want_scope = textrules.clean_label(scope, "scope")
+        want_tags = textrules.clean_tags(tags)
+        notes: list[str] = []
+        if not terms:
+            notes.append("the query has no searchable words; nothing to match")
+            return RecallOutcome(str(query), terms, [], self._ms(started), notes)
+        filtered = want_scope is not None or bool(want_tags)
+        limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
+        hits = self.store.search(terms, namespace=ns, limit=limit)
+        nodes = self.store.get_many(h.node_id for h in hits)
+        heads = self.store.heads(h.chain_root for h in hits)
+        resolved = resolve(hits, nodes, heads, terms, k=k, scope=want_scope, tags=want_tags)
+        results: list[tuple[Resolved, list[MemoryNode]]] = []
+        for entry in resolved:
+            history = self.store.chain(entry.head.id, history_depth)[1:] if include_history else []
+            results.append((entry, history))
+        dropped = {h.chain_root for h in hits if h.chain_root in heads and heads[h.chain_root].status == "forgotten"}
+        if dropped and len(results) < k:
+            notes.append(f"{len(dropped)} matching chain(s) hidden because their current version was forgotten")
+        return RecallOutcome(str(query), terms, results, self._ms(started), notes)
+
+    @staticmethod
+    def _ms(started: float) -> float:
+        return round((time.perf_counter() - started) * 1000, 3)
+
+    # ------------------------------------------------------------------ get / forget / link
+
+    def get_node(
+        self, node_id: object, *, include_history: bool = False, history_depth: int = 5
+    ) -> tuple[MemoryNode, MemoryNode | None, list[MemoryNode]]:
+        """The node, the head of its chain (None when it is the head), and its history."""
+        nid = self._check_id(node_id)
+        if not isinstance(history_depth, int) or not 0 <= history_depth <= HISTORY_DEPTH_MAX:
+            raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
+        node = self._existing(nid)
+        if node.purged:
+            raise Purged(
+                f"node {nid} was purged: its text is gone for good. Its chain still records that "
+                "a version existed here."
+            )
+        head = None
+        if node.superseded_by is not None:
+            head = self.store.heads([node.chain_root]).get(node.chain_root)
+        history = self.store.chain(nid, history_depth)[1:] if include_history else []
+        return node, head, history
+
+    def forget(self, node_id: object, *, purge: bool = False) -> ForgetOutcome:
+        nid = self._check_id(node_id)
+        self._existing(nid)
+        node, changed = self.store.forget(nid, purge=bool(purge))
+        head = self.store.heads([node.chain_root]).get(node.chain_root)
+        return ForgetOutcome(node=node, changed=changed, purged=node.purged, chain_head=head)
+
+    def supersede(self, node_id: object, supersedes: object, *, author: object = None) -> MemoryNode:
+        """Link an existing note as the replacement of another decision (after the fact)."""
+        nid = self._check_id(node_id)
+        target = self._check_id(supersedes, "supersedes")
+        if nid == target:
+            from evomem.domain.errors import CycleError
+
+            raise CycleError(f"node {nid} cannot supersede itself")
+        node = self._existing(nid)
+        if node.supersedes is not None:
+            raise InvalidArgument(
+                f"node {nid} already supersedes {node.supersedes}; a version replaces exactly one earlier version"
+            )
+        link = LinkProvenance(
+            method=LinkMethod.AGENT.value,
+            confidence=1.0,
+            by=textrules.clean_short(author, "author") or self.config.default_author,
+        )
+        return self.store.link(nid, target, link)
+
+    def stats(self, namespace: object = None) -> Stats:
+        ns = textrules.clean_label(namespace, "namespace")
+        return self.store.stats(ns)
+
+    # ------------------------------------------------------------------ extraction (worker side)
+
+    def run_extraction(self, node_id: str) -> MemoryNode | None:
+        """Extract one pending node. Idempotent: a node already done is left alone."""
+        if self.extractor is None:
+            raise InvalidArgument("no extractor configured")
+        node = self.store.get(node_id)
+        if node is None or node.purged:
+            return None
+        if node.extraction_state == ExtractionState.DONE:
+            return node
+        extraction = self.extractor.extract(node.raw_text)
+        return self.store.set_extraction(node_id, extraction, ExtractionState.DONE)

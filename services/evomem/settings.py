@@ -1,0 +1,73 @@
+"""Settings: one validated object, from command-line flags and ``EVOMEM_*`` environment variables.
+
+Precedence: flag > environment > default. Every setting is listed in the README.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
+
+AUTO_SUPERSEDE = ("off", "heuristic")
+TRANSPORTS = ("stdio", "http")
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def _default_db() -> str:
+    return str(Path("~/.evomem/evomem.db").expanduser())
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str = field(default_factory=_default_db)
+    transport: str = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    auto_supersede: str = "off"
+    namespace: str = "default"
+    author: str | None = None
+    max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
+    log_level: str = "INFO"
+    log_format: str = "text"  # text | json
+
+    def __post_init__(self) -> None:
+        if self.transport not in TRANSPORTS:
+            raise SettingsError(f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
+        if self.auto_supersede not in AUTO_SUPERSEDE:
+            raise SettingsError(
+                f"auto_supersede must be one of {', '.join(AUTO_SUPERSEDE)}, got {self.auto_supersede!r}"
+            )
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port must be 0-65535, got {self.port}")
+        if not 1 <= self.max_note_bytes <= 64 * 1024 * 1024:
+            raise SettingsError("max_note_bytes must be between 1 and 67108864")
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise SettingsError(f"log_level {self.log_level!r} is not a logging level")
+        if self.log_format not in ("text", "json"):
+            raise SettingsError("log_format must be text or json")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read ``EVOMEM_<NAME>`` for every field, then apply non-None ``overrides``."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"EVOMEM_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            if f.type in ("int", int):
+                try:
+                    values[f.name] = int(raw)
+                except ValueError as exc:
+                    raise SettingsError(f"EVOMEM_{f.name.upper()} must be an integer, got {raw!r}") from exc
+            else:
+                values[f.name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
