@@ -30,7 +30,7 @@ from evomem.domain.model import (
     Stats,
     is_valid_id,
 )
-from evomem.domain.recall import Resolved, resolve
+from evomem.domain.recall import Resolved, resolve, select_hits
 from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store
 
 log = logging.getLogger("evomem.service")
@@ -251,9 +251,10 @@ class MemoryService:
         filtered = want_scope is not None or bool(want_tags)
         limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
         hits = self.store.search(terms, namespace=ns, limit=limit)
-        nodes = self.store.get_many(h.node_id for h in hits)
         heads = self.store.heads(h.chain_root for h in hits)
-        resolved = resolve(hits, nodes, heads, terms, k=k, scope=want_scope, tags=want_tags)
+        kept = select_hits(hits, heads, k=k, scope=want_scope, tags=want_tags)
+        nodes = self.store.get_many(h.node_id for h in kept)
+        resolved = resolve(kept, nodes, heads, terms, k=k, scope=want_scope, tags=want_tags)
         results: list[tuple[Resolved, list[MemoryNode]]] = []
         for entry in resolved:
             history = self.store.chain(entry.head.id, history_depth)[1:] if include_history else []

@@ -92,7 +92,10 @@ MIGRATIONS: list[tuple[str, str]] = [
             purged_at           INTEGER
         );
         -- A node is replaced by at most one node, and a chain has exactly one head.
-        CREATE UNIQUE INDEX nodes_supersedes_once ON nodes(supersedes) WHERE supersedes IS NOT NULL;
+        -- (Full, not partial, indexes: SQLite also uses them for the foreign-key checks;
+        -- NULLs are distinct in a unique index.)
+        CREATE UNIQUE INDEX nodes_supersedes_once ON nodes(supersedes);
+        CREATE UNIQUE INDEX nodes_superseded_by_once ON nodes(superseded_by);
         CREATE UNIQUE INDEX nodes_one_head ON nodes(chain_root) WHERE superseded_by IS NULL;
         CREATE UNIQUE INDEX nodes_chain_version ON nodes(chain_root, version);
         CREATE INDEX nodes_namespace_status ON nodes(namespace, status);
@@ -324,7 +327,10 @@ class SQLiteStore:
         for start in range(0, len(roots), 500):
             chunk = roots[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {_NODE_COLUMNS} FROM nodes WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
+            sql = (
+                f"SELECT {_NODE_COLUMNS} FROM nodes INDEXED BY nodes_one_head "
+                f"WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
+            )
             for row in conn.execute(sql, chunk):
                 node = _row_to_node(row)
                 out[node.chain_root] = node
@@ -514,7 +520,8 @@ class SQLiteStore:
         if target["purged_at"] is not None:
             raise Purged(f"supersedes: node {target_id} was purged; name a live node of that chain")
         head = conn.execute(
-            "SELECT id, chain_root, version, status FROM nodes WHERE chain_root = ? AND superseded_by IS NULL",
+            "SELECT id, chain_root, version, status FROM nodes INDEXED BY nodes_one_head "
+            "WHERE chain_root = ? AND superseded_by IS NULL",
             (target["chain_root"],),
         ).fetchone()
         if head is None:  # pragma: no cover - prevented by the schema

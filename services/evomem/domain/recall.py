@@ -51,16 +51,39 @@ def matched_fields(node: MemoryNode, terms: Sequence[str]) -> tuple[list[str], l
         if not value:
             continue
         vocab = set(words(value))
-        hit = [t for t in terms if t in vocab or any(_stem_eq(t, w) for w in vocab)]
+        stems = {w[:5] for w in vocab if len(w) >= 5}
+        hit = [t for t in terms if t in vocab or (len(t) >= 5 and t[:5] in stems)]
         if hit:
             fields.append(name)
             found.extend(t for t in hit if t not in found)
     return fields, found
 
 
-def _stem_eq(term: str, word: str) -> bool:
-    n = min(len(term), len(word))
-    return n >= 4 and term[: max(4, n - 2)] == word[: max(4, n - 2)]
+def select_hits(
+    hits: Sequence[SearchHit],
+    heads: Mapping[str, MemoryNode],
+    *,
+    k: int,
+    scope: str | None = None,
+    tags: Sequence[str] = (),
+) -> list[SearchHit]:
+    """The hits that belong to the first ``k`` chains whose head is in force and passes the filters."""
+    kept: set[str] = set()
+    out: list[SearchHit] = []
+    for hit in hits:
+        head = heads.get(hit.chain_root)
+        if head is None or head.status == Status.FORGOTTEN:
+            continue
+        if scope is not None and head.scope != scope:
+            continue
+        if tags and not set(tags) <= set(head.tags):
+            continue
+        if hit.chain_root not in kept:
+            if len(kept) == k:
+                continue
+            kept.add(hit.chain_root)
+        out.append(hit)
+    return out
 
 
 def resolve(
@@ -73,8 +96,7 @@ def resolve(
     scope: str | None = None,
     tags: Sequence[str] = (),
 ) -> list[Resolved]:
-    by_head: dict[str, Resolved] = {}
-    order: list[str] = []
+    grouped: dict[str, list[tuple[SearchHit, MemoryNode]]] = {}
     for hit in hits:
         head = heads.get(hit.chain_root)
         node = nodes.get(hit.node_id)
@@ -84,19 +106,26 @@ def resolve(
             continue
         if tags and not set(tags) <= set(head.tags):
             continue
-        fields, found = matched_fields(node, terms)
-        match = Match(
-            node_id=node.id,
-            version=node.version,
-            score=round(hit.score, 4),
-            is_head=node.id == head.id,
-            fields=fields,
-            terms=found,
-        )
-        entry = by_head.get(head.id)
-        if entry is None:
-            by_head[head.id] = Resolved(head=head, score=hit.score, best=match, matches=[match])
-            order.append(head.id)
-        else:
-            entry.matches.append(match)
-    return [by_head[h] for h in order[:k]]
+        if head.id not in grouped:
+            if len(grouped) == k:
+                continue  # k heads already; later hits only matter for heads we keep
+            grouped[head.id] = []
+        grouped[head.id].append((hit, node))
+    out: list[Resolved] = []
+    for head_id, matches in grouped.items():
+        head = heads[matches[0][1].chain_root]
+        views = []
+        for hit, node in matches:
+            fields, found = matched_fields(node, terms)
+            views.append(
+                Match(
+                    node_id=node.id,
+                    version=node.version,
+                    score=round(hit.score, 4),
+                    is_head=node.id == head_id,
+                    fields=fields,
+                    terms=found,
+                )
+            )
+        out.append(Resolved(head=head, score=matches[0][0].score, best=views[0], matches=views))
+    return out

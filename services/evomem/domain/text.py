@@ -118,6 +118,16 @@ def clean_short(value: object, what: str, limit: int = 200) -> str | None:
     return value or None
 
 
+# Function words carry no topic; dropping them keeps BM25 from scoring every note that
+# says "the". A query made only of them is searched as it is.
+QUERY_STOPWORDS = frozenset(
+    """a an the and or not of to in on at for from by with as is are was were be been being do does did
+    what which who whom whose when where why how this that these those it its we our you your they their
+    i me my he she him her us them there here than then so if but into about over under up down any all
+    some can could should would will shall may might must has have had having no nor""".split()
+)
+
+
 def query_terms(query: object) -> list[str]:
     """Words of a search query, lowercased. Any string is accepted: operators and quotes
     are just punctuation here, so FTS syntax in a question can never become an error."""
@@ -128,7 +138,8 @@ def query_terms(query: object) -> list[str]:
         word = word.strip("_")
         if word and word not in terms:
             terms.append(word)
-    return terms[:MAX_QUERY_TERMS]
+    content = [t for t in terms if t not in QUERY_STOPWORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]
 
 
 def words(text: str) -> list[str]:

@@ -101,6 +101,9 @@ def serve_http(server: object, settings: Settings) -> None:
     app = build_http_app(server, host=settings.host)
     sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this. Without it, small JSON responses wait on the
+    # peer's delayed ACK (~40 ms per call) when uvicorn serves a pre-bound socket.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((settings.host, settings.port))
     port = sock.getsockname()[1]
     url = f"http://{settings.host}:{port}/mcp"

@@ -1,0 +1,177 @@
+"""Synthetic stores for the speed suite: N notes of decisions, with chains, from a seed.
+
+Notes are written straight into the real schema (``SQLiteStore`` creates it) in large
+transactions, so a 1M-note store builds in minutes instead of hours of ``remember`` calls.
+About 30% of notes supersede an earlier decision on the same topic. The extracted fields
+come from the generator's own parts (the change clause and the reason clause), as the lite
+cronista would produce them.
+
+    python -m bench.datagen --n 100000 --out /tmp/speed-100k.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.domain.model import new_id
+
+COMPONENTS = [
+    "ledger", "billing", "search", "auth", "checkout", "inventory", "notifications", "payments", "reporting",
+    "analytics", "catalog", "shipping", "gateway", "scheduler", "profile", "audit", "export", "import",
+    "pricing", "recommendations", "sessions", "uploads", "webhooks", "metrics", "logging", "cache", "queue",
+    "mailer", "invoices", "ratings", "fraud", "onboarding", "permissions", "feature-flags", "cdn", "backups",
+]  # fmt: skip
+ASPECTS = {
+    "database": ["Postgres", "SQLite", "MySQL", "DynamoDB", "MongoDB", "CockroachDB", "Cassandra"],
+    "queue": ["RabbitMQ", "Kafka", "Redis Streams", "SQS", "NATS", "Pulsar"],
+    "cache": ["Redis", "Memcached", "Varnish", "an in-process LRU"],
+    "language": ["Go", "Rust", "Python", "Kotlin", "TypeScript", "Elixir"],
+    "hosting": ["Kubernetes", "ECS", "Nomad", "bare metal", "Cloud Run", "Lambda"],
+    "ci": ["GitHub Actions", "GitLab CI", "Jenkins", "Buildkite", "CircleCI"],
+    "search engine": ["Elasticsearch", "OpenSearch", "Meilisearch", "Typesense", "SQLite FTS5"],
+    "monitoring": ["Prometheus", "Datadog", "Grafana Cloud", "New Relic"],
+}
+REASONS = [
+    "{old} was overkill", "{old} kept timing out under load", "the licence costs were too high",
+    "the team already knows {new}", "{old} could not scale past the last peak", "compliance asked for it",
+    "operations wanted fewer moving parts", "{new} halves the p95 latency", "we hit too many incidents",
+    "{old} was too expensive to run", "the vendor dropped support", "it simplifies local development",
+]  # fmt: skip
+FIRST = ["We picked {new} for the {comp} {aspect}", "The {comp} {aspect} will be {new}",
+         "Decision: {comp} uses {new} as its {aspect}"]  # fmt: skip
+CHANGE = ["We moved the {comp} {aspect} from {old} to {new}", "The {comp} {aspect} now runs on {new}",
+          "Switched {comp} from {old} to {new} for the {aspect}", "We went back to {new} for the {comp} {aspect}",
+          "{comp} {aspect}: replaced {old} with {new}"]  # fmt: skip
+
+
+REPLACE_SHARE = 0.3
+
+
+def notes(n: int, seed: int) -> Iterator[dict[str, object]]:
+    """Yield ``n`` notes; a note with ``supersedes_topic`` replaces the head of that topic."""
+    rng = random.Random(seed)
+    current: dict[tuple[str, str, int], str] = {}
+    seen: list[tuple[str, str, int]] = []
+    shards: dict[tuple[str, str], int] = {}
+    aspects = list(ASPECTS)
+    for _ in range(n):
+        if seen and rng.random() < REPLACE_SHARE:
+            topic = rng.choice(seen)
+        else:
+            comp, aspect = rng.choice(COMPONENTS), rng.choice(aspects)
+            shard = shards.get((comp, aspect), -1) + 1
+            shards[(comp, aspect)] = shard
+            topic = (comp, aspect, shard)
+            seen.append(topic)
+        comp, aspect, shard = topic
+        options = ASPECTS[aspect]
+        old = current.get(topic)
+        new = rng.choice([o for o in options if o != old])
+        label = comp if shard == 0 else f"{comp}-{shard}"
+        fields = {"comp": label, "aspect": aspect, "old": old or "", "new": new}
+        reason = rng.choice(REASONS).format(**fields) if old else ""
+        change = rng.choice(CHANGE if old else FIRST).format(**fields)
+        raw = f"{change}, {reason}." if reason else f"{change}."
+        yield {"topic": topic, "raw": raw, "change": change, "trigger": reason, "replaces": old is not None}
+        current[topic] = new
+
+
+def build(path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: int = 20_000) -> Path:
+    """Create a store of ``n`` notes at ``path`` (replacing any file there)."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    store = SQLiteStore(path)
+    conn = store._conn()
+    conn.execute("PRAGMA secure_delete = OFF")  # nothing is deleted while building
+    conn.execute("PRAGMA synchronous = OFF")
+    heads: dict[tuple[str, str, int], tuple[str, str, int]] = {}  # topic -> (id, chain_root, version)
+    bar = _bar(n, f"build {n:,} notes", progress)
+    t0 = time.perf_counter()
+    ms = 1_700_000_000_000
+    rows: dict[str, list[object]] = {}  # this batch, by id (mutable: a later note may retire one)
+    retire: list[tuple[str, str]] = []  # (successor, predecessor) for predecessors already written
+
+    def flush() -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        # Retire written heads first (foreign keys are deferred), then insert the batch,
+        # so no chain ever has two heads at a statement boundary.
+        conn.executemany("UPDATE nodes SET superseded_by = ?, status = 'superseded' WHERE id = ?", retire)
+        conn.executemany(
+            "INSERT INTO nodes (id, namespace, raw_text, trigger, change, summary, tags, created_at, status, "
+            "superseded_by, supersedes, chain_root, version, link_method, link_confidence, link_by, "
+            "link_created_at, extraction_state, extractor, extraction_attempts) "
+            "VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'done', 'lite/1', 1)",
+            list(rows.values()),
+        )
+        conn.execute("COMMIT")
+        bar.update(len(rows))
+        rows.clear()
+        retire.clear()
+
+    for i, note in enumerate(notes(n, seed)):
+        ms += 1000
+        node_id = new_id(ms)
+        topic = note["topic"]
+        prev = heads.get(topic) if note["replaces"] else None  # type: ignore[arg-type]
+        if prev:
+            chain_root, version = prev[1], prev[2] + 1
+            if prev[0] in rows:
+                rows[prev[0]][7:9] = ["superseded", node_id]
+            else:
+                retire.append((node_id, prev[0]))
+            link = ("agent", 1.0, "datagen", ms)
+        else:
+            chain_root, version = node_id, 1
+            link = (None, None, None, None)
+        summary = str(note["raw"])
+        rows[node_id] = [
+            node_id, note["raw"], note["trigger"], note["change"], summary, json.dumps([topic[0]]), ms,  # type: ignore[index]
+            "active", None, prev[0] if prev else None, chain_root, version, *link,
+        ]  # fmt: skip
+        heads[topic] = (node_id, chain_root, version)  # type: ignore[index]
+        if len(rows) >= batch or i == n - 1:
+            flush()
+    conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    bar.close()
+    problems = store.check_invariants() if n <= 200_000 else []
+    store.close()
+    if problems:
+        raise RuntimeError(f"generated store is inconsistent: {problems[:3]}")
+    print(f"built {n:,} notes in {time.perf_counter() - t0:.1f} s -> {path}", file=sys.stderr)
+    return path
+
+
+def _bar(total: int, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="note", disable=not enabled, file=sys.stderr)
+    except ImportError:  # pragma: no cover - tqdm is in the bench extra
+
+        class _Null:
+            def update(self, _: int) -> None: ...
+            def close(self) -> None: ...
+
+        return _Null()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    build(args.out, args.n, args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

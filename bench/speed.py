@@ -1,0 +1,339 @@
+"""Speed against the floor: remember and recall latency in-core, over MCP stdio and over MCP HTTP,
+next to the raw FTS5 bm25 query on the same data, measured in the same run.
+
+    python -m bench.speed --sizes 10000,100000 --out bench/results
+
+For each store size: p50/p95 of remember and recall per path, the FTS5 floor, the ratio of
+each recall path to the floor, peak RSS of the server process, and database bytes per note.
+Nothing here is asserted; the machine is shared and noisy, so read medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from evomem.adapters.sqlite_store import _BM25, fts_query
+from evomem.domain.text import query_terms
+
+from bench import datagen
+
+QUERIES = [
+    "what database does the ledger use",
+    "billing queue kafka",
+    "which cache for sessions",
+    "search engine for the catalog",
+    "why did we leave Postgres",
+    "monitoring stack prometheus datadog",
+    "hosting for payments kubernetes",
+    'ledger "postgres" NEAR( OR *',
+    "ci for the webhooks service",
+    "language of the fraud service rust",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    i = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
+    return s[i]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(statistics.median(values), 3),
+        "p95_ms": round(pct(values, 95), 3),
+        "n": len(values),
+    }
+
+
+def new_notes(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    comps, aspects = datagen.COMPONENTS, list(datagen.ASPECTS)
+    out = []
+    for i in range(count):
+        comp, aspect = rng.choice(comps), rng.choice(aspects)
+        opts = datagen.ASPECTS[aspect]
+        out.append(f"We moved the {comp} {aspect} from {rng.choice(opts)} to {rng.choice(opts)}, bench note {i}.")
+    return out
+
+
+# ---------------------------------------------------------------------------- paths
+
+
+def fts_floor(db: Path, queries: list[str], rounds: int) -> list[float]:
+    """The raw FTS5 query EvoMem builds on, with the same weights and the same k fan-out."""
+    conn = sqlite3.connect(db)
+    times = []
+    sql = f"SELECT rowid, {_BM25} AS r FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY r LIMIT 50"
+    for _ in range(rounds):
+        for q in queries:
+            match = fts_query(query_terms(q))
+            t = time.perf_counter()
+            conn.execute(sql, (match,)).fetchall()
+            times.append((time.perf_counter() - t) * 1000)
+    conn.close()
+    return times
+
+
+def in_core(db: Path, queries: list[str], notes: list[str], rounds: int) -> dict[str, list[float]]:
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    service = build_embedded(Settings(db=str(db)))
+    recall, remember = [], []
+    for _ in range(rounds):
+        for q in queries:
+            t = time.perf_counter()
+            service.recall(q, k=5)
+            recall.append((time.perf_counter() - t) * 1000)
+    for text in notes:
+        t = time.perf_counter()
+        service.remember(text)
+        remember.append((time.perf_counter() - t) * 1000)
+    service.store.close()
+    return {"recall": recall, "remember": remember}
+
+
+async def _drive(client: Any, queries: list[str], notes: list[str], rounds: int) -> dict[str, list[float]]:
+    recall, remember = [], []
+
+    async def timed(call: Callable[[], Awaitable[Any]], into: list[float]) -> None:
+        t = time.perf_counter()
+        r = await call()
+        into.append((time.perf_counter() - t) * 1000)
+        if r.is_error:
+            raise RuntimeError(str(r.content))
+
+    for q in queries[:2]:  # warm-up
+        await client.call_tool("recall", {"query": q})
+    for _ in range(rounds):
+        for q in queries:
+            await timed(lambda q=q: client.call_tool("recall", {"query": q, "k": 5}), recall)
+    for text in notes:
+        await timed(lambda text=text: client.call_tool("remember", {"raw_text": text}), remember)
+    return {"recall": recall, "remember": remember}
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    m = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return int(m.group(1)) if m else None
+
+
+def _server_cmd(db: Path) -> list[str]:
+    exe = Path(sys.executable).with_name("evomem-mcp")
+    return [str(exe), "--db", str(db), "--log-level", "WARNING"]
+
+
+def over_stdio(
+    db: Path, queries: list[str], notes: list[str], rounds: int
+) -> tuple[dict[str, list[float]], int | None]:
+    from mcp import Client, StdioServerParameters
+
+    result: dict[str, Any] = {}
+
+    async def run() -> None:
+        cmd = _server_cmd(db)
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        async with Client(params) as client:
+            result["times"] = await _drive(client, queries, notes, rounds)
+            result["rss"] = _find_server_rss(str(db))
+
+    anyio.run(run)
+    return result["times"], result.get("rss")
+
+
+def _find_server_rss(db: str) -> int | None:
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "evomem-mcp" in cmdline and db in cmdline:
+            return _peak_rss_kib(int(proc.name))
+    return None
+
+
+def over_http(db: Path, queries: list[str], notes: list[str], rounds: int) -> tuple[dict[str, list[float]], int | None]:
+    from mcp import Client
+
+    proc = subprocess.Popen([*_server_cmd(db), "--transport", "http", "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        deadline = time.time() + 60
+        assert proc.stderr is not None
+        while time.time() < deadline and url is None:
+            line = proc.stderr.readline()
+            m = re.search(r"(http://\S+/mcp)", line)
+            if m:
+                url = m.group(1)
+        if url is None:
+            raise RuntimeError("HTTP server did not report its URL")
+        _wait_health(url.replace("/mcp", "/healthz"))
+        result: dict[str, Any] = {}
+
+        async def run() -> None:
+            async with Client(url) as client:
+                result["times"] = await _drive(client, queries, notes, rounds)
+
+        anyio.run(run)
+        return result["times"], _peak_rss_kib(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _wait_health(url: str) -> None:
+    import urllib.request
+
+    for _ in range(200):
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{url} never answered")
+
+
+# ---------------------------------------------------------------------------- run
+
+
+def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int) -> dict[str, Any]:
+    base = workdir / f"speed-{n}.db"
+    if not base.exists():
+        datagen.build(base, n, seed=1)
+    size = base.stat().st_size
+    out: dict[str, Any] = {"notes": n, "db_bytes": size, "db_bytes_per_note": round(size / n, 1)}
+    floor = fts_floor(base, QUERIES, rounds)
+    out["fts5_floor"] = {"recall": summary(floor)}
+    paths: dict[str, Any] = {}
+    for name, fn in (("in_core", in_core), ("mcp_stdio", over_stdio), ("mcp_http", over_http)):
+        db = workdir / f"speed-{n}-{name}.db"
+        shutil.copyfile(base, db)
+        print(f"[{n:,}] {name} ...", file=sys.stderr, flush=True)
+        rss = None
+        if name == "in_core":
+            times = fn(db, QUERIES, new_notes(notes_per_path, n), rounds)
+        else:
+            times, rss = fn(db, QUERIES, new_notes(notes_per_path, n + 1), rounds)
+        entry = {"recall": summary(times["recall"]), "remember": summary(times["remember"])}
+        entry["recall_vs_floor_p50"] = round(
+            entry["recall"]["p50_ms"] / max(1e-9, out["fts5_floor"]["recall"]["p50_ms"]), 2
+        )
+        if rss is not None:
+            entry["server_peak_rss_mib"] = round(rss / 1024, 1)
+        paths[name] = entry
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+    if sys.platform == "linux":
+        import resource
+
+        out["bench_process_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    out["paths"] = paths
+    return out
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Machine: {report['machine']}",
+        "",
+        "| notes | path | recall p50 | recall p95 | × FTS5 floor (p50) | remember p50 | remember p95 | peak RSS |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in report["sizes"]:
+        floor = size["fts5_floor"]["recall"]
+        lines.append(
+            f"| {size['notes']:,} | raw FTS5 bm25 | {floor['p50_ms']:.2f} ms | {floor['p95_ms']:.2f} ms | 1.00 | | | |"
+        )
+        for name, p in size["paths"].items():
+            rss = f"{p['server_peak_rss_mib']} MiB" if "server_peak_rss_mib" in p else ""
+            lines.append(
+                f"| {size['notes']:,} | {name} | {p['recall']['p50_ms']:.2f} ms | {p['recall']['p95_ms']:.2f} ms | "
+                f"{p['recall_vs_floor_p50']:.2f} | {p['remember']['p50_ms']:.2f} ms | "
+                f"{p['remember']['p95_ms']:.2f} ms | {rss} |"
+            )
+    lines.append("")
+    lines.append("| notes | database bytes per note |")
+    lines.append("|---:|---:|")
+    for size in report["sizes"]:
+        lines.append(f"| {size['notes']:,} | {size['db_bytes_per_note']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [s["notes"] for s in report["sizes"]]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, op in zip(axes, ("recall", "remember"), strict=True):
+        if op == "recall":
+            ax.plot(sizes, [s["fts5_floor"]["recall"]["p50_ms"] for s in report["sizes"]], "k--o", label="raw FTS5")
+        for name in ("in_core", "mcp_stdio", "mcp_http"):
+            ax.plot(sizes, [s["paths"][name][op]["p50_ms"] for s in report["sizes"]], "-o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("notes in store")
+        ax.set_ylabel(f"{op} p50 (ms)")
+        ax.set_title(f"{op} latency vs store size")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes")
+    p.add_argument("--out", type=Path, default=Path("bench/results"))
+    p.add_argument("--rounds", type=int, default=20, help="passes over the query set per path")
+    p.add_argument("--remembers", type=int, default=200, help="remember calls per path")
+    p.add_argument("--workdir", type=Path, default=None, help="where stores are built (default: OUT/tmp)")
+    args = p.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    workdir = args.workdir or args.out / "tmp"
+    workdir.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+        f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}, {platform.platform()}",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "rounds": args.rounds,
+        "remembers": args.remembers,
+        "sizes": [run_size(n, workdir, args.rounds, args.remembers) for n in sizes],
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "speed.json").write_text(json.dumps(report, indent=2))
+    (args.out / "speed.md").write_text(markdown(report))
+    if len(sizes) > 1:
+        plot(report, args.out / "speed.png")
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
