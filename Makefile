@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-full images base-images clean help
+.PHONY: run test lint format bench bench-full images base-images clean help protos
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -71,3 +71,8 @@ images: base-images
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
+
+# gRPC code generated from protos/ into services/evomem/v1/ (never edit it by hand).
+protos: $(VENV)/.installed-test
+	$(PY) -m grpc_tools.protoc -I protos --python_out=services --pyi_out=services --grpc_python_out=services protos/evomem/v1/*.proto
+	@touch services/evomem/v1/__init__.py

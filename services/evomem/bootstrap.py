@@ -36,3 +36,38 @@ def build_embedded(settings: Settings) -> MemoryService:
             extract_inline=True,
         ),
     )
+
+
+def build_gateway(
+    *,
+    storage_addr: str,
+    redis_url: str,
+    linker_addr: str | None = None,
+    namespace: str = "default",
+    max_note_bytes: int | None = None,
+    author: str | None = None,
+) -> MemoryService:
+    """The multi-service wiring of the same ``MemoryService``: storage over gRPC, extraction
+    queued on Redis (the worker runs it), automatic linking over gRPC when a linker is given.
+
+    Linking is synchronous here: the linker answers before ``remember`` writes, so a link
+    exists from the moment the note does and no recall can show the replaced decision as
+    active. Extraction is asynchronous: the note is stored (and searchable by its raw text)
+    with extraction ``pending`` and a job is queued.
+    """
+    from evomem.adapters.grpc.clients import GrpcLinker, GrpcStore
+    from evomem.adapters.redis_queue import RedisQueue
+    from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
+
+    return MemoryService(
+        GrpcStore(storage_addr),
+        extractor=None,
+        linker=GrpcLinker(linker_addr) if linker_addr else None,
+        queue=RedisQueue(redis_url),
+        config=ServiceConfig(
+            default_namespace=namespace,
+            max_note_bytes=max_note_bytes or DEFAULT_MAX_NOTE_BYTES,
+            default_author=author,
+            extract_inline=False,
+        ),
+    )

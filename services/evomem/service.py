@@ -238,16 +238,24 @@ class MemoryService:
         started = time.perf_counter()
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= K_MAX:
             raise InvalidArgument(f"k must be an integer from 1 to {K_MAX}, got {k!r}")
-        if not isinstance(history_depth, int) or not 0 <= history_depth <= HISTORY_DEPTH_MAX:
+        # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
+        if (
+            not isinstance(history_depth, int)
+            or isinstance(history_depth, bool)
+            or not 0 <= history_depth <= HISTORY_DEPTH_MAX
+        ):
             raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
         terms = textrules.query_terms(query)
+        # Echo the query as searched, never raw (fix: a lone surrogate in the query made the
+        # result unserialisable, so recall crashed instead of answering).
+        echo = textrules.clean_free_text(query)  # type: ignore[arg-type]  # a str: query_terms checked
         ns = self._namespace(namespace)  # type: ignore[arg-type]
         want_scope = textrules.clean_label(scope, "scope")
         want_tags = textrules.clean_tags(tags)
         notes: list[str] = []
         if not terms:
             notes.append("the query has no searchable words; nothing to match")
-            return RecallOutcome(str(query), terms, [], self._ms(started), notes)
+            return RecallOutcome(echo, terms, [], self._ms(started), notes)
         filtered = want_scope is not None or bool(want_tags)
         limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
         hits = self.store.search(terms, namespace=ns, limit=limit)
@@ -262,7 +270,7 @@ class MemoryService:
         dropped = {h.chain_root for h in hits if h.chain_root in heads and heads[h.chain_root].status == "forgotten"}
         if dropped and len(results) < k:
             notes.append(f"{len(dropped)} matching chain(s) hidden because their current version was forgotten")
-        return RecallOutcome(str(query), terms, results, self._ms(started), notes)
+        return RecallOutcome(echo, terms, results, self._ms(started), notes)
 
     @staticmethod
     def _ms(started: float) -> float:
@@ -275,7 +283,12 @@ class MemoryService:
     ) -> tuple[MemoryNode, MemoryNode | None, list[MemoryNode]]:
         """The node, the head of its chain (None when it is the head), and its history."""
         nid = self._check_id(node_id)
-        if not isinstance(history_depth, int) or not 0 <= history_depth <= HISTORY_DEPTH_MAX:
+        # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
+        if (
+            not isinstance(history_depth, int)
+            or isinstance(history_depth, bool)
+            or not 0 <= history_depth <= HISTORY_DEPTH_MAX
+        ):
             raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
         node = self._existing(nid)
         if node.purged:

@@ -69,5 +69,16 @@ class Settings:
                     raise SettingsError(f"EVOMEM_{f.name.upper()} must be an integer, got {raw!r}") from exc
             else:
                 values[f.name] = raw
+        from_env = set(values)
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        try:
+            return cls(**values)
+        except SettingsError as exc:
+            # Fix: name the variable when the bad value came from the environment, so
+            # "port must be 0-65535" says which of EVOMEM_PORT or --port to correct.
+            for name in sorted(from_env - {k for k, v in overrides.items() if v is not None}):
+                try:
+                    cls(**{name: values[name]})
+                except SettingsError as own:
+                    raise SettingsError(f"EVOMEM_{name.upper()}: {own}") from exc
+            raise

@@ -26,6 +26,14 @@ _CLAUSE = re.compile(
     r"|,\s+(?=(?:but|so|which|because|since|as a result|and so|and now)\b)|,\s+"
 )
 _REASON_START = re.compile(r"^(because|since|due to|given that|to avoid|in order to|so that)\b", re.I)
+# A clause that opens with a result connective reports a consequence, whatever verbs follow
+# ("As a result, backups are now a file copy" is not a new decision, though "are now" is a cue).
+_RESULT_START = re.compile(
+    r"^(as a result|as a consequence|consequently|therefore|hence|thus|this means|which means|that means)\b", re.I
+)
+# A connective on its own, cut off by the comma after it ("Therefore, ..."). It carries no
+# content, so it is kept together with the clause it introduces.
+_LEAD_IN = re.compile(r"(as a result|as a consequence|consequently|therefore|hence|thus)[.:]?", re.I)
 
 
 def _cues(*phrases: str) -> re.Pattern[str]:
@@ -186,9 +194,10 @@ CONSEQUENCES = _cues(
 
 _FIELDS = ("trigger", "change", "alternatives_tried", "consequences")
 _PATTERNS = {"trigger": TRIGGER, "change": CHANGE, "alternatives_tried": ALTERNATIVES, "consequences": CONSEQUENCES}
-# A clause that starts with a reason word is a trigger; one that says what was tried is an
-# alternative; otherwise, when it carries several kinds of cue, the first kind in this order
-# wins (a decision verb beats "instead of", which beats a mentioned problem).
+# A clause that starts with a reason word is a trigger, one that starts with a result word a
+# consequence; one that says what was tried is an alternative; otherwise, when it carries
+# several kinds of cue, the first kind in this order wins (a decision verb beats "instead of",
+# which beats a mentioned problem).
 _PRECEDENCE = ("change", "alternatives_tried", "consequences", "trigger")
 
 SUMMARY_MAX_CHARS = 600
@@ -199,13 +208,35 @@ def sentences(text: str) -> list[str]:
 
 
 def _clauses(sentence: str) -> list[str]:
-    parts = [p.strip(" ,;") for p in _CLAUSE.split(sentence)]
-    return [p for p in parts if p]
+    """The clauses of a sentence, each an exact span of it (separators trimmed).
+
+    Fix: a bare lead-in such as "As a result" or "Therefore" used to become a clause of its
+    own, so the consequences field held just "As a result" and the clause it introduced was
+    filed by its own cues (often as the change). It now stays joined to that clause, as the
+    source span from the lead-in to the clause's end.
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for sep in [*_CLAUSE.finditer(sentence), None]:
+        end = sep.start() if sep is not None else len(sentence)
+        part = sentence[pos:end]
+        start = pos + len(part) - len(part.lstrip(" ,;"))
+        stop = end - (len(part) - len(part.rstrip(" ,;")))
+        if start < stop:
+            if spans and _LEAD_IN.fullmatch(sentence[spans[-1][0] : spans[-1][1]]):
+                spans[-1] = (spans[-1][0], stop)
+            else:
+                spans.append((start, stop))
+        if sep is not None:
+            pos = sep.end()
+    return [sentence[a:b] for a, b in spans]
 
 
 def _classify(clause: str) -> str | None:
     if _REASON_START.match(clause):
         return "trigger"
+    if _RESULT_START.match(clause):
+        return "consequences"
     if ALTERNATIVES_STRONG.search(clause):
         return "alternatives_tried"
     for name in _PRECEDENCE:

@@ -74,7 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         service = build_embedded(settings)
     except Exception as exc:  # a bad path, a read-only directory, a corrupt file
-        log.error("cannot open the memory database %s: %s", settings.db, exc)
+        # Say what to do, not only what failed (errno texts such as "File exists" mislead).
+        log.error(
+            "cannot open the memory database %s: %s. Choose a writable path with --db or EVOMEM_DB.",
+            settings.db,
+            exc,
+        )
         return 1
     info = {"db": settings.db, "auto_supersede": settings.auto_supersede, "wiring": "embedded"}
     server = build_mcp_server(lambda: service, server_info=info)

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from evomem import __version__
 from evomem.domain.errors import EvoMemError
+from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
 from evomem.service import HISTORY_DEPTH_MAX, K_MAX, MemoryService
 
@@ -214,6 +215,7 @@ def build_mcp_server(
         Use it to check the memory is healthy (e.g. nothing stuck in extraction "pending").
         """
         result = _call(lambda: get().stats(namespace))
-        return schemas.stats_result(result, namespace, info)
+        # Fix: echo the namespace that was counted (normalised, None for all), not the raw argument.
+        return schemas.stats_result(result, clean_label(namespace, "namespace"), info)
 
     return mcp

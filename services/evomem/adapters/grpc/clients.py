@@ -1,0 +1,179 @@
+"""gRPC clients that implement the core's ports: the gateway and the worker use these
+where the embedded process uses SQLite and the lite cronista directly.
+
+Calls wait for the channel to be ready (``wait_for_ready``) up to their deadline, so a
+service restart delays requests instead of failing them, and a request is never sent twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import grpc
+
+from evomem.adapters.grpc import convert
+from evomem.adapters.grpc.errors import from_rpc_error
+from evomem.domain.linking import LinkProposal
+from evomem.domain.model import (
+    Extraction,
+    ExtractionState,
+    LinkProvenance,
+    MemoryNode,
+    NewNote,
+    SearchHit,
+    Stats,
+)
+from evomem.v1 import (
+    cronista_pb2,
+    cronista_pb2_grpc,
+    linker_pb2,
+    linker_pb2_grpc,
+    storage_pb2,
+    storage_pb2_grpc,
+)
+
+DEFAULT_TIMEOUT_S = 10.0
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def channel(address: str) -> grpc.Channel:
+    return grpc.insecure_channel(
+        address,
+        options=[
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.enable_retries", 1),
+        ],
+    )
+
+
+class _Client:
+    service = "grpc"
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self._channel = channel(address)
+
+    def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout_s, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc, f"{self.service} ({self.address})") from exc
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+class GrpcStore(_Client):
+    """The ``Store`` port over the storage service."""
+
+    service = "storage"
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s=timeout_s)
+        self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
+
+    def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
+        req = storage_pb2.InsertNodeRequest(
+            note=convert.note_to_pb(note),
+            supersedes=supersedes,
+            link=convert.link_to_pb(link) if link else None,
+        )
+        return convert.node_from_pb(self._call(self._stub.InsertNode, req).node)
+
+    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
+        req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))
+        return convert.node_from_pb(self._call(self._stub.LinkNodes, req).node)
+
+    def get(self, node_id: str) -> MemoryNode | None:
+        resp = self._call(self._stub.GetNode, storage_pb2.GetNodeRequest(node_id=node_id))
+        return convert.node_from_pb(resp.node) if resp.HasField("node") else None
+
+    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        ids = list(dict.fromkeys(node_ids))
+        if not ids:
+            return {}
+        resp = self._call(self._stub.GetNodes, storage_pb2.GetNodesRequest(node_ids=ids))
+        return {n.id: convert.node_from_pb(n) for n in resp.nodes}
+
+    def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
+        roots = list(dict.fromkeys(chain_roots))
+        if not roots:
+            return {}
+        resp = self._call(self._stub.GetHeads, storage_pb2.GetHeadsRequest(chain_roots=roots))
+        return {n.chain_root: convert.node_from_pb(n) for n in resp.heads}
+
+    def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
+        resp = self._call(self._stub.GetChain, storage_pb2.GetChainRequest(node_id=node_id, depth=depth))
+        return [convert.node_from_pb(n) for n in resp.nodes]
+
+    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
+        if not terms:
+            return []
+        req = storage_pb2.SearchNodesRequest(
+            terms=list(terms), namespace=namespace, limit=limit, active_only=active_only
+        )
+        return [convert.hit_from_pb(h) for h in self._call(self._stub.SearchNodes, req).hits]
+
+    def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
+        resp = self._call(self._stub.ForgetNode, storage_pb2.ForgetNodeRequest(node_id=node_id, purge=purge))
+        return convert.node_from_pb(resp.node), resp.changed
+
+    def set_extraction(
+        self,
+        node_id: str,
+        extraction: Extraction | None,
+        state: ExtractionState,
+        error: str | None = None,
+    ) -> MemoryNode | None:
+        req = storage_pb2.SetExtractionRequest(
+            node_id=node_id,
+            extraction=convert.extraction_to_pb(extraction) if extraction else None,
+            state=str(state),
+            error=error,
+        )
+        resp = self._call(self._stub.SetExtraction, req)
+        return convert.node_from_pb(resp.node) if resp.HasField("node") else None
+
+    def pending_extractions(self, limit: int = 100) -> list[str]:
+        resp = self._call(self._stub.ListPendingExtractions, storage_pb2.ListPendingExtractionsRequest(limit=limit))
+        return list(resp.node_ids)
+
+    def stats(self, namespace: str | None = None) -> Stats:
+        return convert.stats_from_pb(self._call(self._stub.GetStats, storage_pb2.GetStatsRequest(namespace=namespace)))
+
+
+class GrpcExtractor(_Client):
+    """The ``Extractor`` port over the cronista service."""
+
+    service = "cronista"
+
+    def __init__(self, address: str, *, timeout_s: float = 30.0) -> None:
+        super().__init__(address, timeout_s=timeout_s)
+        self._stub = cronista_pb2_grpc.CronistaServiceStub(self._channel)
+        self.name = f"grpc:{address}"
+
+    def extract(self, text: str) -> Extraction:
+        resp = self._call(self._stub.ExtractFields, cronista_pb2.ExtractFieldsRequest(text=text))
+        return convert.extraction_from_pb(resp.extraction)
+
+
+class GrpcLinker(_Client):
+    """The ``Linker`` port over the linker service."""
+
+    service = "linker"
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s=timeout_s)
+        self._stub = linker_pb2_grpc.LinkerServiceStub(self._channel)
+        self.name = f"grpc:{address}"
+
+    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
+        req = linker_pb2.ProposeLinkRequest(
+            text=text, scope=scope, candidates=[convert.node_to_pb(c) for c in candidates]
+        )
+        resp = self._call(self._stub.ProposeLink, req)
+        return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None

@@ -1,0 +1,46 @@
+"""The error vocabulary over gRPC: domain error -> status code + "[code] message", and back."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from evomem.domain.errors import ERRORS_BY_CODE, GRPC_STATUS, EvoMemError, Unavailable
+
+log = logging.getLogger("evomem.grpc")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def servicer_method(fn: F) -> F:
+    """Wrap a servicer method: domain errors abort with their status code; crashes are INTERNAL."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return fn(self, request, context)
+        except EvoMemError as exc:
+            context.abort(getattr(grpc.StatusCode, GRPC_STATUS.get(exc.code, "INTERNAL")), str(exc))
+        except Exception as exc:
+            log.exception("%s failed", fn.__name__)
+            context.abort(grpc.StatusCode.INTERNAL, f"[internal] {type(exc).__name__}: {exc}")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def from_rpc_error(exc: grpc.RpcError, service: str) -> EvoMemError:
+    """Rebuild the domain error a servicer raised, so callers see the same error in both wirings."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    details = details or ""
+    if details.startswith("[") and "] " in details:
+        name, _, message = details[1:].partition("] ")
+        cls = ERRORS_BY_CODE.get(name)
+        if cls is not None:
+            return cls(message)
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return Unavailable(f"the {service} service is unavailable ({code.name}): {details}")
+    return EvoMemError(f"{service} failed ({code.name if code else 'unknown'}): {details}")

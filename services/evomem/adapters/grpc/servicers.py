@@ -1,0 +1,121 @@
+"""gRPC servicers: thin translators over core adapters. No decisions are made here."""
+
+from __future__ import annotations
+
+import grpc
+
+from evomem.adapters.grpc import convert
+from evomem.adapters.grpc.errors import servicer_method
+from evomem.domain.model import ExtractionState
+from evomem.ports import Extractor, Linker, Store
+from evomem.v1 import (
+    cronista_pb2,
+    cronista_pb2_grpc,
+    linker_pb2,
+    linker_pb2_grpc,
+    storage_pb2,
+    storage_pb2_grpc,
+)
+
+Ctx = grpc.ServicerContext
+
+
+class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @servicer_method
+    def InsertNode(self, request: storage_pb2.InsertNodeRequest, context: Ctx) -> storage_pb2.InsertNodeResponse:
+        node = self.store.insert(
+            convert.note_from_pb(request.note),
+            supersedes=request.supersedes if request.HasField("supersedes") else None,
+            link=convert.link_from_pb(request.link) if request.HasField("link") else None,
+        )
+        return storage_pb2.InsertNodeResponse(node=convert.node_to_pb(node))
+
+    @servicer_method
+    def LinkNodes(self, request: storage_pb2.LinkNodesRequest, context: Ctx) -> storage_pb2.LinkNodesResponse:
+        node = self.store.link(request.node_id, request.supersedes, convert.link_from_pb(request.link))
+        return storage_pb2.LinkNodesResponse(node=convert.node_to_pb(node))
+
+    @servicer_method
+    def GetNode(self, request: storage_pb2.GetNodeRequest, context: Ctx) -> storage_pb2.GetNodeResponse:
+        node = self.store.get(request.node_id)
+        return storage_pb2.GetNodeResponse(node=convert.node_to_pb(node) if node else None)
+
+    @servicer_method
+    def GetNodes(self, request: storage_pb2.GetNodesRequest, context: Ctx) -> storage_pb2.GetNodesResponse:
+        nodes = self.store.get_many(request.node_ids)
+        return storage_pb2.GetNodesResponse(nodes=[convert.node_to_pb(n) for n in nodes.values()])
+
+    @servicer_method
+    def GetHeads(self, request: storage_pb2.GetHeadsRequest, context: Ctx) -> storage_pb2.GetHeadsResponse:
+        heads = self.store.heads(request.chain_roots)
+        return storage_pb2.GetHeadsResponse(heads=[convert.node_to_pb(n) for n in heads.values()])
+
+    @servicer_method
+    def GetChain(self, request: storage_pb2.GetChainRequest, context: Ctx) -> storage_pb2.GetChainResponse:
+        nodes = self.store.chain(request.node_id, request.depth)
+        return storage_pb2.GetChainResponse(nodes=[convert.node_to_pb(n) for n in nodes])
+
+    @servicer_method
+    def SearchNodes(self, request: storage_pb2.SearchNodesRequest, context: Ctx) -> storage_pb2.SearchNodesResponse:
+        hits = self.store.search(
+            list(request.terms), namespace=request.namespace, limit=request.limit, active_only=request.active_only
+        )
+        return storage_pb2.SearchNodesResponse(hits=[convert.hit_to_pb(h) for h in hits])
+
+    @servicer_method
+    def ForgetNode(self, request: storage_pb2.ForgetNodeRequest, context: Ctx) -> storage_pb2.ForgetNodeResponse:
+        node, changed = self.store.forget(request.node_id, purge=request.purge)
+        return storage_pb2.ForgetNodeResponse(node=convert.node_to_pb(node), changed=changed)
+
+    @servicer_method
+    def SetExtraction(
+        self, request: storage_pb2.SetExtractionRequest, context: Ctx
+    ) -> storage_pb2.SetExtractionResponse:
+        node = self.store.set_extraction(
+            request.node_id,
+            convert.extraction_from_pb(request.extraction) if request.HasField("extraction") else None,
+            ExtractionState(request.state),
+            request.error if request.HasField("error") else None,
+        )
+        return storage_pb2.SetExtractionResponse(node=convert.node_to_pb(node) if node else None)
+
+    @servicer_method
+    def ListPendingExtractions(
+        self, request: storage_pb2.ListPendingExtractionsRequest, context: Ctx
+    ) -> storage_pb2.ListPendingExtractionsResponse:
+        return storage_pb2.ListPendingExtractionsResponse(node_ids=self.store.pending_extractions(request.limit or 100))
+
+    @servicer_method
+    def GetStats(self, request: storage_pb2.GetStatsRequest, context: Ctx) -> storage_pb2.GetStatsResponse:
+        ns = request.namespace if request.HasField("namespace") else None
+        return convert.stats_to_pb(self.store.stats(ns))
+
+
+class CronistaServicer(cronista_pb2_grpc.CronistaServiceServicer):
+    def __init__(self, extractor: Extractor) -> None:
+        self.extractor = extractor
+
+    @servicer_method
+    def ExtractFields(
+        self, request: cronista_pb2.ExtractFieldsRequest, context: Ctx
+    ) -> cronista_pb2.ExtractFieldsResponse:
+        return cronista_pb2.ExtractFieldsResponse(
+            extraction=convert.extraction_to_pb(self.extractor.extract(request.text))
+        )
+
+
+class LinkerServicer(linker_pb2_grpc.LinkerServiceServicer):
+    def __init__(self, linker: Linker) -> None:
+        self.linker = linker
+
+    @servicer_method
+    def ProposeLink(self, request: linker_pb2.ProposeLinkRequest, context: Ctx) -> linker_pb2.ProposeLinkResponse:
+        candidates = [convert.node_from_pb(c) for c in request.candidates]
+        scope = request.scope if request.HasField("scope") else None
+        proposal = self.linker.propose(request.text, scope, candidates)
+        return linker_pb2.ProposeLinkResponse(
+            proposal=convert.proposal_to_pb(proposal) if proposal else None, linker=self.linker.name
+        )

@@ -1,0 +1,199 @@
+from evomem.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class InsertNodeRequest(_message.Message):
+    __slots__ = ("note", "supersedes", "link")
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
+    LINK_FIELD_NUMBER: _ClassVar[int]
+    note: _common_pb2.NewNote
+    supersedes: str
+    link: _common_pb2.LinkProvenance
+    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ...) -> None: ...
+
+class InsertNodeResponse(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
+class LinkNodesRequest(_message.Message):
+    __slots__ = ("node_id", "supersedes", "link")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
+    LINK_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    supersedes: str
+    link: _common_pb2.LinkProvenance
+    def __init__(self, node_id: _Optional[str] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ...) -> None: ...
+
+class LinkNodesResponse(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
+class GetNodeRequest(_message.Message):
+    __slots__ = ("node_id",)
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ...) -> None: ...
+
+class GetNodeResponse(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
+class GetNodesRequest(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetNodesResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+
+class GetHeadsRequest(_message.Message):
+    __slots__ = ("chain_roots",)
+    CHAIN_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    chain_roots: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, chain_roots: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetHeadsResponse(_message.Message):
+    __slots__ = ("heads",)
+    HEADS_FIELD_NUMBER: _ClassVar[int]
+    heads: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, heads: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+
+class GetChainRequest(_message.Message):
+    __slots__ = ("node_id", "depth")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    DEPTH_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    depth: int
+    def __init__(self, node_id: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
+
+class GetChainResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+
+class SearchNodesRequest(_message.Message):
+    __slots__ = ("terms", "namespace", "limit", "active_only")
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    terms: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    limit: int
+    active_only: bool
+    def __init__(self, terms: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ..., active_only: _Optional[bool] = ...) -> None: ...
+
+class SearchNodesResponse(_message.Message):
+    __slots__ = ("hits",)
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[_common_pb2.SearchHit]
+    def __init__(self, hits: _Optional[_Iterable[_Union[_common_pb2.SearchHit, _Mapping]]] = ...) -> None: ...
+
+class ForgetNodeRequest(_message.Message):
+    __slots__ = ("node_id", "purge")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PURGE_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    purge: bool
+    def __init__(self, node_id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
+
+class ForgetNodeResponse(_message.Message):
+    __slots__ = ("node", "changed")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    changed: bool
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., changed: _Optional[bool] = ...) -> None: ...
+
+class SetExtractionRequest(_message.Message):
+    __slots__ = ("node_id", "extraction", "state", "error")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    extraction: _common_pb2.Extraction
+    state: str
+    error: str
+    def __init__(self, node_id: _Optional[str] = ..., extraction: _Optional[_Union[_common_pb2.Extraction, _Mapping]] = ..., state: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class SetExtractionResponse(_message.Message):
+    __slots__ = ("node",)
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
+class ListPendingExtractionsRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListPendingExtractionsResponse(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetStatsRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class GetStatsResponse(_message.Message):
+    __slots__ = ("by_status", "purged", "chains", "extraction", "namespaces", "db_bytes", "schema_version")
+    class ByStatusEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class ExtractionEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class NamespacesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    BY_STATUS_FIELD_NUMBER: _ClassVar[int]
+    PURGED_FIELD_NUMBER: _ClassVar[int]
+    CHAINS_FIELD_NUMBER: _ClassVar[int]
+    EXTRACTION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    DB_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    by_status: _containers.ScalarMap[str, int]
+    purged: int
+    chains: int
+    extraction: _containers.ScalarMap[str, int]
+    namespaces: _containers.ScalarMap[str, int]
+    db_bytes: int
+    schema_version: int
+    def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ...) -> None: ...
