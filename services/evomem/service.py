@@ -204,7 +204,14 @@ class MemoryService:
                 log.warning("could not enqueue extraction for %s: %s", node.id, exc)
                 warnings.append("extraction is pending: the queue is unavailable, it will be retried")
         if node.supersedes and target and node.supersedes != target:
-            warnings.append(f"{target} was already superseded; linked to the current head {node.supersedes}")
+            prev = self.store.get(node.supersedes)
+            if prev is not None and prev.status == "forgotten":
+                warnings.append(
+                    f"{target} was already superseded and the chain's head {node.supersedes} was forgotten; "
+                    "this note continues the chain as the version in force"
+                )
+            else:
+                warnings.append(f"{target} was already superseded; linked to the current head {node.supersedes}")
         return RememberOutcome(
             node=node,
             link=node.link,

@@ -1,0 +1,147 @@
+"""The README is the reference: it must keep up with the server.
+
+Rules checked here:
+
+- README.md has a section ``## Tools`` with one ``### `<tool>``` heading per tool the MCP
+  server registers (asked with ``list_tools`` on an in-process server), and no heading for a
+  tool that does not exist;
+- every parameter of every tool (its input schema) is mentioned as code, a whole word inside
+  a `code span` or a fenced block, in that tool's subsection (the signature line counts);
+- every setting has its ``EVOMEM_*`` variable and its ``--flag`` in the README;
+- ``.ci/run`` runs the README's test command, ``make test``, and the Makefile has that target.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+import anyio
+import pytest
+from evomem.entrypoints.cli import parser
+from evomem.entrypoints.mcp_tools import build_mcp_server
+from evomem.settings import Settings
+from mcp import Client
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+CI_RUN = ROOT / ".ci" / "run"
+MAKEFILE = ROOT / "Makefile"
+TEST_COMMAND = "make test"
+
+
+def _no_service() -> NoReturn:
+    raise AssertionError("listing tools must not need the memory service")
+
+
+async def _list_tools() -> dict[str, dict[str, Any]]:
+    async with Client(build_mcp_server(_no_service)) as client:
+        listed = await client.list_tools()
+    return {tool.name: tool.input_schema for tool in listed.tools}
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, dict[str, Any]]:
+    found = anyio.run(_list_tools)
+    assert found, "the server registers no tools"
+    return found
+
+
+@pytest.fixture(scope="module")
+def readme() -> str:
+    assert README.is_file(), f"{README} is missing"
+    return README.read_text(encoding="utf-8")
+
+
+def _section(text: str, heading: str, level: int) -> str:
+    """The body under ``heading`` (a whole line), up to the next heading of the same or a higher level."""
+    lines = text.splitlines()
+    try:
+        start = lines.index(heading)
+    except ValueError:
+        raise AssertionError(f"README.md has no {heading!r} heading") from None
+    body: list[str] = []
+    fence = False
+    for line in lines[start + 1 :]:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and re.match(rf"^#{{1,{level}}} ", line):
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def _tool_sections(readme: str) -> dict[str, str]:
+    tools_part = _section(readme, "## Tools", 2)
+    names = re.findall(r"^### `([^`]+)`\s*$", tools_part, flags=re.MULTILINE)
+    return {name: _section(tools_part, f"### `{name}`", 3) for name in names}
+
+
+def _mentions(text: str, word: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text) is not None
+
+
+def _code(text: str) -> str:
+    """The code in a Markdown text: fenced blocks and inline `spans`, one per line."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+    return "\n".join([*blocks, *re.findall(r"`([^`\n]+)`", prose)])
+
+
+def test_readme_documents_every_tool(readme: str, tools: dict[str, dict[str, Any]]) -> None:
+    documented = _tool_sections(readme)
+    missing = sorted(set(tools) - set(documented))
+    assert not missing, f"tools registered on the server but without a '### `name`' heading under '## Tools': {missing}"
+    stale = sorted(set(documented) - set(tools))
+    assert not stale, f"README documents tools the server does not register: {stale}"
+
+
+def test_readme_documents_every_parameter(readme: str, tools: dict[str, dict[str, Any]]) -> None:
+    documented = _tool_sections(readme)
+    missing = [
+        f"{tool}.{param}"
+        for tool, schema in sorted(tools.items())
+        for param in schema.get("properties", {})
+        if tool in documented and not _mentions(_code(documented[tool]), param)
+    ]
+    assert not missing, f"parameters not mentioned in their tool's README section: {missing}"
+    for tool, body in documented.items():
+        assert len(body.strip()) > 80, f"the README section for {tool} is nearly empty"
+
+
+def test_readme_lists_every_setting(readme: str) -> None:
+    variables = [f"EVOMEM_{f.name.upper()}" for f in fields(Settings)]
+    missing = [v for v in variables if v not in readme]
+    assert not missing, f"settings without their environment variable in README.md: {missing}"
+    flags = [
+        option
+        for action in parser()._actions
+        for option in action.option_strings
+        if option.startswith("--") and option not in ("--help", "--version")
+    ]
+    assert flags, "the command line has no flags?"
+    missing = [flag for flag in flags if not re.search(rf"{re.escape(flag)}(?![a-z-])", readme)]
+    assert not missing, f"command-line flags not in README.md: {missing}"
+
+
+def test_ci_runs_the_readme_test_command(readme: str) -> None:
+    assert TEST_COMMAND in readme, f"README.md does not give {TEST_COMMAND!r} as the test command"
+    assert CI_RUN.is_file(), f"{CI_RUN} is missing"
+    if sys.platform != "win32":
+        assert os.access(CI_RUN, os.X_OK), f"{CI_RUN} is not executable"
+    commands = [
+        line.strip()
+        for line in CI_RUN.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert any(re.match(rf"^(exec\s+)?{re.escape(TEST_COMMAND)}(\s|$)", c) for c in commands), (
+        f"{CI_RUN} does not run {TEST_COMMAND!r}; its commands: {commands}"
+    )
+    assert MAKEFILE.is_file(), "README's test command needs a Makefile"
+    assert re.search(r"^test\s*:", MAKEFILE.read_text(encoding="utf-8"), flags=re.MULTILINE), (
+        "the Makefile has no 'test' target"
+    )
