@@ -19,6 +19,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -248,16 +249,42 @@ class SQLiteStore:
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-        if not self._uri:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if not self._uri:
+                self._enable_wal(conn)
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA secure_delete = ON")
+        except BaseException:
+            conn.close()
+            raise
         self._local.conn = conn
         with self._lock:
             self._all.append(conn)
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch the file to WAL, retrying while another connection holds the lock it needs.
+
+        Fix: on a fresh file, ``PRAGMA journal_mode = WAL`` needs an exclusive lock, and when
+        another process holds one (it is switching the mode or running the migrations) SQLite
+        answers SQLITE_BUSY at once, without calling the busy handler. Two processes opening a
+        new file together then failed with "database is locked" (tests/test_migrations.py). We
+        retry with a short backoff, for at most ``busy_timeout_ms``, as the busy handler would.
+        """
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        delay = 0.002
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
