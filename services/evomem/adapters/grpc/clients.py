@@ -139,6 +139,9 @@ class GrpcStore(_Client):
         return convert.node_from_pb(resp.node) if resp.HasField("node") else None
 
     def pending_extractions(self, limit: int = 100) -> list[str]:
+        if limit == 0:
+            # On the wire 0 means "unset" (the servicer's default, 100); the port means none.
+            return []
         resp = self._call(self._stub.ListPendingExtractions, storage_pb2.ListPendingExtractionsRequest(limit=limit))
         return list(resp.node_ids)
 

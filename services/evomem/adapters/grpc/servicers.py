@@ -6,6 +6,7 @@ import grpc
 
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import servicer_method
+from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store
 from evomem.v1 import (
@@ -74,10 +75,16 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
     def SetExtraction(
         self, request: storage_pb2.SetExtractionRequest, context: Ctx
     ) -> storage_pb2.SetExtractionResponse:
+        try:
+            state = ExtractionState(request.state)
+        except ValueError:
+            # A bad request field is the caller's error, not a crash (it was INTERNAL).
+            states = ", ".join(s.value for s in ExtractionState)
+            raise InvalidArgument(f"state must be one of {states}, got {request.state!r}") from None
         node = self.store.set_extraction(
             request.node_id,
             convert.extraction_from_pb(request.extraction) if request.HasField("extraction") else None,
-            ExtractionState(request.state),
+            state,
             request.error if request.HasField("error") else None,
         )
         return storage_pb2.SetExtractionResponse(node=convert.node_to_pb(node) if node else None)
