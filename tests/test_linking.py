@@ -94,10 +94,19 @@ def test_the_linker_never_links_across_explicit_different_scopes(linking, store)
     assert store.check_invariants() == []
 
 
-def test_an_unscoped_change_may_link_to_a_scoped_decision(linking, store):
+def test_an_unscoped_change_does_not_replace_a_scoped_decision(linking, store):
+    # Unscoped means the default scope: it coexists with the staging decision.
     scoped = linking.remember("The cluster autoscaler runs on spot instances.", scope="staging").node
     out = linking.remember("Moved the cluster autoscaler to reserved instances.")
-    assert out.node.supersedes == scoped.id
+    assert out.node.supersedes is None
+    assert linking.get_node(scoped.id)[0].status == "active"
+
+
+def test_an_unscoped_change_replaces_a_production_decision(linking, store):
+    # Production is the default scope, like unscoped.
+    prod = linking.remember("The cluster autoscaler runs on spot instances.", scope="production").node
+    out = linking.remember("Moved the cluster autoscaler to reserved instances.")
+    assert out.node.supersedes == prod.id
 
 
 def test_the_linker_does_not_link_without_a_change_cue(linking, store):
@@ -197,9 +206,11 @@ def test_content_words_drop_stopwords_cues_and_numbers():
     assert content_words("We moved the ledger to SQLite in 2024") == {"ledger", "sqlite"}
 
 
-def test_scopes_are_compatible_unless_both_explicit_and_different():
+def test_scopes_are_compatible_only_within_one_scope_or_the_default_scope():
     assert scopes_compatible(None, None)
-    assert scopes_compatible("staging", None)
+    assert not scopes_compatible("staging", None)
+    assert not scopes_compatible(None, "analytics")
     assert scopes_compatible(None, "production")
+    assert scopes_compatible("prod", "production")
     assert scopes_compatible("staging", "staging")
     assert not scopes_compatible("staging", "production")

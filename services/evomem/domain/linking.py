@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evomem.domain.model import MemoryNode
+from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.text import words
 
 NAME = "heuristic"
@@ -56,13 +57,40 @@ class LinkProposal:
     by: str
 
 
+@dataclass(frozen=True, slots=True)
+class LinkDecision:
+    """A linker's full answer: link (with a proposal), abstain (with candidates), or none.
+
+    Abstaining is not the same as "no link": the linker saw plausible candidates but is not
+    sure enough, so the note is stored unlinked and marked ``possible_supersedes`` for the
+    agent to confirm with one ``supersede`` call.
+    """
+
+    kind: str  # "link" | "abstain" | "none"
+    proposal: LinkProposal | None = None
+    candidates: tuple[tuple[str, float], ...] = ()  # (node id, score), best first
+    reason: str = ""
+
+
+def decide(linker: object, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+    """Ask any linker for a decision; linkers with only ``propose`` never abstain."""
+    full = getattr(linker, "decide", None)
+    if callable(full):
+        return full(text, scope, candidates)  # type: ignore[no-any-return]
+    proposal = linker.propose(text, scope, candidates)  # type: ignore[attr-defined]
+    if proposal is None:
+        return LinkDecision(kind="none")
+    return LinkDecision(kind="link", proposal=proposal)
+
+
 def content_words(text: str) -> set[str]:
     return {w for w in words(text) if len(w) > 1 and w not in STOPWORDS and not w.isdigit()}
 
 
 def scopes_compatible(a: str | None, b: str | None) -> bool:
-    """Two explicit, different scopes never link. Unscoped links with anything."""
-    return a is None or b is None or a == b
+    """Links never cross scopes, explicit or inferred (see ``evomem.domain.scope``):
+    same scope, or both in the default scope (unscoped or production)."""
+    return scope_compatible(a, b)
 
 
 class HeuristicLinker:
