@@ -685,14 +685,15 @@ def _node(text: str, *, scope: str | None = None, status: Status = Status.ACTIVE
 
 
 PG = _node("We picked Postgres for the ledger", tags=("ledger",), author="al", relations={"x": ("A",)})
-PAY = _node("Retry failed payments three times with exponential backoff", scope="payments")
+PAY = _node("Retry failed payments three times with exponential backoff", scope="production")
 CACHE = _node("The search cache lives in Redis", status=Status.SUPERSEDED, superseded_by=new_id())
 PG_SCOPED = _node("We picked Postgres for the ledger service database", scope="billing")
 PG_OPS = _node("We picked Postgres for the ledger service database", scope="ops")
 
 LINK_CASES: list[tuple[str, str, str | None, list[MemoryNode]]] = [
     ("moved", "We moved the ledger from Postgres to SQLite", None, [PAY, PG]),
-    ("tie-first-wins", "We moved the ledger service database from Postgres to SQLite", "billing", [PG, PG_SCOPED]),
+    # A scoped note never replaces a default-scope decision, even one ranked first.
+    ("scoped-skips-default", "We moved the ledger service database from Postgres to SQLite", "billing", [PG, PG_SCOPED]),
     ("scope-picks", "We moved the ledger service database from Postgres to SQLite", "billing", [PG_OPS, PG_SCOPED]),
     ("switched", "We switched failed payments retries from exponential backoff to a fixed delay", None, [PG, PAY]),
     ("no-cue", "We picked Postgres for the ledger", None, [PG]),
@@ -715,7 +716,7 @@ def test_linker_gives_the_same_proposal(
     expected = HeuristicLinker().propose(text, scope, candidates)
     got = linker.propose(text, scope, candidates)
     assert got == expected
-    targets = {"moved": PG, "tie-first-wins": PG, "scope-picks": PG_SCOPED, "switched": PAY}
+    targets = {"moved": PG, "scoped-skips-default": PG_SCOPED, "scope-picks": PG_SCOPED, "switched": PAY}
     if case in targets:
         assert isinstance(got, LinkProposal)
         assert got.target_id == targets[case].id

@@ -24,15 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evomem import __version__
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from evomem import __version__
+from evomem.entrypoints.mcp_tools import build_mcp_server
+from evomem.service import MemoryService
+
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"remember", "recall", "get_node", "forget", "supersede", "stats"}
+TOOLS = {"remember", "recall", "get_node", "forget", "supersede", "unlink", "stats"}
 POSTGRES = "We picked Postgres for the ledger"
 SQLITE = "We moved the ledger from Postgres to SQLite, Postgres was overkill"
 URL_LINE = re.compile(r"at (http://127\.0\.0\.1:(\d+)/mcp)")
@@ -411,7 +412,9 @@ async def test_in_process_structured_content(service: MemoryService) -> None:
         assert matched["node_id"] in {first["id"], second["id"]}
         assert "postgres" in matched["terms"]
         assert found["terms"] == ["postgres"]
-        assert (await call_ok(client, "recall", {"query": "postgres", "scope": "staging"}))["count"] == 0
+        # staging has no decision of its own: the production one is in force there, as a default
+        in_staging = await call_ok(client, "recall", {"query": "postgres", "scope": "staging"})
+        assert [r["scope_match"] for r in in_staging["results"]] == ["default"]
 
         third = await call_ok(client, "remember", {"raw_text": "Retry payments three times before failing"})
         linked = await call_ok(client, "supersede", {"node_id": third["id"], "supersedes": first["id"]})

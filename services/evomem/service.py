@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
 from evomem.domain.errors import (
@@ -20,7 +21,8 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
-from evomem.domain.linking import LinkProposal
+from evomem.domain.linking import LinkDecision
+from evomem.domain.linking import decide as decide_link
 from evomem.domain.model import (
     ExtractionState,
     LinkMethod,
@@ -31,6 +33,8 @@ from evomem.domain.model import (
     is_valid_id,
 )
 from evomem.domain.recall import Resolved, resolve, select_hits
+from evomem.domain.scope import compatible as scope_compatible
+from evomem.domain.scope import infer_scope
 from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store
 
 log = logging.getLogger("evomem.service")
@@ -49,6 +53,7 @@ class RememberOutcome:
     linked_to: str | None
     latency_ms: float
     warnings: list[str] = field(default_factory=list)
+    decision: LinkDecision | None = None  # what the automatic linker decided, when it ran
 
 
 @dataclass(slots=True)
@@ -75,6 +80,7 @@ class ServiceConfig:
     default_author: str | None = None
     extract_inline: bool = True  # embedded: extract before the write; services: queue it
     link_candidates: int = 20
+    infer_scope: bool = True  # infer a scope from the text when none is given
     recall_fanout: int = 10  # full-text hits fetched per result asked for
 
 
@@ -93,6 +99,7 @@ class MemoryService:
         self.linker = linker
         self.queue = queue
         self.config = config or ServiceConfig()
+        self.linker_ms: deque[float] = deque(maxlen=10_000)  # linker time per remember (benchmarks)
 
     # ------------------------------------------------------------------ helpers
 
@@ -168,6 +175,12 @@ class MemoryService:
         text, warnings = textrules.clean_note(raw_text, self.config.max_note_bytes)
         ns = self._namespace(namespace)  # type: ignore[arg-type]
         note_scope = textrules.clean_label(scope, "scope")
+        scope_source = "explicit" if note_scope else None
+        scope_evidence = None
+        if note_scope is None and self.config.infer_scope:
+            inferred = infer_scope(text)
+            if inferred is not None:
+                note_scope, scope_source, scope_evidence = inferred.scope, "inferred", inferred.evidence
         target = None if supersedes in (None, "") else self._check_id(supersedes, "supersedes")
         rels = self._relations(relations, ns)
         extraction = None
@@ -182,19 +195,30 @@ class MemoryService:
             author=textrules.clean_short(author, "author") or self.config.default_author,
             relations=rels,
             extraction=extraction,
+            scope_source=scope_source,
+            scope_evidence=scope_evidence,
         )
         link: LinkProvenance | None = None
+        decision: LinkDecision | None = None
         if target is not None:
             link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
         elif self.linker is not None:
-            proposal = self._propose_link(text, ns, note_scope)
-            if proposal is not None:
+            decision = self._decide_link(text, ns, note_scope)
+            if decision.kind == "link" and decision.proposal is not None:
+                proposal = decision.proposal
                 target = proposal.target_id
                 link = LinkProvenance(
                     method=proposal.method,
                     confidence=proposal.confidence,
                     by=proposal.by,
                     evidence=proposal.evidence,
+                )
+            elif decision.kind == "abstain" and decision.candidates:
+                note = replace(note, possible_supersedes=tuple(c for c, _ in decision.candidates))
+                warnings.append(
+                    "possible_supersedes: this note may replace "
+                    + ", ".join(c for c, _ in decision.candidates)
+                    + "; confirm with supersede(node_id, supersedes) if it does"
                 )
         node = self.store.insert(note, supersedes=target, link=link)
         if extraction is None and self.queue is not None:
@@ -218,16 +242,30 @@ class MemoryService:
             linked_to=node.supersedes,
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
             warnings=warnings,
+            decision=decision,
         )
 
-    def _propose_link(self, text: str, namespace: str, scope: str | None) -> LinkProposal | None:
-        assert self.linker is not None
+    def link_candidates(self, text: str, namespace: str, scope: str | None) -> list[MemoryNode]:
+        """Active decisions in the namespace, with a compatible scope, best BM25 match first."""
         terms = textrules.query_terms(text)
         hits = self.store.search(terms, namespace=namespace, limit=self.config.link_candidates, active_only=True)
-        candidates = list(self.store.get_many(h.node_id for h in hits).values())
-        order = {h.node_id: i for i, h in enumerate(hits)}
-        candidates.sort(key=lambda n: order[n.id])
-        return self.linker.propose(text, scope, candidates)
+        nodes = self.store.get_many(h.node_id for h in hits)
+        out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
+        return [n for n in out if scope_compatible(scope, n.scope)]
+
+    def _decide_link(self, text: str, namespace: str, scope: str | None) -> LinkDecision:
+        assert self.linker is not None
+        started = time.perf_counter()
+        candidates = self.link_candidates(text, namespace, scope)
+        if not candidates:
+            return LinkDecision(kind="none", reason="no active decision with a compatible scope matches")
+        try:
+            result = decide_link(self.linker, text, scope, candidates)
+        except Exception as exc:  # a linker failure never loses the note: store it unlinked
+            log.warning("linker %s failed: %s", getattr(self.linker, "name", "?"), exc)
+            result = LinkDecision(kind="none", reason=f"linker failed: {exc}")
+        self.linker_ms.append((time.perf_counter() - started) * 1000)
+        return result
 
     # ------------------------------------------------------------------ recall
 
@@ -335,6 +373,21 @@ class MemoryService:
             by=textrules.clean_short(author, "author") or self.config.default_author,
         )
         return self.store.link(nid, target, link)
+
+    def unlink(self, node_id: object, *, author: object = None) -> tuple[MemoryNode, MemoryNode]:
+        """Undo a wrong supersedes link in one step: the replaced version is in force again.
+
+        Returns (the node, now the first version of its own chain; the restored head).
+        The link's provenance is kept in the audit log.
+        """
+        nid = self._check_id(node_id)
+        node = self._existing(nid)
+        if node.purged:
+            raise Purged(f"node {nid} was purged")
+        if node.supersedes is None:
+            raise InvalidArgument(f"node {nid} supersedes nothing; there is no link to undo")
+        by = textrules.clean_short(author, "author") or self.config.default_author
+        return self.store.unlink(nid, by=by)  # type: ignore[attr-defined]
 
     def stats(self, namespace: object = None) -> Stats:
         ns = textrules.clean_label(namespace, "namespace")

@@ -29,6 +29,7 @@ from evomem.domain.errors import (
     Conflict,
     CycleError,
     Forgotten,
+    InvalidArgument,
     NamespaceMismatch,
     NotFound,
     Purged,
@@ -148,6 +149,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX link_audit_node ON link_audit(node_id);
         """,
     ),
+    (
+        "0003_scope_provenance_possible_links",
+        """
+        -- Where a scope came from (explicit or inferred, and the span it was inferred from),
+        -- and the candidates a linker abstained on, for the agent to confirm.
+        ALTER TABLE nodes ADD COLUMN scope_source TEXT;
+        ALTER TABLE nodes ADD COLUMN scope_evidence TEXT;
+        ALTER TABLE nodes ADD COLUMN possible_supersedes TEXT NOT NULL DEFAULT '[]';
+        UPDATE nodes SET scope_source = 'explicit' WHERE scope IS NOT NULL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -156,7 +168,8 @@ _NODE_COLUMNS = (
     "id, namespace, scope, raw_text, trigger, change, alternatives_tried, consequences, summary, tags, "
     "session, author, created_at, relations, status, supersedes, superseded_by, chain_root, version, "
     "link_method, link_confidence, link_by, link_evidence, link_requested_id, link_created_at, "
-    "extraction_state, extractor, extraction_error, extraction_attempts, forgotten_at, purged_at"
+    "extraction_state, extractor, extraction_error, extraction_attempts, forgotten_at, purged_at, "
+    "scope_source, scope_evidence, possible_supersedes"
 )
 
 
@@ -203,6 +216,9 @@ def _row_to_node(row: sqlite3.Row) -> MemoryNode:
         extraction_attempts=row["extraction_attempts"],
         forgotten_at=row["forgotten_at"],
         purged_at=row["purged_at"],
+        scope_source=row["scope_source"],
+        scope_evidence=row["scope_evidence"],
+        possible_supersedes=tuple(json.loads(row["possible_supersedes"] or "[]")),
     )
 
 
@@ -444,7 +460,7 @@ class SQLiteStore:
                 chain_root, version = head["chain_root"], head["version"] + 1
                 self._retire_head(conn, head["id"], node_id)
             conn.execute(
-                f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({','.join('?' * 31)})",
+                f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({','.join('?' * 34)})",
                 (
                     node_id,
                     note.namespace,
@@ -477,6 +493,9 @@ class SQLiteStore:
                     1 if ex else 0,
                     None,
                     None,
+                    note.scope_source if note.scope else None,
+                    note.scope_evidence if note.scope else None,
+                    json.dumps(list(note.possible_supersedes)),
                 ),
             )
             if prev is not None and link is not None:
@@ -515,7 +534,8 @@ class SQLiteStore:
             now = now_ms()
             conn.execute(
                 "UPDATE nodes SET supersedes = ?, link_method = ?, link_confidence = ?, link_by = ?, "
-                "link_evidence = ?, link_requested_id = ?, link_created_at = ? WHERE id = ?",
+                "link_evidence = ?, link_requested_id = ?, link_created_at = ?, possible_supersedes = '[]' "
+                "WHERE id = ?",
                 (
                     head["id"],
                     link.method,
@@ -531,6 +551,72 @@ class SQLiteStore:
         node = self.get(node_id)
         assert node is not None
         return node
+
+    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
+        """Undo the link from ``node_id`` to the version it superseded, in one transaction.
+
+        The previous version becomes the head of its chain again (active unless it was
+        forgotten); ``node_id`` and any versions after it become a chain of their own.
+        The link's provenance is kept in the audit log. Returns (node, restored head).
+        """
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id, chain_root, version, supersedes, link_method, link_by, link_confidence, purged_at "
+                "FROM nodes WHERE id = ?",
+                (node_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            if row["supersedes"] is None:
+                raise InvalidArgument(f"node {node_id} supersedes nothing; there is no link to undo")
+            prev_id = row["supersedes"]
+            prev = conn.execute("SELECT status, forgotten_at FROM nodes WHERE id = ?", (prev_id,)).fetchone()
+            offset = row["version"] - 1
+            # Detach first: the new chain (node_id and its successors) is re-rooted at node_id,
+            # then the previous version becomes a head again.
+            conn.execute(
+                "UPDATE nodes SET chain_root = ?, version = version - ? WHERE chain_root = ? AND version >= ?",
+                (node_id, offset, row["chain_root"], row["version"]),
+            )
+            conn.execute(
+                "UPDATE nodes SET supersedes = NULL, link_method = NULL, link_confidence = NULL, link_by = NULL, "
+                "link_evidence = NULL, link_requested_id = NULL, link_created_at = NULL WHERE id = ?",
+                (node_id,),
+            )
+            conn.execute(
+                "UPDATE nodes SET superseded_by = NULL, "
+                "status = CASE WHEN forgotten_at IS NULL THEN 'active' ELSE 'forgotten' END WHERE id = ?",
+                (prev_id,),
+            )
+            detail = json.dumps(
+                {
+                    "undone_method": row["link_method"],
+                    "undone_by": row["link_by"],
+                    "undone_confidence": row["link_confidence"],
+                    "previous_status": prev["status"] if prev else None,
+                }
+            )
+            conn.execute(
+                "INSERT INTO link_audit(at, action, node_id, target_id, method, by, confidence, detail) "
+                "VALUES (?, 'unlink', ?, ?, ?, ?, NULL, ?)",
+                (now_ms(), node_id, prev_id, row["link_method"], by, detail),
+            )
+        node, restored = self.get(node_id), self.get(prev_id)
+        assert node is not None and restored is not None
+        return node, restored
+
+    def link_audit(self, node_id: str) -> list[dict[str, object]]:
+        """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT seq, at, action, node_id, target_id, method, by, confidence, detail FROM link_audit "
+                "WHERE node_id = ? OR target_id = ? ORDER BY seq",
+                (node_id, node_id),
+            )
+            .fetchall()
+        )
+        return [dict(r) for r in rows]
 
     def _head_for_link(self, conn: sqlite3.Connection, target_id: str, namespace: str) -> sqlite3.Row:
         """The head a new link must attach to, with every check that protects the chain."""

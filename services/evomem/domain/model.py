@@ -84,6 +84,9 @@ class MemoryNode:
     extraction_attempts: int = 0
     forgotten_at: int | None = None
     purged_at: int | None = None
+    scope_source: str | None = None
+    scope_evidence: str | None = None
+    possible_supersedes: tuple[str, ...] = ()
 
     @property
     def purged(self) -> bool:
@@ -106,6 +109,9 @@ class NewNote:
     author: str | None = None
     relations: dict[str, tuple[str, ...]] = field(default_factory=dict)
     extraction: Extraction | None = None  # None: extraction is pending (queued)
+    scope_source: str | None = None  # "explicit", "inferred", or None when unscoped
+    scope_evidence: str | None = None  # the text span a scope was inferred from
+    possible_supersedes: tuple[str, ...] = ()  # candidates a linker abstained on
 
 
 @dataclass(frozen=True, slots=True)

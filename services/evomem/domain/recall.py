@@ -10,7 +10,11 @@ Pure functions over hits and nodes; the store only supplies them.
 4. A chain whose head was forgotten answers nothing: forgetting the current decision
    retracts it, and an older version it replaced does not come back into force by itself
    (that would be acting on an obsolete decision). Remember it again to restore it.
-5. Scope and tag filters apply to the head (the version in force).
+5. Scope and tag filters apply to the head (the version in force). Asking for a scope
+   (say ``staging``) returns that scope's decisions first, then the default scope's
+   (unscoped or ``production``), which stay in force in every scope until a decision of
+   that scope overrides them there. Each result says which (``scope_match``: exact or
+   default). Decisions of other scopes are not returned.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evomem.domain.model import MemoryNode, SearchHit, Status
+from evomem.domain.scope import is_default, normalise
 from evomem.domain.text import words
 
 MATCH_FIELDS = ("change", "trigger", "alternatives_tried", "consequences", "summary", "raw_text", "tags")
@@ -40,6 +45,18 @@ class Resolved:
     score: float
     best: Match
     matches: list[Match] = field(default_factory=list)
+    scope_match: str | None = None  # "exact" or "default" when recall asked for a scope
+
+
+def scope_match(head_scope: str | None, wanted: str | None) -> str | None:
+    """How a head answers a recall for ``wanted``: exact, default (fallback), or None (no)."""
+    if wanted is None:
+        return "exact"
+    if normalise(head_scope) == normalise(wanted) or (is_default(head_scope) and is_default(wanted)):
+        return "exact"
+    if is_default(head_scope):
+        return "default"
+    return None
 
 
 def matched_fields(node: MemoryNode, terms: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -74,7 +91,7 @@ def select_hits(
         head = heads.get(hit.chain_root)
         if head is None or head.status == Status.FORGOTTEN:
             continue
-        if scope is not None and head.scope != scope:
+        if scope_match(head.scope, scope) is None:
             continue
         if tags and not set(tags) <= set(head.tags):
             continue
@@ -102,7 +119,7 @@ def resolve(
         node = nodes.get(hit.node_id)
         if head is None or node is None or head.status == Status.FORGOTTEN:
             continue
-        if scope is not None and head.scope != scope:
+        if scope_match(head.scope, scope) is None:
             continue
         if tags and not set(tags) <= set(head.tags):
             continue
@@ -127,5 +144,15 @@ def resolve(
                     terms=found,
                 )
             )
-        out.append(Resolved(head=head, score=matches[0][0].score, best=views[0], matches=views))
+        out.append(
+            Resolved(
+                head=head,
+                score=matches[0][0].score,
+                best=views[0],
+                matches=views,
+                scope_match=scope_match(head.scope, scope) if scope is not None else None,
+            )
+        )
+    # A scope's own decisions come before the default scope's (stable: BM25 order within each).
+    out.sort(key=lambda r: r.scope_match == "default")
     return out

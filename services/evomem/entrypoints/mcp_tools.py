@@ -208,6 +208,29 @@ def build_mcp_server(
             node=schemas.node_view(node),
         )
 
+    @mcp.tool(annotations=ToolAnnotations(title="Undo a wrong supersedes link", destructive_hint=False))
+    def unlink(
+        node_id: Annotated[str, Field(description="The note whose supersedes link is wrong (the newer one).")],
+        author: Annotated[str | None, Field(description="Who undid the link (kept in the audit log).")] = None,
+    ) -> schemas.UnlinkResult:
+        """Undo a wrong supersedes link in one step: the version it replaced is in force again.
+
+        Use it when a link (made by you or by the automatic linker) joined two decisions that
+        are both still valid, e.g. a staging decision that was taken to replace production.
+        The note keeps its text and becomes the first version of its own chain; the link's
+        provenance is kept in an audit record.
+        """
+        node, restored = _call(lambda: get().unlink(node_id, author=author))
+        return schemas.UnlinkResult(
+            id=node.id,
+            restored_head=restored.id,
+            restored_status=str(restored.status),
+            node=schemas.node_view(node),
+            restored=schemas.node_view(restored),
+            message=f"unlinked: {restored.id} is the head of its chain again ({restored.status}); "
+            f"{node.id} now starts a chain of its own",
+        )
+
     @mcp.tool(annotations=ToolAnnotations(title="Memory statistics", read_only_hint=True))
     def stats(namespace: Namespace = None) -> schemas.StatsResult:
         """Counts of nodes by status, chains, extraction states and namespaces, plus the database size.

@@ -56,6 +56,12 @@ class NodeView(BaseModel):
     extraction: ExtractionView
     forgotten_at: str | None = None
     purged: bool = False
+    scope_source: str | None = Field(None, description="explicit (given), inferred (read from the text) or null")
+    scope_evidence: str | None = Field(None, description="the words a scope was inferred from")
+    possible_supersedes: list[str] = Field(
+        default_factory=list,
+        description="decisions the linker thought this note may replace but was not sure; confirm with supersede",
+    )
 
 
 class HistoryStep(BaseModel):
@@ -83,6 +89,11 @@ class RecallHit(BaseModel):
     node: NodeView = Field(description="the version in force (head of the chain)")
     matched: MatchView = Field(description="the best-matching version and why it matched")
     also_matched: list[MatchView] = Field(default_factory=list)
+    scope_match: str | None = Field(
+        None,
+        description="when recall asked for a scope: exact (decided for that scope) or default (an unscoped or "
+        "production decision, in force there until that scope decides otherwise)",
+    )
     history: list[HistoryStep] = Field(default_factory=list, description="earlier versions, newest first")
 
 
@@ -109,6 +120,9 @@ class RememberResult(BaseModel):
     node: NodeView
     latency_ms: float = Field(description="server-side wall time of this remember")
     warnings: list[str] = Field(default_factory=list)
+    link_decision: LinkDecisionView | None = Field(
+        None, description="the automatic linker's decision, when it ran (auto-supersede on, no supersedes given)"
+    )
 
 
 class GetNodeResult(BaseModel):
@@ -127,6 +141,25 @@ class ForgetResult(BaseModel):
     purged: bool
     chain_head: str | None = Field(description="the head of the chain after the change")
     chain_in_force: bool = Field(description="whether the chain still answers recall (its head is not forgotten)")
+    message: str
+
+
+class LinkDecisionView(BaseModel):
+    """What the automatic linker decided for this note."""
+
+    kind: str = Field(description="link, abstain (not sure: see candidates) or none")
+    candidates: list[dict[str, object]] = Field(
+        default_factory=list, description="for abstain: [{id, score, text}] the note may replace"
+    )
+    reason: str = ""
+
+
+class UnlinkResult(BaseModel):
+    id: str = Field(description="the node whose link was undone; now version 1 of its own chain")
+    restored_head: str = Field(description="the version it had replaced, back in force")
+    restored_status: str
+    node: NodeView
+    restored: NodeView
     message: str
 
 
@@ -198,6 +231,9 @@ def node_view(node: MemoryNode) -> NodeView:
         ),
         forgotten_at=iso(node.forgotten_at),
         purged=node.purged,
+        scope_source=node.scope_source,
+        scope_evidence=node.scope_evidence,
+        possible_supersedes=list(node.possible_supersedes),
     )
 
 
@@ -236,6 +272,7 @@ def recall_result(out: RecallOutcome) -> RecallResult:
                 node=node_view(entry.head),
                 matched=match_view(entry.best),
                 also_matched=[match_view(m) for m in entry.matches[1:]],
+                scope_match=entry.scope_match,
                 history=history_steps(entry.head, history),
             )
         )
@@ -261,6 +298,13 @@ def remember_result(out: RememberOutcome) -> RememberResult:
         node=view,
         latency_ms=out.latency_ms,
         warnings=out.warnings,
+        link_decision=LinkDecisionView(
+            kind=out.decision.kind,
+            candidates=[{"id": c, "score": round(sc, 4)} for c, sc in out.decision.candidates],
+            reason=out.decision.reason,
+        )
+        if out.decision is not None
+        else None,
     )
 
 

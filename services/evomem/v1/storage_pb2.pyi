@@ -39,6 +39,22 @@ class LinkNodesResponse(_message.Message):
     node: _common_pb2.MemoryNode
     def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
 
+class UnlinkNodeRequest(_message.Message):
+    __slots__ = ("node_id", "by")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    by: str
+    def __init__(self, node_id: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class UnlinkNodeResponse(_message.Message):
+    __slots__ = ("node", "restored")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    restored: _common_pb2.MemoryNode
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., restored: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
 class GetNodeRequest(_message.Message):
     __slots__ = ("node_id",)
     NODE_ID_FIELD_NUMBER: _ClassVar[int]

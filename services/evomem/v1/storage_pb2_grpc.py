@@ -44,6 +44,11 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
                 _registered_method=True)
+        self.UnlinkNode = channel.unary_unary(
+                '/evomem.v1.StorageService/UnlinkNode',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
+                _registered_method=True)
         self.GetNode = channel.unary_unary(
                 '/evomem.v1.StorageService/GetNode',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetNodeRequest.SerializeToString,
@@ -101,6 +106,12 @@ class StorageServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def LinkNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnlinkNode(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -172,6 +183,11 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.LinkNodes,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.SerializeToString,
+            ),
+            'UnlinkNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnlinkNode,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.SerializeToString,
             ),
             'GetNode': grpc.unary_unary_rpc_method_handler(
                     servicer.GetNode,
@@ -273,6 +289,33 @@ class StorageService:
             '/evomem.v1.StorageService/LinkNodes',
             evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnlinkNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/UnlinkNode',
+            evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -88,6 +88,10 @@ class GrpcStore(_Client):
         req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))
         return convert.node_from_pb(self._call(self._stub.LinkNodes, req).node)
 
+    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
+        resp = self._call(self._stub.UnlinkNode, storage_pb2.UnlinkNodeRequest(node_id=node_id, by=by))
+        return convert.node_from_pb(resp.node), convert.node_from_pb(resp.restored)
+
     def get(self, node_id: str) -> MemoryNode | None:
         resp = self._call(self._stub.GetNode, storage_pb2.GetNodeRequest(node_id=node_id))
         return convert.node_from_pb(resp.node) if resp.HasField("node") else None

@@ -96,6 +96,9 @@ def node_to_pb(node: MemoryNode) -> common_pb2.MemoryNode:
         extraction_attempts=node.extraction_attempts,
         forgotten_at=node.forgotten_at,
         purged_at=node.purged_at,
+        scope_source=node.scope_source,
+        scope_evidence=node.scope_evidence,
+        possible_supersedes=list(node.possible_supersedes),
     )
 
 
@@ -127,6 +130,9 @@ def node_from_pb(msg: common_pb2.MemoryNode) -> MemoryNode:
         extraction_attempts=msg.extraction_attempts,
         forgotten_at=_opt(msg, "forgotten_at"),  # type: ignore[arg-type]
         purged_at=_opt(msg, "purged_at"),  # type: ignore[arg-type]
+        scope_source=_opt(msg, "scope_source"),  # type: ignore[arg-type]
+        scope_evidence=_opt(msg, "scope_evidence"),  # type: ignore[arg-type]
+        possible_supersedes=tuple(msg.possible_supersedes),
     )
 
 
@@ -140,6 +146,9 @@ def note_to_pb(note: NewNote) -> common_pb2.NewNote:
         author=note.author,
         relations=_relations_to_pb(note.relations),
         extraction=extraction_to_pb(note.extraction) if note.extraction else None,
+        scope_source=note.scope_source,
+        scope_evidence=note.scope_evidence,
+        possible_supersedes=list(note.possible_supersedes),
     )
 
 
@@ -153,6 +162,9 @@ def note_from_pb(msg: common_pb2.NewNote) -> NewNote:
         author=_opt(msg, "author"),  # type: ignore[arg-type]
         relations={k: tuple(v.ids) for k, v in msg.relations.items()},
         extraction=extraction_from_pb(msg.extraction) if msg.HasField("extraction") else None,
+        scope_source=_opt(msg, "scope_source"),  # type: ignore[arg-type]
+        scope_evidence=_opt(msg, "scope_evidence"),  # type: ignore[arg-type]
+        possible_supersedes=tuple(msg.possible_supersedes),
     )
 
 

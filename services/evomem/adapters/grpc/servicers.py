@@ -40,6 +40,11 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
         return storage_pb2.LinkNodesResponse(node=convert.node_to_pb(node))
 
     @servicer_method
+    def UnlinkNode(self, request: storage_pb2.UnlinkNodeRequest, context: Ctx) -> storage_pb2.UnlinkNodeResponse:
+        node, restored = self.store.unlink(request.node_id, by=request.by if request.HasField("by") else None)
+        return storage_pb2.UnlinkNodeResponse(node=convert.node_to_pb(node), restored=convert.node_to_pb(restored))
+
+    @servicer_method
     def GetNode(self, request: storage_pb2.GetNodeRequest, context: Ctx) -> storage_pb2.GetNodeResponse:
         node = self.store.get(request.node_id)
         return storage_pb2.GetNodeResponse(node=convert.node_to_pb(node) if node else None)

@@ -1,0 +1,166 @@
+"""Scopes (explicit, inferred, default) and undoing a wrong link."""
+
+from __future__ import annotations
+
+import pytest
+
+from evomem.domain.errors import InvalidArgument
+from evomem.domain.linking import LinkDecision
+from evomem.domain.scope import compatible, infer_scope
+from evomem.service import MemoryService
+
+# One named case per scope family: (family, note, expected evidence).
+FAMILIES = [
+    ("staging", "In staging, the mobile backend uses Redis as its caching layer.", "In staging"),
+    ("production", "In production we run the ledger on Postgres.", "In production"),
+    ("analytics", "For the analytics replica, the admin dashboard moved to Postmark.", "For the analytics replica"),
+    ("eu", "In the EU region, the webhook relay keeps AWS Secrets Manager.", "In the EU region"),
+    ("us", "In the US region we keep the CDN on Fastly.", "In the US region"),
+    ("apac", "For APAC we serve images from Singapore.", "For APAC"),
+    ("mobile", "For the mobile app, object storage is Azure Blob.", "For the mobile app"),
+    ("web", "In the web app we use Sentry for errors.", "In the web app"),
+    ("tests", "In the test suite we switched the cache to Hazelcast.", "In the test suite"),
+    ("load-test", "In the load-test environment the datastore is MySQL.", "In the load-test environment"),
+    ("dev", "For local development, the exporter keeps SOPS for secrets.", "For local development"),
+    ("qa", "In QA we run nightly data resets.", "In QA"),
+    ("on-prem", "For the on-prem install we switched the secret store to Vault.", "For the on-prem install"),
+    ("sandbox", "In the sandbox, payments go to the Stripe test account.", "In the sandbox"),
+]
+
+
+@pytest.mark.parametrize(("family", "text", "evidence"), FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_scope_is_inferred_per_family(family, text, evidence):
+    got = infer_scope(text)
+    assert got is not None
+    assert got.scope == family
+    assert got.evidence == evidence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We picked Varnish for the mobile backend caching layer.",
+        "Mobile backend cache is KeyDB as of this sprint.",
+        "The analytics exporter uses Postgres.",
+        "The test runner service moved to Go.",
+        "We moved the ledger from Postgres to SQLite.",
+    ],
+)
+def test_component_names_are_not_scopes(text):
+    assert infer_scope(text) is None
+
+
+def test_default_scope_is_unscoped_or_production():
+    assert compatible(None, "production")
+    assert compatible("prod", None)
+    assert not compatible("staging", None)
+    assert not compatible("eu", "analytics")
+
+
+def test_remember_records_an_inferred_scope_and_where_it_came_from(service: MemoryService):
+    node = service.remember("In staging, the ledger runs on SQLite.").node
+    assert (node.scope, node.scope_source, node.scope_evidence) == ("staging", "inferred", "In staging")
+    explicit = service.remember("The ledger runs on SQLite.", scope="eu-west").node
+    assert (explicit.scope, explicit.scope_source, explicit.scope_evidence) == ("eu-west", "explicit", None)
+    plain = service.remember("The ledger runs on SQLite.").node
+    assert (plain.scope, plain.scope_source) == (None, None)
+
+
+def test_an_explicit_scope_wins_over_the_text(service: MemoryService):
+    node = service.remember("In staging, the ledger runs on SQLite.", scope="analytics").node
+    assert (node.scope, node.scope_source) == ("analytics", "explicit")
+
+
+def test_a_staging_note_never_replaces_the_default_decision(linking_service: MemoryService):
+    prod = linking_service.remember("We picked Postgres for the ledger database.").node
+    staging = linking_service.remember("In staging we switched the ledger database from Postgres to SQLite.").node
+    assert staging.scope == "staging"
+    assert staging.supersedes is None
+    assert linking_service.get_node(prod.id)[0].status == "active"
+    # and within one scope the same wording links
+    again = linking_service.remember("In staging we moved the ledger database from SQLite to DuckDB.").node
+    assert again.supersedes == staging.id
+
+
+def test_recall_in_a_scope_answers_its_own_decision_first_then_the_default(service: MemoryService):
+    default = service.remember("The ledger database is Postgres.").node
+    staging = service.remember("In staging, the ledger database is SQLite.").node
+    other = service.remember("For the analytics replica, the ledger database is DuckDB.").node
+    results = service.recall("ledger database", scope="staging", k=10).results
+    assert [r[0].head.id for r in results] == [staging.id, default.id]
+    assert other.id not in {r[0].head.id for r in results}
+
+
+# ---------------------------------------------------------------------------- unlink
+
+
+def test_unlink_restores_the_previous_head_and_keeps_an_audit_record(linking_service: MemoryService, store):
+    old = linking_service.remember("We picked Postgres for the ledger.").node
+    wrong = linking_service.remember("We moved the ledger from Postgres to SQLite.").node
+    assert wrong.supersedes == old.id and wrong.link.method == "heuristic"
+    node, restored = linking_service.unlink(wrong.id, author="reviewer")
+    assert restored.id == old.id and restored.status == "active" and restored.superseded_by is None
+    assert node.supersedes is None and node.version == 1 and node.chain_root == node.id and node.link is None
+    assert node.status == "active"
+    assert store.check_invariants() == []
+    audit = store.link_audit(wrong.id)
+    assert [a["action"] for a in audit] == ["link", "unlink"]
+    assert audit[-1]["by"] == "reviewer" and "heuristic" in audit[-1]["detail"]
+    # both decisions answer recall again
+    heads = {r[0].head.id for r in linking_service.recall("ledger postgres sqlite").results}
+    assert heads == {old.id, wrong.id}
+
+
+def test_unlink_in_the_middle_of_a_chain_moves_the_later_versions_along(service: MemoryService, store):
+    a = service.remember("Queue is RabbitMQ.").node
+    b = service.remember("Queue moved to Kafka.", supersedes=a.id).node
+    c = service.remember("Queue moved to Redis Streams.", supersedes=b.id).node
+    node, restored = service.unlink(b.id)
+    assert restored.id == a.id and restored.status == "active"
+    moved = service.get_node(c.id)[0]
+    assert (moved.chain_root, moved.version, moved.supersedes) == (b.id, 2, b.id)
+    assert store.check_invariants() == []
+
+
+def test_unlink_of_a_note_that_supersedes_nothing_is_a_clear_error(service: MemoryService):
+    a = service.remember("Queue is RabbitMQ.").node
+    with pytest.raises(InvalidArgument, match="supersedes nothing"):
+        service.unlink(a.id)
+
+
+def test_unlink_keeps_a_forgotten_predecessor_forgotten(service: MemoryService):
+    a = service.remember("Queue is RabbitMQ.").node
+    b = service.remember("Queue moved to Kafka.", supersedes=a.id).node
+    service.forget(a.id)
+    _, restored = service.unlink(b.id)
+    assert restored.status == "forgotten"
+
+
+# ---------------------------------------------------------------------------- abstention
+
+
+class AbstainingLinker:
+    """Stands in for a linker that is unsure (a unit-test fake: the real linkers abstain on their own data)."""
+
+    name = "abstainer/test"
+
+    def decide(self, text, scope, candidates):
+        return LinkDecision(kind="abstain", candidates=tuple((c.id, 0.5) for c in candidates[:2]), reason="unsure")
+
+    def propose(self, text, scope, candidates):  # pragma: no cover - decide is preferred
+        return None
+
+
+def test_an_abstaining_linker_marks_possible_supersedes_and_one_call_confirms(store):
+    from evomem.domain.cronista import LiteCronista
+
+    svc = MemoryService(store, extractor=LiteCronista(), linker=AbstainingLinker())
+    old = svc.remember("We picked Postgres for the ledger.").node
+    out = svc.remember("We moved the ledger from Postgres to SQLite.")
+    assert out.node.supersedes is None
+    assert out.decision is not None and out.decision.kind == "abstain"
+    assert out.node.possible_supersedes == (old.id,)
+    assert any("possible_supersedes" in w for w in out.warnings)
+    assert svc.get_node(old.id)[0].status == "active"  # nothing hidden while unsure
+    linked = svc.supersede(out.node.id, old.id)
+    assert linked.supersedes == old.id and linked.possible_supersedes == ()
