@@ -693,7 +693,12 @@ PG_OPS = _node("We picked Postgres for the ledger service database", scope="ops"
 LINK_CASES: list[tuple[str, str, str | None, list[MemoryNode]]] = [
     ("moved", "We moved the ledger from Postgres to SQLite", None, [PAY, PG]),
     # A scoped note never replaces a default-scope decision, even one ranked first.
-    ("scoped-skips-default", "We moved the ledger service database from Postgres to SQLite", "billing", [PG, PG_SCOPED]),
+    (
+        "scoped-skips-default",
+        "We moved the ledger service database from Postgres to SQLite",
+        "billing",
+        [PG, PG_SCOPED],
+    ),
     ("scope-picks", "We moved the ledger service database from Postgres to SQLite", "billing", [PG_OPS, PG_SCOPED]),
     ("switched", "We switched failed payments retries from exponential backoff to a fixed delay", None, [PG, PAY]),
     ("no-cue", "We picked Postgres for the ledger", None, [PG]),

@@ -115,7 +115,7 @@ def test_unlink_in_the_middle_of_a_chain_moves_the_later_versions_along(service:
     a = service.remember("Queue is RabbitMQ.").node
     b = service.remember("Queue moved to Kafka.", supersedes=a.id).node
     c = service.remember("Queue moved to Redis Streams.", supersedes=b.id).node
-    node, restored = service.unlink(b.id)
+    _node, restored = service.unlink(b.id)
     assert restored.id == a.id and restored.status == "active"
     moved = service.get_node(c.id)[0]
     assert (moved.chain_root, moved.version, moved.supersedes) == (b.id, 2, b.id)

@@ -363,7 +363,7 @@ def test_scope_filter_returns_only_chains_in_force_in_that_scope(service, store)
     # A scope's own decisions first, then the default scope's (unscoped and production),
     # which stay in force there until that scope decides otherwise.
     staging_hits = service.recall("cluster autoscaler", k=10, scope="staging").results
-    assert [r[0].head.id for r in staging_hits][0] == staging.id
+    assert staging_hits[0][0].head.id == staging.id
     assert {r[0].head.id for r in staging_hits} == {staging.id, prod.id, unscoped.id}
     assert [r[0].scope_match for r in staging_hits] == ["exact", "default", "default"]
     # production and unscoped are the same, default scope; staging is not returned there
