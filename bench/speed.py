@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from evomem.adapters.sqlite_store import _BM25, fts_query
-from evomem.domain.text import query_terms
 
 from bench import datagen
+from evomem.adapters.sqlite_store import _BM25, fts_query
+from evomem.domain.text import query_terms
 
 QUERIES = [
     "what database does the ledger use",

@@ -1,0 +1,415 @@
+"""External sets: facts and decisions nobody on the team wrote.
+
+Read in place from ``../shared/data/external`` (relative to the project root; ``--data`` to
+point elsewhere); nothing is copied into the repository.
+
+1. MemoryAgentBench fact consolidation, single hop (``factconsolidation_sh_{6k,32k,64k,262k}``).
+   The numbered facts are fed in order, one note each; a later fact with the same subject and
+   relation overwrites an earlier one. Every aligned question is asked with ``recall`` (k=5).
+   ``first_hit_current``: the first returned item not marked superseded holds the gold answer and
+   is not an overwritten fact (the external README's criterion). The deterministic judge of
+   ``bench.judge`` also scores the top k (topic = the question's subject and relation):
+   correct / obsolete / miss. Memories: flat, flat-dates (the fact number as date),
+   evomem-agent (the agent links each overwriting fact to the one it overwrites, from the
+   aligned pairs) and evomem-auto:<linker> for every linker (no link is passed).
+2. Python PEP supersession chains, as a linking test. All 736 PEPs are fed in order of
+   creation (``Created:``), without their ``Superseded-By``/``Replaces``/``Status`` headers,
+   to EvoMem with each automatic linker. The links it makes are scored against the 47 gold
+   edges (precision, recall; an edge whose newer PEP was created before the older one cannot be
+   made at insertion time and is counted apart), and still-valid PEPs (never the older side of a
+   gold edge) that end up superseded are counted as hidden.
+
+    python -m bench.external --out bench/results [--sizes 6k,32k] [--linkers heuristic]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.judge import DeterministicJudge, Item
+from bench.memories import BenchError, EvoMemMemory, FlatMemory, K, ScenarioRun, available_linkers
+from bench.quality import answer_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "external"
+SIZES = ("6k", "32k", "64k", "262k")
+_FACT = re.compile(r"^(\d+)\. (.*)$", re.M)
+_STRIP_HEADERS = ("superseded-by", "replaces", "status")
+
+
+# ----------------------------------------------------------------------------- MemoryAgentBench
+
+
+def mab_scenario(data: Path, size: str) -> dict[str, Any]:
+    """One fact-consolidation context as a scenario (notes = facts, questions = aligned questions)."""
+    source = f"factconsolidation_sh_{size}"
+    rows = json.loads((data / "memoryagentbench" / "Conflict_Resolution.json").read_text(encoding="utf-8"))
+    row = next((r for r in rows if r["metadata"].get("source") == source), None)
+    if row is None:
+        raise BenchError(f"{source} not found in Conflict_Resolution.json")
+    facts = [(int(i), text.strip()) for i, text in _FACT.findall(row["context"])]
+    if [i for i, _ in facts] != list(range(len(facts))):
+        raise BenchError(f"{source}: facts are not numbered 0..n-1")
+    topic = {i: f"fact{i}" for i, _ in facts}
+    supersedes: dict[int, int] = {}
+    with (data / "memoryagentbench" / "factconsolidation_sh_pairs.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            pair = json.loads(line)
+            if pair["source"] != source:
+                continue
+            chain = sorted(pair["chain"], key=lambda c: c["idx"])
+            for c in chain:
+                topic[c["idx"]] = pair["key"]
+            for prev, cur in itertools.pairwise(chain):
+                supersedes[cur["idx"]] = prev["idx"]
+    replaced = set(supersedes.values())
+    notes = [
+        {
+            "i": i,
+            "text": text,
+            "date": f"{i:06d}",
+            "topic": topic[i],
+            "scope": None,
+            "option": text,
+            "supersedes": supersedes.get(i),
+            "valid_at_question": i not in replaced,
+            "kind": "fact",
+        }
+        for i, text in facts
+    ]
+    questions = []
+    with (data / "memoryagentbench" / "factconsolidation_sh_questions.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            q = json.loads(line)
+            if q["source"] != source:
+                continue
+            idx = q["current_idx"]
+            if notes[idx]["text"] != q["current_fact"].strip():
+                raise BenchError(f"{q['qid']}: current_idx {idx} does not hold the current fact")
+            questions.append(
+                {
+                    "id": q["qid"],
+                    "kind": "updated" if q["superseded_facts"] else "not_updated",
+                    "text": q["question"],
+                    "topic": topic[idx],
+                    "scope": None,
+                    "gold_option": notes[idx]["text"],
+                    "obsolete_options": [t.strip() for t in q["superseded_facts"]],
+                    "wrong_scope_options": [],
+                    "gold": q["gold"],
+                    "gold_note": idx,
+                }
+            )
+    return {"id": source, "set": f"mab{size}", "index": 0, "notes": notes, "questions": questions}
+
+
+def first_hit_current(items: Sequence[Item], question: Mapping[str, Any]) -> str:
+    """``current``, ``obsolete`` (an overwritten fact), ``other`` (another fact) or ``miss``."""
+    for item in items:
+        if item.status in ("superseded", "forgotten"):
+            continue
+        text = item.text.strip()
+        if text in question["obsolete_options"]:
+            return "obsolete"
+        if any(g.lower() in text.lower() for g in question["gold"]):
+            return "current"
+        return "other"
+    return "miss"
+
+
+async def _run_mab(scenario: Mapping[str, Any], memories: Sequence[Any], k: int) -> dict[str, ScenarioRun]:
+    out: dict[str, ScenarioRun] = {}
+    for memory in memories:
+        async with memory:
+            out[memory.name] = await memory.run(scenario, k)
+    return out
+
+
+def run_mab(data: Path, sizes: Sequence[str], linkers: Sequence[str], k: int = K) -> tuple[dict[str, Any], list]:
+    judge = DeterministicJudge()
+    report: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        scenario = mab_scenario(data, size)
+        memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), EvoMemMemory(statuses=False)]
+        memories += [EvoMemMemory(linker=lk, statuses=False) for lk in linkers]
+        started = time.perf_counter()
+        runs = asyncio.run(_run_mab(scenario, memories, k))
+        block: dict[str, Any] = {
+            "facts": len(scenario["notes"]),
+            "questions": len(scenario["questions"]),
+            "updated_questions": sum(q["kind"] == "updated" for q in scenario["questions"]),
+            "gold_overwrites": sum(n["supersedes"] is not None for n in scenario["notes"]),
+            "memories": {},
+        }
+        for name, run in runs.items():
+            entry: dict[str, Any] = {}
+            for subset in ("all", "updated"):
+                qs = [q for q in scenario["questions"] if subset == "all" or q["kind"] == "updated"]
+                firsts = [first_hit_current(run.items[q["id"]], q) for q in qs]
+                verdicts = [judge.judge(scenario, q, run.items[q["id"]]) for q in qs]
+                entry[subset] = {
+                    "first_hit_current": round(firsts.count("current") / len(qs), 4) if qs else 0.0,
+                    "first_hit": {o: firsts.count(o) for o in ("current", "obsolete", "other", "miss")},
+                    **answer_metrics([v.outcome for v in verdicts]),
+                }
+                if subset == "all":
+                    for q, f, v in zip(qs, firsts, verdicts, strict=True):
+                        rows.append(
+                            {
+                                "type": "mab",
+                                "set": scenario["id"],
+                                "memory": name,
+                                "question": q["id"],
+                                "kind": q["kind"],
+                                "first_hit": f,
+                                "outcome": v.outcome,
+                                "note": v.note,
+                                "gold_note": q["gold_note"],
+                                "returned": run.returned[q["id"]],
+                            }
+                        )
+            if run.edges is not None and name.startswith("evomem-auto"):
+                gold = {(n["i"], n["supersedes"]) for n in scenario["notes"] if n["supersedes"] is not None}
+                pred = set(run.edges)
+                entry["links"] = {"predicted": len(pred), "gold": len(gold), "true_positive": len(pred & gold)}
+            block["memories"][name] = entry
+        block["runtime_s"] = round(time.perf_counter() - started, 3)
+        report[scenario["id"]] = block
+    return report, rows
+
+
+# ----------------------------------------------------------------------------- PEPs
+
+
+def strip_headers(text: str, drop: Sequence[str] = _STRIP_HEADERS) -> str:
+    """Remove the given RFC-822 style header fields (and their continuation lines) from a PEP."""
+    lines = text.splitlines()
+    out: list[str] = []
+    in_header = True
+    skipping = False
+    for line in lines:
+        if in_header:
+            if not line.strip():
+                in_header = False
+                skipping = False
+                out.append(line)
+                continue
+            if line[:1] in (" ", "\t"):
+                if not skipping:
+                    out.append(line)
+                continue
+            name = line.split(":", 1)[0].strip().lower()
+            skipping = name in drop
+            if not skipping:
+                out.append(line)
+            continue
+        out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
+def load_peps(data: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """All PEPs in order of creation (ties: by number), and the gold (new, old) edges."""
+    peps = []
+    for path in sorted((data / "peps" / "texts").glob("pep-*.rst")):
+        raw = path.read_text(encoding="utf-8")
+        number = int(re.search(r"^PEP:\s*(\d+)", raw, re.M).group(1))  # type: ignore[union-attr]
+        created = re.search(r"^Created:\s*(\S+)", raw, re.M)
+        date = dt.datetime.strptime(created.group(1), "%d-%b-%Y").date() if created else dt.date(1900, 1, 1)
+        peps.append({"pep": number, "created": date.isoformat(), "text": strip_headers(raw)})
+    peps.sort(key=lambda p: (p["created"], p["pep"]))
+    edges: list[tuple[int, int]] = []
+    with (data / "peps" / "pep_chains.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            for e in json.loads(line)["edges"]:
+                edges.append((int(e["new"]), int(e["old"])))
+    return peps, sorted(set(edges))
+
+
+async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, int]], dict[int, str]]:
+    from tqdm import tqdm
+
+    memory = EvoMemMemory(linker=linker)
+    ids: dict[int, str] = {}
+    back: dict[str, int] = {}
+    edges: list[tuple[int, int]] = []
+    statuses: dict[int, str] = {}
+    async with memory:
+        with memory.session():
+            for p in tqdm(peps, desc=f"peps {memory.name}", unit="pep", leave=False, file=sys.stderr):
+                out = await memory.call("remember", {"raw_text": p["text"], "namespace": "peps"})
+                ids[p["pep"]] = out["id"]
+                back[out["id"]] = p["pep"]
+                if out.get("supersedes"):
+                    edges.append((p["pep"], back[out["supersedes"]]))
+            for pep, node_id in ids.items():
+                statuses[pep] = (await memory.call("get_node", {"node_id": node_id}))["node"]["status"]
+    return edges, statuses
+
+
+def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    peps, gold = load_peps(data)
+    created = {p["pep"]: p["created"] for p in peps}
+    order = {p["pep"]: i for i, p in enumerate(peps)}
+    reachable = [(n, o) for n, o in gold if order[n] > order[o]]
+    old_side = {o for _, o in gold}
+    still_valid = [p["pep"] for p in peps if p["pep"] not in old_side]
+    report: dict[str, Any] = {
+        "peps": len(peps),
+        "gold_edges": len(gold),
+        "gold_edges_linkable_in_creation_order": len(reachable),
+        "still_valid_peps": len(still_valid),
+        "linkers": {},
+    }
+    rows: list[dict[str, Any]] = []
+    for linker in linkers:
+        started = time.perf_counter()
+        edges, statuses = asyncio.run(_feed_peps(linker, peps))
+        pred = set(edges)
+        tp = pred & set(gold)
+        hidden = [p for p in still_valid if statuses.get(p) != "active"]
+        report["linkers"][linker] = {
+            "links_made": len(pred),
+            "true_positive": len(tp),
+            "precision": round(len(tp) / len(pred), 4) if pred else None,
+            "recall": round(len(tp) / len(gold), 4) if gold else None,
+            "recall_linkable": round(len(tp) / len(reachable), 4) if reachable else None,
+            "still_valid_hidden": len(hidden),
+            "runtime_s": round(time.perf_counter() - started, 3),
+        }
+        for n, o in sorted(pred | set(gold)):
+            rows.append(
+                {
+                    "type": "pep_link",
+                    "linker": linker,
+                    "new": n,
+                    "old": o,
+                    "predicted": (n, o) in pred,
+                    "gold": (n, o) in set(gold),
+                    "new_created": created[n],
+                    "old_created": created[o],
+                }
+            )
+        rows.extend({"type": "pep_hidden", "linker": linker, "pep": p} for p in hidden)
+    return report, rows
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    out = ["# EvoMem on external sets", ""]
+    mab = report.get("memoryagentbench")
+    if mab:
+        out += [
+            f"## MemoryAgentBench fact consolidation, single hop (k={report['k']})",
+            "",
+            "`first hit current`: the first returned item not marked superseded holds the current fact "
+            "(dates are not read, so flat and flat-dates tie on it). "
+            "ODR / miss: deterministic judge over the top k, on the questions whose fact was overwritten.",
+            "",
+            "| set | facts | questions (updated) | memory | first hit current (all) | first hit current (updated) "
+            "| ODR (updated) | miss (updated) | links made / correct (of gold) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for set_name, block in mab.items():
+            for mem, e in block["memories"].items():
+                lk = e.get("links")
+                links = f"{lk['predicted']} / {lk['true_positive']} ({lk['gold']})" if lk else "—"
+                out.append(
+                    f"| {set_name} | {block['facts']} | {block['questions']} ({block['updated_questions']}) "
+                    f"| {mem} | {e['all']['first_hit_current']:.3f} | {e['updated']['first_hit_current']:.3f} "
+                    f"| {e['updated']['odr']:.3f} | {e['updated']['miss_rate']:.3f} | {links} |"
+                )
+        out.append("")
+    peps = report.get("peps")
+    if peps:
+        out += [
+            "## Python PEP supersession chains (automatic linking)",
+            "",
+            f"{peps['peps']} PEPs in order of creation, headers Superseded-By/Replaces/Status removed; "
+            f"{peps['gold_edges']} gold edges ({peps['gold_edges_linkable_in_creation_order']} linkable in "
+            f"creation order); {peps['still_valid_peps']} still-valid PEPs.",
+            "",
+            "| linker | links made | precision | recall (of linkable) | still-valid PEPs hidden | time |",
+            "|---|---|---|---|---|---|",
+        ]
+        for linker, e in peps["linkers"].items():
+            prec = "—" if e["precision"] is None else f"{e['precision']:.3f}"
+            out.append(
+                f"| {linker} | {e['links_made']} | {prec} | {e['recall']:.3f} ({e['recall_linkable']:.3f}) "
+                f"| {e['still_valid_hidden']} / {peps['still_valid_peps']} | {e['runtime_s']:.0f} s |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.external", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="bench/results", help="folder for external.json / .md / _rows.jsonl")
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="the external data folder (read in place)")
+    ap.add_argument("--sizes", default=",".join(SIZES), help="fact-consolidation sizes (6k,32k,64k,262k)")
+    ap.add_argument(
+        "--linkers",
+        default="heuristic",
+        help=f"comma list of automatic linkers (available: {', '.join(available_linkers())})",
+    )
+    ap.add_argument("--skip-mab", action="store_true", help="skip MemoryAgentBench")
+    ap.add_argument("--skip-peps", action="store_true", help="skip the PEP linking test")
+    ap.add_argument("--k", type=int, default=K)
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    args = ap.parse_args(argv)
+    if args.no_progress:
+        os.environ["TQDM_DISABLE"] = "1"  # tqdm reads TQDM_* defaults from the environment
+    data = Path(args.data)
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    linkers = [s.strip() for s in args.linkers.split(",") if s.strip()]
+    try:
+        if not data.is_dir():
+            raise BenchError(f"external data folder {data} not found (see /work/shared/data/external/README.md)")
+        if bad := [s for s in sizes if s not in SIZES]:
+            raise BenchError(f"unknown size {bad}; known: {', '.join(SIZES)}")
+        if bad := [lk for lk in linkers if lk not in available_linkers()]:
+            raise BenchError(f"unknown linker {bad}; available: {', '.join(available_linkers())}")
+        started = time.perf_counter()
+        report: dict[str, Any] = {"benchmark": "evomem-external/1", "data": str(data), "k": args.k}
+        rows: list[dict[str, Any]] = []
+        if not args.skip_mab:
+            report["memoryagentbench"], r = run_mab(data, sizes, linkers, args.k)
+            rows += r
+        if not args.skip_peps:
+            report["peps"], r = run_peps(data, linkers)
+            rows += r
+        report["runtime_s"] = round(time.perf_counter() - started, 3)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "external.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "external.md").write_text(markdown(report), encoding="utf-8")
+    with (out / "external_rows.jsonl").open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(markdown(report))
+    print(
+        f"wrote {out / 'external.json'}, {out / 'external.md'}, {out / 'external_rows.jsonl'} "
+        f"in {report['runtime_s']:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Small statistics, without scipy: Wilson intervals and the exact McNemar test."""
+
+from __future__ import annotations
+
+import math
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion (z = 1.96). ``(0, 0)`` when ``n`` is 0."""
+    if n <= 0:
+        return (0.0, 0.0)
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def binom_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test of ``k`` successes in ``n`` trials against p = 1/2."""
+    if n == 0:
+        return 1.0
+    k = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2.0 * tail)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact McNemar p-value: the binomial test on the discordant pairs ``b`` and ``c``."""
+    return binom_two_sided(b, b + c)

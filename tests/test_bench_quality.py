@@ -1,0 +1,368 @@
+"""The quality benchmark: frozen scenarios, memories, judges and statistics.
+
+Fast: the memories run on the first scenarios of each set only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ lives at the project root, next to tests/ (not an installed package)
+    sys.path.insert(0, str(ROOT))
+
+from bench import scenarios as scen  # noqa: E402
+from bench.bm25 import BM25  # noqa: E402
+from bench.external import DEFAULT_DATA, first_hit_current, mab_scenario, strip_headers  # noqa: E402
+from bench.judge import DeterministicJudge, Item, JudgeError, LLMJudge, classify, parse_option, render_prompt  # noqa: E402
+from bench.memories import EvoMemMemory, FlatMemory, OracleMemory, build_memories  # noqa: E402
+from bench.quality import main as quality_main  # noqa: E402
+from bench.quality import run_suite  # noqa: E402
+from bench.stats import binom_two_sided, mcnemar_exact, wilson  # noqa: E402
+
+ODR_FILE = ROOT / "bench" / "data" / "odr.jsonl"
+VDR_FILE = ROOT / "bench" / "data" / "vdr.jsonl"
+SUBSET = 10
+
+
+@pytest.fixture(scope="module")
+def odr() -> list[dict]:
+    return scen.load(ODR_FILE)
+
+
+@pytest.fixture(scope="module")
+def vdr() -> list[dict]:
+    return scen.load(VDR_FILE)
+
+
+@pytest.fixture(scope="module")
+def suite(odr: list[dict], vdr: list[dict]) -> dict:
+    """One run of every memory on the first scenarios of each set."""
+    memories = build_memories(linkers=("heuristic",))
+    return run_suite({"odr": odr[:SUBSET], "vdr": vdr[:SUBSET]}, memories)
+
+
+# ----------------------------------------------------------------------------- generator
+
+
+def test_same_seed_gives_identical_bytes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert scen.main(["--out", str(a), "--n", "15", "--seed", "3"]) == 0
+    assert scen.main(["--out", str(b), "--n", "15", "--seed", "3"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_different_seed_gives_different_scenarios() -> None:
+    assert scen.dumps(scen.generate(15, 3)) != scen.dumps(scen.generate(15, 4))
+    assert scen.dumps(scen.generate(15, 3, vdr=True)) != scen.dumps(scen.generate(15, 4, vdr=True))
+
+
+def test_frozen_files_are_what_the_generator_writes() -> None:
+    assert ODR_FILE.read_text(encoding="utf-8") == scen.dumps(scen.generate(120, 7))
+    assert VDR_FILE.read_text(encoding="utf-8") == scen.dumps(scen.generate(80, 11, vdr=True))
+
+
+def test_counts_and_versions(odr: list[dict], vdr: list[dict]) -> None:
+    assert len(odr) == 120
+    assert len(vdr) == 80
+    assert set(Counter(s["n_versions"] for s in odr)) == {2, 3, 4, 5, 6}
+    for s in odr:
+        chain = [n for n in s["notes"] if n["kind"] == "decision"]
+        assert 2 <= len(chain) == s["n_versions"] <= 6
+    assert sum(s["bait"] for s in vdr) == 40
+    for s in vdr:
+        scoped = [n for n in s["notes"] if n["kind"] == "scope_decision"]
+        assert len(scoped) == 1 and scoped[0]["scope"] and scoped[0]["valid_at_question"]
+        assert scoped[0]["supersedes"] is None
+
+
+def test_wording_mixes_change_words_implicit_reverts_and_reasons(odr: list[dict]) -> None:
+    notes = [n for s in odr for n in s["notes"] if n["kind"] == "decision"]
+    wordings = Counter(n["wording"] for n in notes)
+    assert {"initial", "change_words", "implicit", "revert", "revert_implicit"} <= set(wordings)
+    assert all(not n["change_words"] for n in notes if n["wording"] in ("implicit", "revert_implicit", "initial"))
+    assert all(n["change_words"] for n in notes if n["wording"] in ("change_words", "revert"))
+    assert sum(n["has_reason"] for n in notes) > len(notes) // 4
+    # questions often match an old version better than the current one (plain BM25)
+    assert sum(q["bm25_first_topic_note_obsolete"] for s in odr for q in s["questions"]) > 60
+
+
+@pytest.mark.parametrize("which", ["odr", "vdr"])
+def test_gold_metadata_is_consistent(which: str, odr: list[dict], vdr: list[dict]) -> None:
+    for s in odr if which == "odr" else vdr:
+        notes = s["notes"]
+        assert len({n["text"] for n in notes}) == len(notes), "texts are unique within a scenario"
+        replaced = {n["supersedes"] for n in notes if n["supersedes"] is not None}
+        for n in notes:
+            if n["supersedes"] is not None:
+                old = notes[n["supersedes"]]
+                assert old["i"] < n["i"] and old["topic"] == n["topic"] and old["scope"] == n["scope"]
+                assert old["version"] + 1 == n["version"]
+            assert n["valid_at_question"] == (n["i"] not in replaced)
+        assert [n["date"] for n in notes] == sorted(n["date"] for n in notes)
+        for q in s["questions"]:
+            gold = notes[q["gold_note"]]
+            assert gold["option"] == q["gold_option"] and gold["valid_at_question"]
+            assert (gold["topic"], gold["scope"]) == (q["topic"], q["scope"])
+            assert q["gold_option"] not in q["obsolete_options"]
+            assert q["date"] > notes[-1]["date"]
+
+
+# ----------------------------------------------------------------------------- judge
+
+
+SCENARIO = {
+    "notes": [
+        {
+            "i": 0,
+            "text": "We picked Postgres for the ledger.",
+            "topic": "ledger/database",
+            "scope": None,
+            "option": "Postgres",
+            "date": "2024-01-01",
+        },
+        {
+            "i": 1,
+            "text": "Ledger lives in SQLite; Postgres was overkill.",
+            "topic": "ledger/database",
+            "scope": None,
+            "option": "SQLite",
+            "date": "2024-02-01",
+        },
+        {
+            "i": 2,
+            "text": "The billing database is MySQL.",
+            "topic": "billing/database",
+            "scope": None,
+            "option": "MySQL",
+            "date": "2024-03-01",
+        },
+        {
+            "i": 3,
+            "text": "Ledger Postgres backups took 40 minutes.",
+            "topic": "ledger/database",
+            "scope": None,
+            "option": None,
+            "date": "2024-01-15",
+        },
+        {
+            "i": 4,
+            "text": "In staging the ledger uses DuckDB.",
+            "topic": "ledger/database",
+            "scope": "staging",
+            "option": "DuckDB",
+            "date": "2024-01-20",
+        },
+    ]
+}
+QUESTION = {
+    "topic": "ledger/database",
+    "scope": None,
+    "gold_option": "SQLite",
+    "obsolete_options": ["Postgres"],
+    "wrong_scope_options": ["DuckDB"],
+    "text": "Is the ledger still on Postgres?",
+}
+TEXT = {n["i"]: n["text"] for n in SCENARIO["notes"]}
+
+
+def judge(items: list[Item]) -> tuple[str, int | None]:
+    v = DeterministicJudge().judge(SCENARIO, QUESTION, items)
+    return v.outcome, v.note
+
+
+def test_judge_flat_acts_on_the_first_note_of_the_topic() -> None:
+    assert judge([Item(TEXT[2]), Item(TEXT[0]), Item(TEXT[1])]) == ("obsolete", 0)
+    assert judge([Item(TEXT[1]), Item(TEXT[0])]) == ("correct", 1)
+
+
+def test_judge_skips_items_marked_superseded() -> None:
+    items = [Item(TEXT[0], status="superseded"), Item(TEXT[1], status="active")]
+    assert judge(items) == ("correct", 1)
+    assert judge([Item(TEXT[0], status="forgotten")]) == ("miss", None)
+
+
+def test_judge_picks_the_newest_dated_note_of_the_topic() -> None:
+    items = [Item(TEXT[0], date="2024-01-01"), Item(TEXT[1], date="2024-02-01"), Item(TEXT[2], date="2024-03-01")]
+    assert judge(items) == ("correct", 1)
+    assert judge([Item(TEXT[0], date="2024-01-01")]) == ("obsolete", 0)
+
+
+def test_judge_ignores_other_topics_scopes_and_notes_that_decide_nothing() -> None:
+    assert judge([Item(TEXT[2]), Item(TEXT[3]), Item(TEXT[4]), Item(TEXT[1])]) == ("correct", 1)
+    assert judge([Item("something the scenario never said"), Item(TEXT[0])]) == ("obsolete", 0)
+
+
+def test_judge_nothing_of_the_topic_is_a_miss() -> None:
+    assert judge([Item(TEXT[2]), Item(TEXT[3]), Item(TEXT[4])]) == ("miss", None)
+    assert judge([]) == ("miss", None)
+
+
+def test_classify_outcomes() -> None:
+    assert classify("SQLite", QUESTION) == "correct"
+    assert classify("Postgres", QUESTION) == "obsolete"
+    assert classify("DuckDB", QUESTION) == "wrong_scope"
+    assert classify("Oracle", QUESTION) == "other"
+    assert classify(None, QUESTION) == "miss"
+
+
+def test_llm_reply_parsing() -> None:
+    opts = ["Postgres", "SQLite", "DuckDB"]
+    assert parse_option('{"option": "SQLite"}', opts) == "SQLite"
+    assert parse_option('Sure: {"option": "sqlite"}', opts) == "SQLite"
+    assert parse_option('{"option": "NONE"}', opts) is None
+    assert parse_option("I would use Postgres.", opts) == "Postgres"
+    assert parse_option("no idea", opts) is None
+    prompt = render_prompt(QUESTION, [Item(TEXT[0], status="superseded", date="2024-01-01")])
+    assert "status: superseded" in prompt and "date: 2024-01-01" in prompt and "Options:" in prompt
+
+
+def test_llm_judge_against_a_local_endpoint() -> None:
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            seen[-1]["auth"] = self.headers.get("Authorization")
+            body = json.dumps({"choices": [{"message": {"content": '{"option": "SQLite"}'}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        j = LLMJudge("m", f"http://127.0.0.1:{server.server_port}/v1", api_key="k", timeout=5)
+        v = j.judge(SCENARIO, QUESTION, [Item(TEXT[1], status="active")])
+        assert (v.outcome, v.option) == ("correct", "SQLite")
+        assert seen[0]["temperature"] == 0 and seen[0]["model"] == "m" and seen[0]["auth"] == "Bearer k"
+    finally:
+        server.shutdown()
+    port = server.server_port
+    with pytest.raises(JudgeError, match="cannot reach judge endpoint"):
+        LLMJudge("m", f"http://127.0.0.1:{port}/v1", timeout=1, retries=0).complete("hi")
+    with pytest.raises(JudgeError, match="--judge-model"):
+        LLMJudge("", "http://x/v1")
+
+
+# ----------------------------------------------------------------------------- memories
+
+
+async def _run(memory, scenario):  # type: ignore[no-untyped-def]
+    async with memory:
+        return await memory.run(scenario)
+
+
+def test_memories_return_what_their_interface_gives(odr: list[dict]) -> None:
+    import asyncio
+
+    s = odr[0]
+    flat = asyncio.run(_run(FlatMemory(dates=False), s)).items["q0"]
+    dated = asyncio.run(_run(FlatMemory(dates=True), s)).items["q0"]
+    oracle = asyncio.run(_run(OracleMemory(), s)).items["q0"]
+    evo = asyncio.run(_run(EvoMemMemory(), s))
+    assert flat and all(i.status is None and i.date is None for i in flat)
+    assert [i.text for i in dated] == [i.text for i in flat] and all(i.date for i in dated)
+    assert all(i.status == "active" for i in oracle)
+    assert evo.items["q0"] and all(i.status == "active" for i in evo.items["q0"])
+    gold = {(n["i"], n["supersedes"]) for n in s["notes"] if n["supersedes"] is not None}
+    assert set(evo.edges or []) == gold
+
+
+def test_oracle_scores_zero_and_flat_does_not(suite: dict) -> None:
+    for set_name in ("odr", "vdr"):
+        mems = suite["sets"][set_name]["memories"]
+        assert mems["oracle"]["main"]["odr"] == 0.0
+        assert mems["flat"]["main"]["odr"] > 0.0
+    assert suite["sets"]["vdr"]["memories"]["oracle"]["scope"]["odr"] == 0.0
+
+
+def test_evomem_with_agent_links_scores_zero(suite: dict) -> None:
+    for set_name in ("odr", "vdr"):
+        entry = suite["sets"][set_name]["memories"]["evomem-agent"]
+        assert entry["main"]["odr"] == 0.0
+        assert entry["links"]["precision"] == entry["links"]["recall"] == 1.0
+        assert entry["hidden"]["still_valid_decisions"]["hidden"] == 0
+
+
+def test_report_has_mcnemar_links_hidden_and_rows(suite: dict) -> None:
+    vdr = suite["sets"]["vdr"]["memories"]
+    mc = vdr["evomem-agent"]["main"]["mcnemar_vs_flat_dates"]
+    assert 0.0 <= mc["p"] <= 1.0 and mc["only_this"] == 0
+    assert "mcnemar_vs_flat_dates" not in vdr["flat-dates"]["main"]
+    auto = vdr["evomem-auto:heuristic"]
+    assert auto["hidden"]["scope_decisions"]["total"] == SUBSET
+    assert auto["links"]["gold"] == vdr["evomem-agent"]["links"]["gold"]
+    lo, hi = vdr["flat"]["main"]["odr_ci95"]
+    assert lo <= vdr["flat"]["main"]["odr"] <= hi
+    answers = [r for r in suite["rows"] if r["type"] == "answer"]
+    assert len(answers) == len(suite["memories"]) * (SUBSET + 2 * SUBSET)
+
+
+def test_cli_writes_report_table_rows_and_plots(tmp_path: Path) -> None:
+    rc = quality_main(["--out", str(tmp_path), "--limit", "3", "--memories", "flat,flat-dates,oracle", "--no-progress"])
+    assert rc == 0
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"quality.json", "quality.md", "quality_rows.jsonl", "quality_odr.png"} <= names
+    report = json.loads((tmp_path / "quality.json").read_text())
+    assert report["sets"]["odr"]["scenarios"] == 3
+    assert (tmp_path / "quality_odr.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_unknown_memory_or_linker_is_a_clear_error(tmp_path: Path) -> None:
+    assert quality_main(["--out", str(tmp_path), "--memories", "nope", "--no-progress"]) == 2
+    assert quality_main(["--out", str(tmp_path), "--linkers", "nope", "--no-progress"]) == 2
+
+
+# ----------------------------------------------------------------------------- statistics and BM25
+
+
+def test_wilson_and_exact_mcnemar() -> None:
+    lo, hi = wilson(0, 120)
+    assert lo == 0.0 and hi == pytest.approx(0.0311, abs=1e-4)
+    lo, hi = wilson(50, 120)
+    assert lo == pytest.approx(0.3326, abs=1e-3) and hi == pytest.approx(0.5061, abs=1e-3)
+    assert mcnemar_exact(0, 5) == pytest.approx(0.0625)
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+    assert binom_two_sided(1, 10) == pytest.approx(22 / 1024)
+
+
+def test_bm25_prefers_the_matching_document() -> None:
+    bm = BM25(["we picked postgres for the ledger", "ledger lives in sqlite", "billing uses kafka"])
+    top = bm.top("is the ledger still on postgres", 5)
+    assert [i for i, _ in top] == [0, 1]
+
+
+# ----------------------------------------------------------------------------- external sets
+
+
+def test_pep_headers_are_stripped() -> None:
+    raw = "PEP: 5\nTitle: T\nStatus: Superseded\nSuperseded-By: 387\nReplaces: 1,\n  2\nCreated: 1-Jan-2000\n\nBody\n"
+    out = strip_headers(raw)
+    assert "Status" not in out and "Superseded-By" not in out and "Replaces" not in out and "  2" not in out
+    assert "Title: T" in out and "Created: 1-Jan-2000" in out and "Body" in out
+
+
+@pytest.mark.skipif(not (DEFAULT_DATA / "memoryagentbench").is_dir(), reason="external data not present")
+def test_memoryagentbench_small_set_loads() -> None:
+    s = mab_scenario(DEFAULT_DATA, "6k")
+    assert len(s["notes"]) == 455
+    assert sum(q["kind"] == "updated" for q in s["questions"]) == 72
+    q = next(q for q in s["questions"] if q["kind"] == "updated")
+    assert first_hit_current([Item(q["obsolete_options"][0])], q) == "obsolete"
+    assert first_hit_current([Item(q["obsolete_options"][0], status="superseded"), Item(q["gold_option"])], q) == (
+        "current"
+    )
