@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-full images base-images clean help protos
+.PHONY: run test lint format bench bench-full images base-images clean help protos test-deps
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -31,6 +31,8 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/activate
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/activate
 	$(PIP) install -q -e ".[test]"
+	@echo "llama-cpp-python (the LLM linker's test server): compiled from source the first time (~25-30 min on 2 cores), then from pip's wheel cache"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q 'llama-cpp-python[server]==0.3.36' 'gguf==0.19.0'
 	@touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/activate
@@ -40,7 +42,7 @@ $(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/activate
 run: $(VENV)/.installed
 	$(VENV)/bin/evomem-mcp --db "$(DB)" --transport http --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test test-deps
 	$(VENV)/bin/ruff check services tests bench
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -66,8 +68,56 @@ base-images:
 	docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1 || docker pull python:3.11-slim-bookworm || bash docker/base/build-python-base.sh
 	docker image inspect $${REDIS_IMAGE:-redis:7-bookworm} >/dev/null 2>&1 || docker pull $${REDIS_IMAGE:-redis:7-bookworm} || bash docker/base/build-redis-image.sh
 
-images: base-images
-	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t evomem:latest .
+# ---- container images and the compose deployment (docs/SERVICES.md) -------------------
+# The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
+# versions, rebuilt only when pyproject.toml changes. The evomem wheel itself is built
+# inside the image from services/, so code changes never need a new wheelhouse.
+.PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test
+WHEELHOUSE ?= .wheelhouse
+IMAGE ?= evomem:latest
+COMPOSE_FILE ?= compose.cpu.yaml
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+COMPOSE_WAIT_S ?= 180
+# Wheels the image's Python needs but this venv's may not: markers are evaluated for the
+# host interpreter (redis needs async-timeout on Python < 3.11.3, e.g. Debian's 3.11.2).
+WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
+
+wheelhouse: $(WHEELHOUSE)/.stamp
+
+$(WHEELHOUSE)/.stamp: pyproject.toml | $(VENV)/bin/activate
+	rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	$(PIP) freeze --exclude-editable | grep -v ' @ ' > $(WHEELHOUSE)/constraints.txt
+	$(PIP) wheel -q -w $(WHEELHOUSE) -c $(WHEELHOUSE)/constraints.txt ".[services]" "setuptools>=68" $(WHEELHOUSE_EXTRA)
+	rm -f $(WHEELHOUSE)/evomem-*.whl
+	@touch $@
+
+images: base-images wheelhouse
+	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .
+
+# Starts the CPU (lite) deployment in the background and waits until the gateway is healthy.
+compose-up: images
+	$(COMPOSE) -f $(COMPOSE_FILE) up -d
+	@cid=$$($(COMPOSE) -f $(COMPOSE_FILE) ps -q gateway); \
+	for i in $$(seq $(COMPOSE_WAIT_S)); do \
+	  s=$$(docker inspect -f '{{.State.Health.Status}}' $$cid 2>/dev/null); \
+	  [ "$$s" = healthy ] && break; sleep 1; done; \
+	$(COMPOSE) -f $(COMPOSE_FILE) ps; \
+	[ "$$s" = healthy ] || { echo "gateway not healthy after $(COMPOSE_WAIT_S)s ($$s): $(COMPOSE) -f $(COMPOSE_FILE) logs"; exit 1; }; \
+	echo "EvoMem gateway: http://$${EVOMEM_BIND:-127.0.0.1}:$${EVOMEM_PORT:-8765}/mcp"
+
+# Stops and removes the containers; the data volumes stay (add V=1 to delete them too).
+compose-down:
+	$(COMPOSE) -f $(COMPOSE_FILE) down $(if $(V),-v)
+
+compose-ps:
+	$(COMPOSE) -f $(COMPOSE_FILE) ps
+
+compose-logs:
+	$(COMPOSE) -f $(COMPOSE_FILE) logs --tail=100
+
+# The end-to-end tests of compose.cpu.yaml (their own project and port; `make test` runs them too).
+compose-test: $(VENV)/.installed-test images
+	$(VENV)/bin/pytest tests/test_compose_e2e.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
@@ -76,3 +126,10 @@ clean:
 protos: $(VENV)/.installed-test
 	$(PY) -m grpc_tools.protoc -I protos --python_out=services --pyi_out=services --grpc_python_out=services protos/evomem/v1/*.proto
 	@touch services/evomem/v1/__init__.py
+
+# System packages the tests use: a real redis-server (Debian's package).
+test-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq redis-server; \
+	  else echo "install redis-server (apt-get install -y redis-server) for the queue tests"; exit 1; fi; }

@@ -53,7 +53,8 @@ class ScenarioRun:
 
 
 def available_linkers() -> list[str]:
-    return [m for m in AUTO_SUPERSEDE if m != "off"]
+    """Linkers that run without outside services (the llm linker needs an endpoint)."""
+    return [m for m in AUTO_SUPERSEDE if m not in ("off", "llm")]
 
 
 def _index(scenario: Mapping[str, Any]) -> dict[str, int]:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
+
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 from evomem.entrypoints import cli
 from evomem.settings import Settings, SettingsError
-from mcp import Client, StdioServerParameters
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 
@@ -52,6 +53,10 @@ def test_every_setting_has_an_env_variable() -> None:
         "EVOMEM_MAX_NOTE_BYTES": "2048",
         "EVOMEM_LOG_LEVEL": "DEBUG",
         "EVOMEM_LOG_FORMAT": "json",
+        "EVOMEM_LINKER_MODEL": "tiny",
+        "EVOMEM_LINKER_BASE_URL": "http://127.0.0.1:8080/v1",
+        "EVOMEM_LINKER_TIMEOUT_S": "3",
+        "EVOMEM_LINKER_STRUCTURED": "json_schema",
     }
     assert {f"EVOMEM_{f.name.upper()}" for f in fields(Settings)} == set(env)
     s = Settings.from_env(env)
@@ -66,6 +71,10 @@ def test_every_setting_has_an_env_variable() -> None:
         max_note_bytes=2048,
         log_level="DEBUG",
         log_format="json",
+        linker_model="tiny",
+        linker_base_url="http://127.0.0.1:8080/v1",
+        linker_timeout_s=3,
+        linker_structured="json_schema",
     )
 
 
@@ -232,3 +241,13 @@ def test_db_directory_is_created(tmp_path: Path, server_env: dict[str, str]) -> 
 
     anyio.run(remember)
     assert db.exists()
+
+
+def test_the_llm_linker_needs_a_model_and_an_endpoint() -> None:
+    with pytest.raises(SettingsError, match="linker-model"):
+        Settings(auto_supersede="llm")
+    s = Settings(auto_supersede="llm", linker_model="m", linker_base_url="http://127.0.0.1:1/v1")
+    from evomem.bootstrap import build_linker
+
+    linker = build_linker("llm", s)
+    assert linker is not None and "llm" in linker.name

@@ -9,17 +9,30 @@ from __future__ import annotations
 
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
-from evomem.domain.linking import HeuristicLinker
+from evomem.domain.linking import HeuristicLinker, ScoredLinker
 from evomem.ports import Linker
 from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import Settings
 
 
-def build_linker(mode: str) -> Linker | None:
+def build_linker(mode: str, settings: Settings | None = None) -> Linker | None:
+    if mode == "llm":
+        from evomem.adapters.llm_linker import build_llm_linker
+
+        if settings is None or not settings.linker_model or not settings.linker_base_url:
+            raise ValueError("the llm linker needs a model and a base URL")
+        return build_llm_linker(
+            settings.linker_model,
+            settings.linker_base_url,
+            structured=settings.linker_structured,
+            timeout_s=float(settings.linker_timeout_s),
+        )
     if mode == "off":
         return None
     if mode == "heuristic":
         return HeuristicLinker()
+    if mode == "scored":
+        return ScoredLinker()
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
@@ -28,7 +41,7 @@ def build_embedded(settings: Settings) -> MemoryService:
     return MemoryService(
         store,
         extractor=LiteCronista(),
-        linker=build_linker(settings.auto_supersede),
+        linker=build_linker(settings.auto_supersede, settings),
         config=ServiceConfig(
             default_namespace=settings.namespace,
             max_note_bytes=settings.max_note_bytes,

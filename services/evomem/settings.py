@@ -12,7 +12,7 @@ from typing import Any
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
-AUTO_SUPERSEDE = ("off", "heuristic")
+AUTO_SUPERSEDE = ("off", "heuristic", "scored", "llm")
 TRANSPORTS = ("stdio", "http")
 
 
@@ -36,6 +36,10 @@ class Settings:
     max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
     log_level: str = "INFO"
     log_format: str = "text"  # text | json
+    linker_model: str | None = None  # --auto-supersede llm: model name at the endpoint
+    linker_base_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:8080/v1
+    linker_timeout_s: int = 10
+    linker_structured: str = "grammar"  # grammar (llama.cpp) | json_schema | none
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -50,6 +54,15 @@ class Settings:
             raise SettingsError("max_note_bytes must be between 1 and 67108864")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise SettingsError(f"log_level {self.log_level!r} is not a logging level")
+        if self.auto_supersede == "llm" and not (self.linker_model and self.linker_base_url):
+            raise SettingsError(
+                "auto_supersede llm needs --linker-model and --linker-base-url (or EVOMEM_LINKER_MODEL and "
+                "EVOMEM_LINKER_BASE_URL); the API key, if any, comes from EVOMEM_LINKER_API_KEY"
+            )
+        if self.linker_structured not in ("grammar", "json_schema", "none"):
+            raise SettingsError("linker_structured must be grammar, json_schema or none")
+        if not 1 <= self.linker_timeout_s <= 600:
+            raise SettingsError("linker_timeout_s must be between 1 and 600")
         if self.log_format not in ("text", "json"):
             raise SettingsError("log_format must be text or json")
 

@@ -31,6 +31,13 @@ def parser() -> argparse.ArgumentParser:
         choices=AUTO_SUPERSEDE,
         help="Link notes without `supersedes` to the decision they replace. Default: off",
     )
+    p.add_argument("--linker-model", help="--auto-supersede llm: the model name at the endpoint")
+    p.add_argument(
+        "--linker-base-url",
+        help="--auto-supersede llm: OpenAI-compatible base URL (e.g. a llama.cpp server, http://localhost:8080/v1); "
+        "API key from EVOMEM_LINKER_API_KEY",
+    )
+    p.add_argument("--linker-timeout-s", type=int, help="--auto-supersede llm: seconds per linker call. Default: 10")
     p.add_argument("--namespace", help="Default namespace for calls that name none. Default: default")
     p.add_argument("--author", help="Default author recorded on notes and links")
     p.add_argument("--max-note-bytes", type=int, help="Largest note accepted, in UTF-8 bytes. Default: 1048576")
@@ -48,6 +55,9 @@ def settings_from_args(argv: list[str] | None = None) -> Settings:
         host=args.host,
         port=args.port,
         auto_supersede=args.auto_supersede,
+        linker_model=args.linker_model,
+        linker_base_url=args.linker_base_url,
+        linker_timeout_s=args.linker_timeout_s,
         namespace=args.namespace,
         author=args.author,
         max_note_bytes=args.max_note_bytes,
