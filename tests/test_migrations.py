@@ -78,8 +78,17 @@ def test_an_older_file_gets_only_the_missing_migrations(db_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:1])
         old = SQLiteStore(db_path)
-        node_id = MemoryService(old).remember("Written by an older version.").node.id
         old.close()
+    # What an older version wrote: a row with only the first migration's columns.
+    node_id = "01JA0000000000000000000000"
+    raw = sqlite3.connect(db_path)
+    raw.execute(
+        "INSERT INTO nodes (id, raw_text, created_at, status, chain_root, version, extraction_state) "
+        "VALUES (?, 'Written by an older version.', 1, 'active', ?, 1, 'pending')",
+        (node_id, node_id),
+    )
+    raw.commit()
+    raw.close()
     assert [v for v, _, _ in migrations_table(db_path)] == [1]
     assert "link_audit" not in object_names(db_path)
     first_applied = migrations_table(db_path)[0]
