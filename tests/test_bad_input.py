@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
+
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain import text as textrules
 from evomem.domain.cronista import LiteCronista
@@ -22,7 +24,6 @@ from evomem.domain.errors import InvalidArgument, InvalidText
 from evomem.domain.model import new_id
 from evomem.entrypoints.mcp_tools import build_mcp_server
 from evomem.service import MemoryService, ServiceConfig
-from mcp import Client
 
 pytestmark = pytest.mark.anyio
 

@@ -22,10 +22,11 @@ from typing import Any, NoReturn
 
 import anyio
 import pytest
+from mcp import Client
+
 from evomem.entrypoints.cli import parser
 from evomem.entrypoints.mcp_tools import build_mcp_server
 from evomem.settings import Settings
-from mcp import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
