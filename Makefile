@@ -56,12 +56,14 @@ format: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
-	$(PY) -m bench.speed --sizes 100000 --out bench/results
+	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
+	$(PY) -m bench.report
 
 bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
 	$(PY) -m bench.external --out bench/results
-	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results
+	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
+	$(PY) -m bench.report
 
 # Stand-in base images for machines without a container registry (docker/base/README.md).
 base-images:

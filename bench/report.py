@@ -1,0 +1,74 @@
+"""Write docs/BENCHMARKS.md from the latest results in bench/results/.
+
+python -m bench.report            # after make bench (and, optionally, bench-full / bench.gateway)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+from pathlib import Path
+
+HEADER = """# Benchmarks
+
+EvoMem exists to stop agents from acting on obsolete decisions, so it ships the benchmark
+that measures it. Everything here is reproducible:
+
+```sh
+make bench          # quality suite (ODR, VDR) + the 100k-note speed suite, ~15 min on 2 cores
+make bench-full     # adds 1M notes and the external sets (MemoryAgentBench, PEP chains)
+make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
+.venv/bin/python -m bench.report   # rewrites this page from bench/results/
+```
+
+Scenarios are generated from fixed seeds and frozen in `bench/data/` (`python -m bench.scenarios`
+rewrites them byte for byte). Every memory is driven through its real interface (EvoMem through
+its MCP tools). The default judge is deterministic: it names the option an agent would act on,
+the first returned note of the asked topic not marked superseded (newest-dated first for the
+dated baseline). Speed is never asserted in tests; these are medians and ratios from one run on
+a shared, noisy machine. How the suites work: `bench/README.md`.
+
+"""
+
+
+def section(title: str, path: Path, note: str = "") -> str:
+    if not path.exists():
+        return f"## {title}\n\nNot run yet (`{path}` is missing).\n\n"
+    body = path.read_text().strip()
+    body = "\n".join(line.replace("# ", "### ", 1) if line.startswith("# ") else line for line in body.splitlines())
+    return f"## {title}\n\n{note}{body}\n\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--results", type=Path, default=Path("bench/results"))
+    p.add_argument("--out", type=Path, default=Path("docs/BENCHMARKS.md"))
+    args = p.parse_args(argv)
+    r = args.results
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    speed = r / "full" / "speed.md" if (r / "full" / "speed.md").exists() else r / "speed.md"
+    when = ""
+    if (r / "quality.json").exists():
+        when = json.loads((r / "quality.json").read_text()).get("date", "")
+    text = HEADER + f"Machine of the latest run: {machine}. {('Quality run: ' + when) if when else ''}\n\n"
+    text += section("Quality: obsolete decisions (ODR) and hidden valid decisions (VDR)", r / "quality.md")
+    text += section(
+        "Speed against the FTS5 floor",
+        speed,
+        "Recall and remember through each path, next to the raw FTS5 query (and insert) on the same data "
+        "in the same run. `× floor` is the ratio of medians.\n\n",
+    )
+    if (r / "full" / "speed.png").exists() or (r / "speed.png").exists():
+        png = "../bench/results/full/speed.png" if (r / "full" / "speed.png").exists() else "../bench/results/speed.png"
+        text += f"![latency against store size]({png})\n\n"
+    text += section("Multi-service gateway against the embedded server", r / "gateway.md")
+    text += section("External sets", r / "external.md")
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
