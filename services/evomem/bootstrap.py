@@ -10,12 +10,14 @@ from __future__ import annotations
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.linking import HeuristicLinker, ScoredLinker
-from evomem.ports import Linker
+from evomem.ports import Linker, Store
 from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import Settings
 
 
-def build_linker(mode: str, settings: Settings | None = None) -> Linker | None:
+def build_linker(mode: str, settings: Settings | None = None, store: Store | None = None) -> Linker | None:
+    """The linker for ``--auto-supersede``. ``store``: lets the scored linker read the earlier
+    versions of a candidate's chain (what a terse "Ledger runs on SQLite" is about)."""
     if mode == "llm":
         from evomem.adapters.llm_linker import build_llm_linker
 
@@ -32,7 +34,7 @@ def build_linker(mode: str, settings: Settings | None = None) -> Linker | None:
     if mode == "heuristic":
         return HeuristicLinker()
     if mode == "scored":
-        return ScoredLinker()
+        return ScoredLinker(lookup=store.get_many if store is not None else None)
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
@@ -41,7 +43,7 @@ def build_embedded(settings: Settings) -> MemoryService:
     return MemoryService(
         store,
         extractor=LiteCronista(),
-        linker=build_linker(settings.auto_supersede, settings),
+        linker=build_linker(settings.auto_supersede, settings, store=store),
         config=ServiceConfig(
             default_namespace=settings.namespace,
             max_note_bytes=settings.max_note_bytes,
