@@ -531,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--linkers",
-        default="heuristic",
+        default=",".join(available_linkers()),
         help=f"comma list of automatic linkers to run (available: {', '.join(available_linkers())})",
     )
     ap.add_argument(

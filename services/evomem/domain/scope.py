@@ -28,8 +28,8 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     (
         "analytics",
         re.compile(
-            rf"\b{_P}(?:analytics|data[- ]warehouse|warehouse|bi|reporting)\s+"
-            r"(?:replica|cluster|environment|env|stack|pipeline|side|workloads?|copy)\b",
+            rf"\b{_P}(?:analytics|data[- ]warehouse|warehouse|bi)\s+"
+            r"(?:replica|cluster|environment|env|stack|side|workloads?|copy)\b",
             re.I,
         ),
     ),
@@ -52,7 +52,7 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
         "tests",
         re.compile(
             rf"\b{_P}(?:test\s+suites?|unit\s+tests|integration\s+tests|e2e\s+tests|test\s+environment|tests?|ci)\b"
-            r"(?!\s+(?:service|team|runner service))",
+            r"(?!\s+(?:service|team|runner service|pipeline|pipelines|server|runners?|jobs?))",
             re.I,
         ),
     ),
@@ -89,17 +89,22 @@ class InferredScope:
     family: str
 
 
+# A reason clause says why, not where: "because it cut latency in the load test" is no scope.
+_REASON_CLAUSE = re.compile(r"\b(?:because|since|due to|as it|after it|given that)\b[^.;:]*", re.I)
+
+
 def infer_scope(text: str) -> InferredScope | None:
     """The scope a note's own words place it in, or None when it names no place."""
+    masked = _REASON_CLAUSE.sub(lambda m: " " * len(m.group(0)), text)
     best: tuple[int, str, re.Match[str]] | None = None
     for label, pattern in FAMILIES:
-        m = pattern.search(text)
+        m = pattern.search(masked)
         if m and (best is None or m.start() < best[0]):
             best = (m.start(), label, m)
     if best is None:
         return None
     _, label, m = best
-    return InferredScope(scope=label, evidence=m.group(0).strip(), family=label)
+    return InferredScope(scope=label, evidence=text[m.start() : m.end()].strip(), family=label)
 
 
 def normalise(scope: str | None) -> str | None:
