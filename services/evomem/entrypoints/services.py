@@ -245,7 +245,14 @@ def serve_linker() -> None:
     from evomem.v1 import linker_pb2_grpc
 
     mode = env("EVOMEM_LINKER", "heuristic")
-    linker = build_linker(mode)
+    # With storage's address, the scored linker reads earlier versions of a candidate's chain.
+    storage_addr = os.environ.get("EVOMEM_STORAGE_ADDR") or None
+    store = None
+    if storage_addr:
+        from evomem.adapters.grpc.clients import GrpcStore
+
+        store = GrpcStore(storage_addr)
+    linker = build_linker(mode, None, store)
     if linker is None:
         raise ConfigError("EVOMEM_LINKER=off: do not start the linker service; set EVOMEM_AUTO_SUPERSEDE=off")
     address = f"{env('EVOMEM_GRPC_HOST', '0.0.0.0')}:{env_int('EVOMEM_GRPC_PORT', 50053)}"
