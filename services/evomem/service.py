@@ -307,7 +307,7 @@ class MemoryService:
         heads = self.store.heads(h.chain_root for h in hits)
         kept = select_hits(hits, heads, k=k, scope=want_scope, tags=want_tags)
         nodes = self.store.get_many(h.node_id for h in kept)
-        resolved = resolve(kept, nodes, heads, terms, k=k, scope=want_scope, tags=want_tags)
+        resolved = resolve(kept, nodes, heads, terms, scope=want_scope)
         results: list[tuple[Resolved, list[MemoryNode]]] = []
         for entry in resolved:
             history = self.store.chain(entry.head.id, history_depth)[1:] if include_history else []

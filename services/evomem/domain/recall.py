@@ -109,25 +109,16 @@ def resolve(
     heads: Mapping[str, MemoryNode],
     terms: Sequence[str],
     *,
-    k: int,
     scope: str | None = None,
-    tags: Sequence[str] = (),
 ) -> list[Resolved]:
+    """Group hits chosen by ``select_hits`` under their heads and say why each matched."""
     grouped: dict[str, list[tuple[SearchHit, MemoryNode]]] = {}
     for hit in hits:
         head = heads.get(hit.chain_root)
         node = nodes.get(hit.node_id)
-        if head is None or node is None or head.status == Status.FORGOTTEN:
+        if head is None or node is None:
             continue
-        if scope_match(head.scope, scope) is None:
-            continue
-        if tags and not set(tags) <= set(head.tags):
-            continue
-        if head.id not in grouped:
-            if len(grouped) == k:
-                continue  # k heads already; later hits only matter for heads we keep
-            grouped[head.id] = []
-        grouped[head.id].append((hit, node))
+        grouped.setdefault(head.id, []).append((hit, node))
     out: list[Resolved] = []
     for head_id, matches in grouped.items():
         head = heads[matches[0][1].chain_root]
