@@ -185,19 +185,25 @@ def wait_for_signal(on_stop: Callable[[], None]) -> None:
 # ----------------------------------------------------------------------------- services
 
 
+def _listen(default_port: int, register: Callable[[Any], None], name: str) -> RunningServer:
+    """Bind EVOMEM_GRPC_HOST:EVOMEM_GRPC_PORT (or ``default_port``) and start metrics; not yet SERVING."""
+    address = f"{env('EVOMEM_GRPC_HOST', '0.0.0.0')}:{env_int('EVOMEM_GRPC_PORT', default_port)}"
+    running = create_server(address, register, (name,))
+    start_metrics()
+    return running
+
+
 def serve_storage() -> None:
     from evomem.adapters.grpc.servicers import StorageServicer
     from evomem.adapters.sqlite_store import SQLiteStore
     from evomem.v1 import storage_pb2_grpc
 
     store = SQLiteStore(env("EVOMEM_DB", "/data/evomem.db"))
-    address = f"{env('EVOMEM_GRPC_HOST', '0.0.0.0')}:{env_int('EVOMEM_GRPC_PORT', 50051)}"
-    running = create_server(
-        address,
+    running = _listen(
+        50051,
         lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
-        ("evomem.v1.StorageService",),
+        "evomem.v1.StorageService",
     )
-    start_metrics()
 
     def probe() -> None:
         # Health is the database's real state: a read that fails turns the service NOT_SERVING.
@@ -226,13 +232,11 @@ def serve_cronista() -> None:
     if backend != "lite":
         raise ConfigError(f"EVOMEM_CRONISTA_BACKEND={backend!r}: only 'lite' is available in this build")
     extractor = LiteCronista()
-    address = f"{env('EVOMEM_GRPC_HOST', '0.0.0.0')}:{env_int('EVOMEM_GRPC_PORT', 50052)}"
-    running = create_server(
-        address,
+    running = _listen(
+        50052,
         lambda s: cronista_pb2_grpc.add_CronistaServiceServicer_to_server(CronistaServicer(extractor), s),
-        ("evomem.v1.CronistaService",),
+        "evomem.v1.CronistaService",
     )
-    start_metrics()
     extractor.extract("warm-up: we picked the lite cronista because it is fast.")
     running.set_serving(True)
     log.info("cronista (%s) serving on port %d", extractor.name, running.port)
@@ -255,13 +259,11 @@ def serve_linker() -> None:
     linker = build_linker(mode, None, store)
     if linker is None:
         raise ConfigError("EVOMEM_LINKER=off: do not start the linker service; set EVOMEM_AUTO_SUPERSEDE=off")
-    address = f"{env('EVOMEM_GRPC_HOST', '0.0.0.0')}:{env_int('EVOMEM_GRPC_PORT', 50053)}"
-    running = create_server(
-        address,
+    running = _listen(
+        50053,
         lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(linker), s),
-        ("evomem.v1.LinkerService",),
+        "evomem.v1.LinkerService",
     )
-    start_metrics()
     running.set_serving(True)
     log.info("linker (%s) serving on port %d", linker.name, running.port)
     wait_for_signal(running.stop)
