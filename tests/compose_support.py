@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -80,12 +79,6 @@ def build_images() -> None:
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-4000:]
         raise RuntimeError(f"`make images` failed (exit {proc.returncode}); these tests need the image:\n{tail}")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from procutil import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_TINY_GGUF = ROOT / "scripts" / "make_tiny_gguf.py"
@@ -52,12 +52,6 @@ def require_llama_cpp() -> None:
     if os.environ.get("EVOMEM_REQUIRE_LLAMA") == "1":
         pytest.fail(message)
     pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_tiny_model(directory: Path, seed: int = 0) -> Path:
@@ -138,12 +132,7 @@ class LlamaServer:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            stop_process(self.proc)
         self.proc = None
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import redis
+from procutil import free_port, stop_process
 
 START_TIMEOUT_S = 15.0
 
@@ -34,12 +34,6 @@ def redis_server_binary() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RedisServer:
@@ -113,12 +107,7 @@ class RedisServer:
         """SIGTERM and wait (redis exits cleanly; nothing is saved)."""
         if self.running:
             assert self.proc is not None
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            stop_process(self.proc)
 
     def kill(self) -> None:
         if self.running:

@@ -41,9 +41,9 @@ from compose_support import (
     build_images,
     compose_command,
     docker_unreachable,
-    free_port,
 )
 from mcp import Client
+from procutil import free_port
 
 # The first test also pays for the session set-up: `make images` (minutes on a machine that
 # must first build the stand-in base images) and `up` with every health check passing.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from procutil import free_port
 from prometheus_client import REGISTRY
 
 from evomem.adapters import sqlite_store
@@ -42,12 +42,6 @@ UNKNOWN_ID = new_id(0)
 EVOMEM_SERVICE = str(Path(sys.executable).with_name("evomem-service"))
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def storage_server(store: SQLiteStore, address: str = "127.0.0.1:0") -> RunningServer:
