@@ -575,3 +575,27 @@ def test_gateway_needs_redis_and_a_linker_when_auto_supersede_is_on(gateway_env:
     gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "heuristic")
     with pytest.raises(ConfigError, match="EVOMEM_LINKER_ADDR"):
         gateway.create_app()
+
+
+class _RpcError(grpc.RpcError):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self._code, self._details = code, details
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+
+@pytest.mark.parametrize(
+    "code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED]
+)
+def test_a_server_going_away_reads_as_unavailable(code):
+    # CANCELLED reaches a client whose call arrived while the server was shutting down.
+    from evomem.adapters.grpc.errors import from_rpc_error
+    from evomem.domain.errors import Unavailable
+
+    err = from_rpc_error(_RpcError(code, code.name), "storage (x:1)")
+    assert isinstance(err, Unavailable)
+    assert str(err).startswith("[unavailable] the storage (x:1) service is unavailable")

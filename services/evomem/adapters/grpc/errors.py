@@ -41,6 +41,8 @@ def from_rpc_error(exc: grpc.RpcError, service: str) -> EvoMemError:
         cls = ERRORS_BY_CODE.get(name)
         if cls is not None:
             return cls(message)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    # CANCELLED without a domain code comes from a server shutting down under the call (the
+    # client never cancels): the service is going away, which the caller sees as unavailable.
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
         return Unavailable(f"the {service} service is unavailable ({code.name}): {details}")
     return EvoMemError(f"{service} failed ({code.name if code else 'unknown'}): {details}")
