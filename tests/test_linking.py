@@ -7,11 +7,11 @@ Every negative case has a positive control, so a test cannot pass because nothin
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import closing
 
 import pytest
 
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.domain.linking import HeuristicLinker, content_words, scopes_compatible
 from evomem.domain.model import MemoryNode
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from evomem.adapters import sqlite_store
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
 from evomem.service import MemoryService
 

@@ -6,7 +6,6 @@ be nowhere on disk after the purge, while it demonstrably was before it.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 import uuid
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.errors import Purged
 from evomem.entrypoints.schemas import get_node_result, recall_result

@@ -7,7 +7,6 @@ head (the version in force); forgetting the head retracts the decision.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import tempfile
 from contextlib import closing
 from pathlib import Path
@@ -17,6 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import CycleError, Forgotten, InvalidArgument, NamespaceMismatch, Purged

@@ -7,15 +7,87 @@ multi-service wiring reuses the same ``MemoryService`` and MCP tools with other 
 
 from __future__ import annotations
 
+import importlib.util
+import logging
+import threading
+
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
+from evomem.domain.errors import Unavailable
 from evomem.domain.linking import HeuristicLinker, ScoredLinker
-from evomem.ports import Linker, Store
+from evomem.ports import Linker, Store, Vectors
 from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import Settings
 
+log = logging.getLogger("evomem.bootstrap")
 
-def build_linker(mode: str, settings: Settings | None = None, store: Store | None = None) -> Linker | None:
+#: Nearest notes below this cosine similarity are noise for all-MiniLM-L6-v2 (unrelated short
+#: sentences score about 0-0.2 against each other); they never enter a recall or a linker.
+VECTOR_MIN_SIMILARITY = 0.2
+
+
+def vectors_problem() -> str | None:
+    """Why hybrid recall cannot run here (None when it can). Cheap: finds files, loads nothing big."""
+    from evomem.adapters.embedding import INSTALL_HINT, resolve_model_files
+    from evomem.adapters.sqlite_driver import vec_problem
+
+    problem = vec_problem()
+    if problem is not None:
+        return problem
+    missing = [m for m in ("numpy", "onnxruntime", "tokenizers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed; " + INSTALL_HINT
+    files, looked = resolve_model_files()
+    if files is None:
+        return "no embedding model found (looked at " + "; ".join(looked) + "); " + INSTALL_HINT
+    return None
+
+
+def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
+    """The ``Vectors`` port in the store's own file, per ``settings.vectors``. Loads no model."""
+    if settings.vectors == "off":
+        return None
+    problem = vectors_problem()
+    if problem is not None:
+        if settings.vectors == "on":
+            raise Unavailable(f"vectors on: {problem}")
+        log.info("hybrid recall off (BM25 only): %s", problem)
+        return None
+    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.semantic import SemanticIndex
+    from evomem.adapters.vector_index import VectorIndex
+
+    embedder = OnnxEmbedder()
+    return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
+
+
+def start_background(service: MemoryService) -> list[threading.Thread]:
+    """Work that must not hold up a server's start: load the embedding model, then embed the
+    notes that have no vector yet (written with vectors off, or before a crash)."""
+    vectors = service.vectors
+    backfill = getattr(vectors, "backfill", None)
+    load = getattr(getattr(vectors, "embedder", None), "load", None)
+    if vectors is None or backfill is None:
+        return []
+
+    def run() -> None:
+        try:
+            if load is not None:
+                load()
+            done = backfill(progress=lambda n: log.info("embedded %d earlier notes", n) if n % 1024 == 0 else None)
+            if done:
+                log.info("embedded %d notes that had no vector", done)
+        except Exception as exc:  # recall keeps working on BM25; the next start retries
+            log.warning("embedding model or backfill failed (BM25 still works): %s", exc)
+
+    thread = threading.Thread(target=run, name="evomem-vectors", daemon=True)
+    thread.start()
+    return [thread]
+
+
+def build_linker(
+    mode: str, settings: Settings | None = None, store: Store | None = None, embedder: object | None = None
+) -> Linker | None:
     """The linker for ``--auto-supersede``. ``store``: lets the scored linker read the earlier
     versions of a candidate's chain (what a terse "Ledger runs on SQLite" is about)."""
     if mode == "llm":
@@ -34,16 +106,22 @@ def build_linker(mode: str, settings: Settings | None = None, store: Store | Non
     if mode == "heuristic":
         return HeuristicLinker()
     if mode == "scored":
-        return ScoredLinker(lookup=store.get_many if store is not None else None)
+        return ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder)
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
 def build_embedded(settings: Settings) -> MemoryService:
     store = SQLiteStore(settings.db)
+    try:
+        vectors = build_vectors(settings, store)
+    except BaseException:
+        store.close()
+        raise
     return MemoryService(
         store,
         extractor=LiteCronista(),
-        linker=build_linker(settings.auto_supersede, settings, store=store),
+        linker=build_linker(settings.auto_supersede, settings, store=store, embedder=vectors),
+        vectors=vectors,
         config=ServiceConfig(
             default_namespace=settings.namespace,
             max_note_bytes=settings.max_note_bytes,

@@ -106,3 +106,24 @@ class JobQueue(Protocol):
     """Where extraction work waits when it is not done inline."""
 
     def enqueue(self, job: ExtractionJob) -> None: ...
+
+
+@runtime_checkable
+class Vectors(Protocol):
+    """Semantic neighbours: embeds notes and finds the notes nearest a text (hybrid recall).
+
+    Vectors are derived data, like the FTS index: a node without one is still found by its
+    words, and a missing vector can be rebuilt from the raw text at any time.
+    """
+
+    name: str  # the embedding model: vectors of different names are never compared
+
+    def add(self, nodes: Sequence[MemoryNode]) -> None:
+        """Embed and store the vectors of ``nodes`` (replacing any they had)."""
+        ...
+
+    def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
+        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first."""
+        ...
+
+    def remove(self, node_id: str) -> None: ...

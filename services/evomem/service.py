@@ -29,13 +29,15 @@ from evomem.domain.model import (
     LinkProvenance,
     MemoryNode,
     NewNote,
+    SearchHit,
     Stats,
+    Status,
     is_valid_id,
 )
-from evomem.domain.recall import Resolved, resolve, select_hits
+from evomem.domain.recall import Resolved, fuse, resolve, select_hits
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import infer_scope
-from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store
+from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store, Vectors
 
 log = logging.getLogger("evomem.service")
 
@@ -82,6 +84,8 @@ class ServiceConfig:
     link_candidates: int = 20
     infer_scope: bool = True  # infer a scope from the text when none is given
     recall_fanout: int = 10  # full-text hits fetched per result asked for
+    vector_fanout: int = 4  # nearest vectors fetched per result asked for (at least 20), hybrid recall
+    link_vector_candidates: int = 10  # embedding neighbours added to the linker's BM25 candidates
 
 
 class MemoryService:
@@ -92,12 +96,14 @@ class MemoryService:
         extractor: Extractor | None = None,
         linker: Linker | None = None,
         queue: JobQueue | None = None,
+        vectors: Vectors | None = None,
         config: ServiceConfig | None = None,
     ) -> None:
         self.store = store
         self.extractor = extractor
         self.linker = linker
         self.queue = queue
+        self.vectors = vectors  # None: BM25 only (lite mode, or no embedding model installed)
         self.config = config or ServiceConfig()
         self.linker_ms: deque[float] = deque(maxlen=10_000)  # linker time per remember (benchmarks)
 
@@ -221,6 +227,12 @@ class MemoryService:
                     + "; confirm with supersede(node_id, supersedes) if it does"
                 )
         node = self.store.insert(note, supersedes=target, link=link)
+        if self.vectors is not None:
+            try:
+                self.vectors.add([node])
+            except Exception as exc:  # derived data: the node is stored, backfill embeds it later
+                log.warning("could not embed %s: %s", node.id, exc)
+                warnings.append("not yet searchable by meaning (the embedding failed); its words are indexed")
         if extraction is None and self.queue is not None:
             try:
                 self.queue.enqueue(ExtractionJob(node.id))
@@ -246,12 +258,32 @@ class MemoryService:
         )
 
     def link_candidates(self, text: str, namespace: str, scope: str | None) -> list[MemoryNode]:
-        """Active decisions in the namespace, with a compatible scope, best BM25 match first."""
+        """Active decisions in the namespace with a compatible scope: BM25 matches, and with
+        vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
         terms = textrules.query_terms(text)
         hits = self.store.search(terms, namespace=namespace, limit=self.config.link_candidates, active_only=True)
-        nodes = self.store.get_many(h.node_id for h in hits)
+        near = self._nearest(text, namespace, self.config.link_vector_candidates)
+        nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near)])
+        if near:
+            vhits = [
+                SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
+                for i, sim in near
+                if i in nodes and nodes[i].status == Status.ACTIVE
+            ]
+            hits = fuse(hits, vhits)[: self.config.link_candidates]
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
         return [n for n in out if scope_compatible(scope, n.scope)]
+
+    def _nearest(self, text: str, namespace: str, limit: int) -> list[tuple[str, float]]:
+        """Vector neighbours, or nothing: a vector failure (model missing, index busy) costs
+        only the semantic half of a search, never the search."""
+        if self.vectors is None or limit < 1:
+            return []
+        try:
+            return self.vectors.nearest(text, namespace=namespace, limit=limit)
+        except Exception as exc:
+            log.warning("vector search failed, BM25 only: %s", exc)
+            return []
 
     def _decide_link(self, text: str, namespace: str, scope: str | None) -> LinkDecision:
         assert self.linker is not None
@@ -304,6 +336,8 @@ class MemoryService:
         filtered = want_scope is not None or bool(want_tags)
         limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
         hits = self.store.search(terms, namespace=ns, limit=limit)
+        if self.vectors is not None:
+            hits = self._hybrid(hits, echo, ns, min(limit, max(20, k * self.config.vector_fanout)))
         heads = self.store.heads(h.chain_root for h in hits)
         kept = select_hits(hits, heads, k=k, scope=want_scope, tags=want_tags)
         nodes = self.store.get_many(h.node_id for h in kept)
@@ -316,6 +350,21 @@ class MemoryService:
         if dropped and len(results) < k:
             notes.append(f"{len(dropped)} matching chain(s) hidden because their current version was forgotten")
         return RecallOutcome(echo, terms, results, self._ms(started), notes)
+
+    def _hybrid(self, hits: list[SearchHit], query: str, namespace: str, limit: int) -> list[SearchHit]:
+        """BM25 hits fused (RRF) with the nearest versions by meaning. Forgotten versions are
+        left out, as full-text search leaves them out; every version counts otherwise, since
+        resolution sends an old version's hit to its chain's head."""
+        near = self._nearest(query, namespace, limit)
+        if not near:
+            return hits
+        nodes = self.store.get_many(i for i, _ in near)
+        vhits = [
+            SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
+            for i, sim in near
+            if i in nodes and nodes[i].status != Status.FORGOTTEN and not nodes[i].purged
+        ]
+        return fuse(hits, vhits)
 
     @staticmethod
     def _ms(started: float) -> float:

@@ -14,6 +14,7 @@ from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
 AUTO_SUPERSEDE = ("off", "heuristic", "scored", "llm")
 TRANSPORTS = ("stdio", "http")
+VECTORS = ("auto", "on", "off")
 
 
 class SettingsError(ValueError):
@@ -40,6 +41,7 @@ class Settings:
     linker_base_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:8080/v1
     linker_timeout_s: int = 10
     linker_structured: str = "grammar"  # grammar (llama.cpp) | json_schema | none
+    vectors: str = "auto"  # hybrid recall: on | off (BM25 only, lite) | auto (on when the model is installed)
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -63,6 +65,8 @@ class Settings:
             raise SettingsError("linker_structured must be grammar, json_schema or none")
         if not 1 <= self.linker_timeout_s <= 600:
             raise SettingsError("linker_timeout_s must be between 1 and 600")
+        if self.vectors not in VECTORS:
+            raise SettingsError(f"vectors must be one of {', '.join(VECTORS)}, got {self.vectors!r}")
         if self.log_format not in ("text", "json"):
             raise SettingsError("log_format must be text or json")
 

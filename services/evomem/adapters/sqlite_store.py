@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 import threading
 import time
 import uuid
@@ -25,6 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from evomem.adapters.sqlite_driver import load_vec
+from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.domain.errors import (
     Conflict,
     CycleError,
@@ -33,6 +34,7 @@ from evomem.domain.errors import (
     NamespaceMismatch,
     NotFound,
     Purged,
+    Unavailable,
 )
 from evomem.domain.model import (
     Extraction,
@@ -272,6 +274,9 @@ class SQLiteStore:
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA secure_delete = ON")
+            # sqlite-vec in every connection where it can load: the vector index's tables
+            # live in this file, and a purge must clear a node's vector in its transaction.
+            self.vec_loaded = load_vec(conn)
         except BaseException:
             conn.close()
             raise
@@ -710,12 +715,35 @@ class SQLiteStore:
                 # Merge the index so no segment still holds the purged tokens; with
                 # secure_delete on, the freed pages are zeroed.
                 conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+                self._purge_vector(conn, node_id)
                 changed = True
         if purge:
             self.checkpoint()
         node = self.get(node_id)
         assert node is not None
         return node, changed
+
+    def _purge_vector(self, conn: sqlite3.Connection, node_id: str) -> None:
+        """Delete the node's vector (``evomem.adapters.vector_index`` tables), if the file has any.
+
+        An embedding is derived from the text and partly invertible, so it goes with it, in
+        the same transaction. Without sqlite-vec loaded the ``vec0`` table cannot be written:
+        the purge fails (and changes nothing) rather than leave the vector behind.
+        """
+        has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vec_items'").fetchone()
+        if has is None:
+            return
+        row = conn.execute("SELECT rowid FROM vec_items WHERE node_id = ?", (node_id,)).fetchone()
+        if row is None:
+            return
+        if not getattr(self, "vec_loaded", False):
+            from evomem.adapters.sqlite_driver import vec_problem
+
+            raise Unavailable(
+                f"node {node_id} has a vector in this file, and purging it needs sqlite-vec: {vec_problem()}"
+            )
+        conn.execute("DELETE FROM vec_scan WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM vec_items WHERE rowid = ?", (row[0],))
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it. False if readers blocked it."""

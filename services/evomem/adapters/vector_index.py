@@ -31,20 +31,16 @@ rescore, model: a mismatch on open is an error, never silently mixed vectors), `
 tables). Deleting a vector clears its bytes in ``vec0`` (sqlite-vec >= 0.1.7) and, with
 ``secure_delete`` on, in ``vec_items``.
 
-The driver: Python's own ``sqlite3`` here cannot load extensions (pyenv builds), so the index
-opens its file with ``sqlean`` (the ``sqlean.py`` wheel: a drop-in ``sqlite3`` with its own
-SQLite 3.50, FTS5 and extension loading, wheels for x86_64 and aarch64), then falls back to a
-stdlib ``sqlite3`` that can load extensions (Debian's python3.11, the python:3.11 images),
-then ``pysqlite3``. Do not open the same file with two different SQLite libraries in one
-process (stdlib ``sqlite3`` for the store and ``sqlean`` here): closing a connection in one
-drops the other's POSIX locks, which can corrupt the file. Keep vectors in a sibling file
-until the store opens its file with the same driver; then one file, one transaction.
+The driver: ``evomem.adapters.sqlite_driver`` picks one SQLite library per process
+(``sqlean`` when installed, which can load extensions where Python's own ``sqlite3`` cannot),
+and the store uses the same one, so the ``vec_*`` tables live in the store's own file, next to
+the FTS index: one file to back up, and a purge clears a node's text, its FTS tokens and its
+vector in one transaction (``SQLiteStore.forget``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import threading
@@ -54,6 +50,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.sqlite_driver import VECTORS_HINT, load_vec, sqlite, vec_problem
 from evomem.domain.errors import InvalidArgument, Unavailable
 
 if TYPE_CHECKING:
@@ -63,7 +60,7 @@ SCHEMA = "1"
 BUSY_TIMEOUT_MS = 15_000
 SCANS = ("binary", "int8", "float32")
 RESCORES = ("int8", "float32")
-DRIVER_HINT = "install them with: pip install 'evomem[vectors]' (the same as: pip install sqlean.py sqlite-vec numpy)"
+DRIVER_HINT = VECTORS_HINT
 
 
 class VectorIndexUnavailable(Unavailable):
@@ -74,41 +71,19 @@ class VectorIndexMismatch(Unavailable):
     """The file was built with another dimension, layout or embedding model."""
 
 
-@functools.cache
 def sqlite_driver() -> ModuleType:
-    """The first importable sqlite3-compatible module that can load extensions."""
-    import importlib
-
-    tried: list[str] = []
-    for name in ("sqlean", "sqlite3", "pysqlite3.dbapi2"):
-        try:
-            mod = importlib.import_module(name)
-        except ImportError:
-            tried.append(f"{name} (not installed)")
-            continue
-        probe = mod.connect(":memory:")
-        try:
-            if hasattr(probe, "enable_load_extension"):
-                return mod
-            tried.append(f"{name} (built without extension loading)")
-        finally:
-            probe.close()
-    raise VectorIndexUnavailable("no SQLite driver can load extensions (" + "; ".join(tried) + "); " + DRIVER_HINT)
+    """The SQLite module this process uses for every EvoMem file, if it can load sqlite-vec."""
+    problem = vec_problem()
+    if problem is not None:
+        raise VectorIndexUnavailable(problem)
+    return sqlite
 
 
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, uri: bool = False) -> Any:
     """A connection with sqlite-vec loaded, WAL, ``secure_delete`` and a busy timeout."""
     driver = sqlite_driver()
-    try:
-        import sqlite_vec
-    except ImportError as exc:
-        raise VectorIndexUnavailable("sqlite-vec is not installed; " + DRIVER_HINT) from exc
     conn = driver.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False, uri=uri)
-    conn.enable_load_extension(True)
-    try:
-        conn.load_extension(sqlite_vec.loadable_path())
-    finally:
-        conn.enable_load_extension(False)
+    load_vec(conn)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if not uri or "mode=memory" not in path:
         conn.execute("PRAGMA journal_mode = WAL")

@@ -116,11 +116,12 @@ class NewNote:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One full-text match, before chain resolution."""
+    """One match (full-text, vector, or both fused), before chain resolution."""
 
     node_id: str
     chain_root: str
-    score: float  # higher is better (negated bm25)
+    score: float  # higher is better (negated bm25; a fused reciprocal-rank score after fuse())
+    via: tuple[str, ...] = ("bm25",)  # which searches found it: "bm25", "vector"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,11 @@
 
 Pure functions over hits and nodes; the store only supplies them.
 
-1. Full-text hits (any non-forgotten version) arrive best first.
+1. Full-text hits (any non-forgotten version) arrive best first. With vectors on (hybrid
+   recall), the nearest notes by embedding arrive too, and ``fuse`` merges the two rankings
+   by reciprocal rank fusion (RRF) before anything else: a version found by both searches
+   ranks above one found by either alone, and neither score scale has to be calibrated
+   against the other. Resolution below sees one ranking and does not care where it came from.
 2. Each hit is resolved to the head of its chain.
 3. Hits that reach the same head merge: the head keeps its best-scoring match, and every
    matching version is listed, so the agent can see *why* the current decision came up
@@ -37,6 +41,7 @@ class Match:
     is_head: bool
     fields: list[str]
     terms: list[str]
+    via: list[str] = field(default_factory=lambda: ["bm25"])
 
 
 @dataclass(slots=True)
@@ -74,6 +79,27 @@ def matched_fields(node: MemoryNode, terms: Sequence[str]) -> tuple[list[str], l
             fields.append(name)
             found.extend(t for t in hit if t not in found)
     return fields, found
+
+
+RRF_K = 60  # the constant of Cormack et al. (2009): damps the weight of the very first ranks
+
+
+def fuse(*rankings: Sequence[SearchHit], k: int = RRF_K) -> list[SearchHit]:
+    """Reciprocal rank fusion: each hit scores the sum of ``1 / (k + rank)`` over the rankings
+    that hold it (rank from 1). Best first; ties keep the order of the first ranking."""
+    score: dict[str, float] = {}
+    first: dict[str, SearchHit] = {}
+    via: dict[str, list[str]] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            score[hit.node_id] = score.get(hit.node_id, 0.0) + 1.0 / (k + rank)
+            first.setdefault(hit.node_id, hit)
+            seen = via.setdefault(hit.node_id, [])
+            seen.extend(v for v in hit.via if v not in seen)
+    order = sorted(score, key=lambda i: -score[i])  # sorted() is stable: first-seen order breaks ties
+    return [
+        SearchHit(node_id=i, chain_root=first[i].chain_root, score=round(score[i], 6), via=tuple(via[i])) for i in order
+    ]
 
 
 def select_hits(
@@ -133,6 +159,7 @@ def resolve(
                     is_head=node.id == head_id,
                     fields=fields,
                     terms=found,
+                    via=list(hit.via),
                 )
             )
         out.append(

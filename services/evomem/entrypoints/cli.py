@@ -38,6 +38,12 @@ def parser() -> argparse.ArgumentParser:
         "API key from EVOMEM_LINKER_API_KEY",
     )
     p.add_argument("--linker-timeout-s", type=int, help="--auto-supersede llm: seconds per linker call. Default: 10")
+    p.add_argument(
+        "--vectors",
+        choices=("auto", "on", "off"),
+        help="hybrid recall (BM25 + embeddings, offline ONNX model): on, off (BM25 only, lite), "
+        "or auto: on when the model and sqlite-vec are installed. Default: auto",
+    )
     p.add_argument("--namespace", help="Default namespace for calls that name none. Default: default")
     p.add_argument("--author", help="Default author recorded on notes and links")
     p.add_argument("--max-note-bytes", type=int, help="Largest note accepted, in UTF-8 bytes. Default: 1048576")
@@ -55,6 +61,7 @@ def settings_from_args(argv: list[str] | None = None) -> Settings:
         host=args.host,
         port=args.port,
         auto_supersede=args.auto_supersede,
+        vectors=args.vectors,
         linker_model=args.linker_model,
         linker_base_url=args.linker_base_url,
         linker_timeout_s=args.linker_timeout_s,
@@ -78,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(settings.log_level, settings.log_format)
 
     # Imported here so `--help` and bad flags answer instantly.
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap import build_embedded, start_background
     from evomem.entrypoints.mcp_tools import build_mcp_server
 
     try:
@@ -91,9 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             exc,
         )
         return 1
-    info = {"db": settings.db, "auto_supersede": settings.auto_supersede, "wiring": "embedded"}
+    vectors = getattr(service.vectors, "name", None) or "off"
+    info = {"db": settings.db, "auto_supersede": settings.auto_supersede, "vectors": vectors, "wiring": "embedded"}
     server = build_mcp_server(lambda: service, server_info=info)
-    log.info("evomem %s: db=%s auto_supersede=%s", __version__, settings.db, settings.auto_supersede)
+    log.info(
+        "evomem %s: db=%s auto_supersede=%s vectors=%s", __version__, settings.db, settings.auto_supersede, vectors
+    )
+    start_background(service)  # the embedding model loads, and old notes are embedded, off the handshake
     try:
         if settings.transport == "stdio":
             server.run("stdio")

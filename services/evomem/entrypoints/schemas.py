@@ -79,9 +79,16 @@ class MatchView(BaseModel):
     node_id: str = Field(description="the version whose text matched")
     version: int
     is_current: bool = Field(description="False when an older version matched and was resolved to the head")
-    score: float = Field(description="BM25 relevance (higher is better)")
+    score: float = Field(
+        description="relevance, higher is better: BM25 alone, or the reciprocal-rank fusion of BM25 and vector "
+        "similarity in hybrid recall"
+    )
     fields: list[str] = Field(description="fields that contain query words")
     terms: list[str] = Field(description="query words found")
+    via: list[str] = Field(
+        default_factory=lambda: ["bm25"],
+        description="which searches found this version: bm25 (its words), vector (its meaning), or both",
+    )
 
 
 class RecallHit(BaseModel):
@@ -258,7 +265,13 @@ def history_steps(newer: MemoryNode, history: list[MemoryNode]) -> list[HistoryS
 
 def match_view(m: Match) -> MatchView:
     return MatchView(
-        node_id=m.node_id, version=m.version, is_current=m.is_head, score=m.score, fields=m.fields, terms=m.terms
+        node_id=m.node_id,
+        version=m.version,
+        is_current=m.is_head,
+        score=m.score,
+        fields=m.fields,
+        terms=m.terms,
+        via=m.via,
     )
 
 

@@ -1,0 +1,288 @@
+"""Hybrid recall: BM25 and vector hits fused by rank, then resolved to the version in force.
+
+Real parts: SQLite files on disk (sqlean + sqlite-vec, vectors in the store's own file) and the
+real offline ONNX model. The fake embedder appears only where a failure must be provoked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from evomem.adapters.embedding import OnnxEmbedder
+from evomem.adapters.semantic import MAX_EMBED_CHARS, SemanticIndex
+from evomem.adapters.sqlite_driver import sqlite, vec_problem
+from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.vector_index import VectorIndex
+from evomem.bootstrap import build_embedded, start_background, vectors_problem
+from evomem.domain.errors import Unavailable
+from evomem.domain.model import SearchHit
+from evomem.domain.recall import fuse
+from evomem.service import MemoryService
+from evomem.settings import Settings
+
+pytestmark = pytest.mark.skipif(
+    vectors_problem() is not None, reason=f"hybrid recall cannot run here: {vectors_problem()}"
+)
+
+OLD = "We keep the ledger in Postgres."
+NEW = "Bookkeeping records now live in SQLite."
+DISTRACTORS = [
+    "The team picked Grafana for dashboards.",
+    "Deploys go out on Tuesdays after the standup.",
+    "The mobile app uses Kotlin for Android.",
+]
+PARAPHRASE_QUERY = "where are accounting entries persisted"  # no word in common with OLD or NEW
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxEmbedder:
+    e = OnnxEmbedder()
+    e.load()
+    return e
+
+
+def hybrid(path: Path | str, embedder: OnnxEmbedder, **kw: object) -> MemoryService:
+    store = SQLiteStore(path)
+    vectors = SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=0.2)
+    return MemoryService(store, vectors=vectors, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def svc(tmp_path: Path, embedder: OnnxEmbedder) -> Iterator[MemoryService]:
+    s = hybrid(tmp_path / "h.db", embedder)
+    yield s
+    s.vectors.close()  # type: ignore[union-attr]
+    s.store.close()
+
+
+def texts(out: object) -> list[str]:
+    return [e.head.raw_text for e, _ in out.results]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- fusion (pure)
+
+
+def hit(i: str, via: str = "bm25") -> SearchHit:
+    return SearchHit(node_id=i, chain_root=i, score=0.0, via=(via,))
+
+
+def test_rrf_puts_a_hit_found_by_both_searches_first() -> None:
+    bm25 = [hit("A"), hit("B"), hit("C")]
+    vec = [hit("C", "vector"), hit("D", "vector")]
+    fused = fuse(bm25, vec)
+    assert [h.node_id for h in fused] == ["C", "A", "B", "D"]  # B and D tie (rank 2 each): first ranking first
+    assert fused[0].via == ("bm25", "vector")
+    assert fused[3].via == ("vector",)
+    assert fused[0].score == pytest.approx(1 / 63 + 1 / 61, abs=1e-6)
+
+
+def test_rrf_ties_keep_the_first_rankings_order() -> None:
+    fused = fuse([hit("A")], [hit("B", "vector")])
+    assert [h.node_id for h in fused] == ["A", "B"]
+    assert fuse([], []) == []
+
+
+# ---------------------------------------------------------------------- recall
+
+
+def test_paraphrase_is_found_only_with_vectors(tmp_path: Path, svc: MemoryService) -> None:
+    for t in DISTRACTORS:
+        svc.remember(t)
+    old = svc.remember(OLD).node
+    svc.remember(NEW, supersedes=old.id)
+    out = svc.recall(PARAPHRASE_QUERY, k=3)
+    assert texts(out)[0] == NEW  # the version in force, whichever version the vector matched
+    assert "vector" in out.results[0][0].best.via
+    assert "bm25" not in out.results[0][0].best.via
+
+    bm25_only = MemoryService(SQLiteStore(svc.store.path))  # same file, vectors off
+    try:
+        assert NEW not in texts(bm25_only.recall(PARAPHRASE_QUERY, k=3))
+    finally:
+        bm25_only.store.close()
+
+
+def test_old_version_found_by_meaning_resolves_to_the_head(svc: MemoryService) -> None:
+    old = svc.remember("Payments are reconciled nightly by a cron job in Postgres.").node
+    new = svc.remember("We moved it to an event-driven reconciler.", supersedes=old.id).node
+    for t in DISTRACTORS:
+        svc.remember(t)
+    out = svc.recall("when does money matching with the bank happen", k=2)
+    first, _ = out.results[0]
+    assert first.head.id == new.id
+    assert any(m.node_id == old.id and "vector" in m.via for m in first.matches)
+
+
+def test_forgotten_notes_are_not_found_by_meaning(svc: MemoryService) -> None:
+    n = svc.remember(NEW).node
+    svc.remember(DISTRACTORS[0])
+    svc.forget(n.id)
+    assert NEW not in texts(svc.recall(PARAPHRASE_QUERY, k=5))
+
+
+def test_unrelated_query_gets_no_vector_noise(svc: MemoryService) -> None:
+    for t in DISTRACTORS:
+        svc.remember(t)
+    out = svc.recall("quantum chromodynamics lattice gluon", k=5)
+    assert out.results == []
+
+
+def test_bm25_hits_keep_their_place_when_vectors_agree(svc: MemoryService) -> None:
+    svc.remember(OLD)
+    svc.remember(DISTRACTORS[0])
+    out = svc.recall("ledger Postgres", k=2)
+    assert texts(out)[0] == OLD
+    assert out.results[0][0].best.via == ["bm25", "vector"]
+
+
+# ---------------------------------------------------------------------- storage
+
+
+def test_vectors_live_in_the_store_file_and_purge_clears_them(tmp_path: Path, svc: MemoryService) -> None:
+    secret = svc.remember("The vault root token rotates every 30 days.").node
+    svc.remember(DISTRACTORS[0])
+    with closing(sqlite.connect(svc.store.path)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM vec_items").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM vec_items WHERE node_id = ?", (secret.id,)).fetchone()[0] == 1
+    assert list(tmp_path.glob("*.vec.db")) == []  # no sibling file
+    svc.forget(secret.id, purge=True)
+    with closing(sqlite.connect(svc.store.path)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM vec_items WHERE node_id = ?", (secret.id,)).fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM vec_items").fetchone()[0] == 1
+        vec_rows = conn.execute("SELECT COUNT(*) FROM vec_scan_rowids").fetchone()[0]
+    assert vec_rows == 1
+    near = svc.vectors.nearest("vault token rotation", namespace="default", limit=5)  # type: ignore[union-attr]
+    assert secret.id not in {i for i, _ in near}
+
+
+def test_purge_without_sqlite_vec_fails_and_changes_nothing(tmp_path: Path, svc: MemoryService) -> None:
+    n = svc.remember("The vault root token rotates every 30 days.").node
+    svc.store.vec_loaded = False  # type: ignore[attr-defined]  # as a process without sqlite-vec sees it
+    with pytest.raises(Unavailable, match="sqlite-vec"):
+        svc.forget(n.id, purge=True)
+    node = svc.store.get(n.id)
+    assert node is not None and not node.purged and node.raw_text.startswith("The vault")
+
+
+def test_backfill_embeds_notes_written_with_vectors_off(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    path = tmp_path / "b.db"
+    plain = MemoryService(SQLiteStore(path))
+    for t in [*DISTRACTORS, NEW]:
+        plain.remember(t)
+    plain.store.close()
+    s = hybrid(path, embedder)
+    try:
+        assert NEW not in texts(s.recall(PARAPHRASE_QUERY, k=3))  # no vectors yet
+        progress: list[int] = []
+        assert s.vectors.backfill(batch=2, progress=progress.append) == 4  # type: ignore[union-attr]
+        assert progress == [2, 4]
+        assert texts(s.recall(PARAPHRASE_QUERY, k=3))[0] == NEW
+        assert s.vectors.backfill() == 0  # type: ignore[union-attr]
+    finally:
+        s.vectors.close()  # type: ignore[union-attr]
+        s.store.close()
+
+
+def test_start_background_loads_and_backfills(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    plain = MemoryService(SQLiteStore(path))
+    plain.remember(NEW)
+    plain.store.close()
+    s = build_embedded(Settings(db=str(path), vectors="on"))
+    try:
+        assert not s.vectors.embedder.loaded  # type: ignore[union-attr]  # building loads nothing
+        for t in start_background(s):
+            t.join(120)
+        assert s.vectors.embedder.loaded  # type: ignore[union-attr]
+        assert texts(s.recall(PARAPHRASE_QUERY, k=1)) == [NEW]
+    finally:
+        s.store.close()
+
+
+# ---------------------------------------------------------------------- failure and settings
+
+
+class BrokenEmbedder:
+    name = "broken"
+    dim = 384
+
+    def encode(self, texts: Sequence[str]) -> object:
+        raise RuntimeError("onnxruntime exploded")
+
+
+def test_embedding_failure_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = SQLiteStore(tmp_path / "f.db")
+    s = MemoryService(store, vectors=SemanticIndex(BrokenEmbedder(), VectorIndex(store.path, model="broken")))  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        out = s.remember(OLD)
+        got = s.recall("ledger", k=1)
+    assert any("meaning" in w for w in out.warnings)
+    assert texts(got) == [OLD]  # BM25 still answers
+    assert s.store.get(out.node.id) is not None
+    assert "vector search failed" in caplog.text
+    store.close()
+
+
+def test_vectors_on_without_a_model_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVOMEM_EMBEDDING_MODEL_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(Unavailable, match=r"model\.onnx"):
+        build_embedded(Settings(db=str(tmp_path / "x.db"), vectors="on"))
+    auto = build_embedded(Settings(db=str(tmp_path / "y.db"), vectors="auto"))
+    assert auto.vectors is None  # auto: BM25 only, said in the log
+    auto.store.close()
+
+
+def test_lite_mode_turns_vectors_off(tmp_path: Path) -> None:
+    s = build_embedded(Settings(db=str(tmp_path / "l.db"), vectors="off"))
+    try:
+        assert s.vectors is None
+        s.remember(NEW)
+        with closing(sqlite.connect(s.store.path)) as conn:
+            assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_items'").fetchone() is None
+    finally:
+        s.store.close()
+
+
+def test_settings_refuse_an_unknown_vectors_mode() -> None:
+    from evomem.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="vectors must be one of auto, on, off"):
+        Settings(vectors="maybe")
+    assert Settings.from_env({"EVOMEM_VECTORS": "off"}).vectors == "off"
+
+
+def test_huge_note_is_embedded_from_its_beginning(svc: MemoryService) -> None:
+    big = NEW + " " + ("filler words " * 70_000)  # ~0.9 MB, under the 1 MiB default limit
+    out = svc.remember(big)
+    assert out.warnings == [] or all("meaning" not in w for w in out.warnings)
+    assert len(big) > MAX_EMBED_CHARS
+    assert out.node.id in {i for i, _ in svc.vectors.nearest(NEW, namespace="default", limit=3)}  # type: ignore[union-attr]
+
+
+def test_linker_candidates_include_paraphrases(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    s = hybrid(tmp_path / "c.db", embedder)
+    try:
+        old = s.remember(OLD).node
+        for t in DISTRACTORS:
+            s.remember(t)
+        cands = s.link_candidates("Accounting entries are persisted in SQLite from now on.", "default", None)
+        assert old.id in [c.id for c in cands]
+        bm25_only = MemoryService(s.store)
+        assert old.id not in [
+            c.id
+            for c in bm25_only.link_candidates(
+                "Accounting entries are persisted in SQLite from now on.", "default", None
+            )
+        ]
+    finally:
+        s.vectors.close()  # type: ignore[union-attr]
+        s.store.close()
+
+
+def test_vec_problem_is_none_here() -> None:
+    assert vec_problem() is None  # the test environment installs the vectors extra
