@@ -6,7 +6,14 @@
 - ``evomem-agent``: EvoMem through its MCP tools; the agent passes
   ``remember(supersedes=<id of the previous version>)`` for every note that replaces one.
 - ``evomem-auto:<linker>``: EvoMem through its MCP tools with automatic links
-  (``--auto-supersede <linker>``); no ``supersedes`` is ever passed.
+  (``--auto-supersede <linker>``); no ``supersedes`` is ever passed. When the linker abstains
+  (``link_decision.kind == "abstain"``), the note's ``possible_supersedes`` are recorded.
+- ``evomem-auto:<linker>+confirm``: the same, and the agent confirms an abstention with one
+  ``supersede`` call when the note's true predecessor is among ``possible_supersedes`` (what an
+  agent that reads the warning does; it never links a candidate that is not the true one).
+- a ``+bm25`` suffix: the same EvoMem with ``vectors="off"`` (BM25-only recall and link
+  candidates); without a suffix EvoMem runs with its default (``vectors="auto"``: BM25 + vector
+  hybrid recall when the embeddings extra is installed).
 - ``oracle``: perfect links. The same BM25 as ``flat``, every hit resolved through the gold
   chains to the version in force and marked active (obsolete versions are never shown).
 
@@ -21,6 +28,7 @@ scenario in a shared database). The service is wired by ``evomem.bootstrap.build
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,11 +58,31 @@ class ScenarioRun:
     edges: list[tuple[int, int]] | None = None  # (new note, note it superseded), as the memory linked them
     link_methods: dict[int, str] = field(default_factory=dict)  # new note -> link method
     statuses: dict[int, str] | None = None  # note -> final status (None: the memory has no status)
+    # note -> the notes the linker listed as possible_supersedes when it abstained (None: not in this scenario)
+    abstentions: dict[int, list[int | None]] = field(default_factory=dict)
+    confirmed: list[tuple[int, int]] = field(default_factory=list)  # abstentions the agent confirmed (in edges too)
+    via: dict[str, list[list[str]]] = field(default_factory=dict)  # question id -> per item, searches that found it
+
+
+VECTORS = ("auto", "on", "off")
 
 
 def available_linkers() -> list[str]:
     """Linkers that run without outside services (the llm linker needs an endpoint)."""
     return [m for m in AUTO_SUPERSEDE if m not in ("off", "llm")]
+
+
+def has_vectors_setting() -> bool:
+    """Whether this evomem has the ``vectors`` setting (hybrid BM25 + vector recall)."""
+    return any(f.name == "vectors" for f in dataclasses.fields(Settings))
+
+
+def memory_label(linker: str | None, *, vectors: str = "auto", confirm: bool = False) -> str:
+    """``evomem-agent``, ``evomem-auto:scored+confirm``, ``evomem-agent+bm25``, ..."""
+    name = "evomem-agent" if linker is None else f"evomem-auto:{linker}"
+    if confirm:
+        name += "+confirm"
+    return name + {"auto": "", "on": "+hybrid", "off": "+bm25"}[vectors]
 
 
 def _index(scenario: Mapping[str, Any]) -> dict[str, int]:
@@ -137,22 +165,46 @@ class _CurrentService:
 
 
 class EvoMemMemory:
-    """EvoMem through the MCP tools, in-process. ``linker`` None: the agent sets the links."""
+    """EvoMem through the MCP tools, in-process. ``linker`` None: the agent sets the links.
+
+    ``vectors``: EvoMem's ``vectors`` setting (``auto``, ``on``: BM25 + vector hybrid recall,
+    ``off``: BM25 only). ``confirm_abstentions``: when the linker abstains and the note's true
+    predecessor is among ``possible_supersedes``, call ``supersede`` with it (one call, as an
+    agent would). ``sets``: the scenario sets this memory runs on (None: all).
+    """
 
     kind = "evomem"
 
     def __init__(
-        self, *, linker: str | None = None, scope_field: bool = True, label: str | None = None, statuses: bool = True
+        self,
+        *,
+        linker: str | None = None,
+        scope_field: bool = True,
+        label: str | None = None,
+        statuses: bool = True,
+        vectors: str = "auto",
+        confirm_abstentions: bool = False,
+        sets: Sequence[str] | None = None,
     ) -> None:
         if linker is not None and linker not in available_linkers():
             raise BenchError(f"unknown linker {linker!r}; available: {', '.join(available_linkers()) or 'none'}")
+        if vectors not in VECTORS:
+            raise BenchError(f"vectors must be one of {', '.join(VECTORS)}, got {vectors!r}")
+        if vectors != "auto" and not has_vectors_setting():
+            raise BenchError(f"this evomem has no vectors setting, so vectors={vectors!r} cannot be benchmarked")
+        if confirm_abstentions and linker is None:
+            raise BenchError("confirm_abstentions needs an automatic linker")
         self.linker = linker
         self.scope_field = scope_field
         self.statuses = statuses  # read every still-valid note back with get_node (off for very large sets)
-        self.name = label or ("evomem-agent" if linker is None else f"evomem-auto:{linker}")
+        self.vectors = vectors
+        self.confirm = confirm_abstentions
+        self.sets = None if sets is None else frozenset(sets)
+        self.name = label or memory_label(linker, vectors=vectors, confirm=confirm_abstentions)
         self._client: Client | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._current: _CurrentService | None = None
+        self._embedder: Any = None
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -178,7 +230,8 @@ class EvoMemMemory:
         linker's candidates) in one namespace would depend on which other scenarios were loaded.
         """
         assert self._current is not None, "use the memory inside 'async with'"
-        service = build_embedded(Settings(db=":memory:", auto_supersede=self.linker or "off"))
+        service = build_embedded(self.settings())
+        self._share_embedder(service)
         self._current.service = service
         try:
             yield self
@@ -186,6 +239,25 @@ class EvoMemMemory:
             self._current.service = None
             with contextlib.suppress(Exception):
                 service.store.close()  # type: ignore[attr-defined]
+
+    def _share_embedder(self, service: Any) -> None:
+        """One loaded embedding model per memory, not one per scenario (loading it takes ~1 s, a
+        scenario's notes ~0.2 s). The model is stateless, so sharing it changes no result; each
+        scenario keeps its own vector index, in its own database."""
+        semantic = getattr(service, "vectors", None)
+        embedder = getattr(semantic, "embedder", None)
+        if embedder is None:
+            return
+        if self._embedder is None or getattr(self._embedder, "name", None) != getattr(embedder, "name", None):
+            self._embedder = embedder
+        else:
+            semantic.embedder = self._embedder  # type: ignore[union-attr]
+
+    def settings(self) -> Settings:
+        kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": self.linker or "off"}
+        if has_vectors_setting():
+            kw["vectors"] = self.vectors
+        return Settings(**kw)
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         assert self._client is not None, "use the memory inside 'async with'"
@@ -205,6 +277,8 @@ class EvoMemMemory:
         back: dict[str, int] = {}
         edges: list[tuple[int, int]] = []
         methods: dict[int, str] = {}
+        abstentions: dict[int, list[int | None]] = {}
+        confirmed: list[tuple[int, int]] = []
         notes: Any = scenario["notes"]
         if len(notes) > 1000:  # the external sets: one scenario of thousands of notes
             from tqdm import tqdm
@@ -222,12 +296,30 @@ class EvoMemMemory:
             if out.get("supersedes"):
                 edges.append((note["i"], back[out["supersedes"]]))
                 methods[note["i"]] = (out.get("link") or {}).get("method", "?")
-        run = ScenarioRun(items={}, edges=edges, link_methods=methods, statuses={} if self.statuses else None)
+            decision = out.get("link_decision") or {}
+            if decision.get("kind") == "abstain":
+                listed = out["node"].get("possible_supersedes") or [c.get("id") for c in decision.get("candidates", [])]
+                abstentions[note["i"]] = [back.get(c) for c in listed if isinstance(c, str)]
+                gold = note["supersedes"]
+                if self.confirm and gold is not None and gold in abstentions[note["i"]]:
+                    done = await self.call("supersede", {"node_id": out["id"], "supersedes": ids[gold]})
+                    edges.append((note["i"], back[done["supersedes"]]))
+                    confirmed.append(edges[-1])
+                    methods[note["i"]] = "agent-confirmed"
+        run = ScenarioRun(
+            items={},
+            edges=edges,
+            link_methods=methods,
+            statuses={} if self.statuses else None,
+            abstentions=abstentions,
+            confirmed=confirmed,
+        )
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns})
             hits = out["results"]
             run.items[q["id"]] = [Item(h["node"]["raw_text"], status=h["node"]["status"]) for h in hits]
             run.returned[q["id"]] = [back.get(h["node"]["id"]) for h in hits]
+            run.via[q["id"]] = [list((h.get("matched") or {}).get("via") or ["bm25"]) for h in hits]
         for note in scenario["notes"] if self.statuses else ():
             if note["valid_at_question"]:
                 got = await self.call("get_node", {"node_id": ids[note["i"]]})
@@ -235,12 +327,44 @@ class EvoMemMemory:
         return run
 
 
+def can_abstain(linker: str) -> bool:
+    """Whether the linker can abstain (it has ``decide``; linkers with only ``propose`` never do)."""
+    from evomem.bootstrap import build_linker
+
+    return callable(getattr(build_linker(linker), "decide", None))
+
+
+#: The set on which every EvoMem memory also runs with ``vectors="off"`` (hybrid against BM25 alone).
+PARA_SET = "para"
+
+
 def build_memories(
-    names: Sequence[str] | None = None, *, linkers: Sequence[str] = ("heuristic",), scope_field: bool = True
+    names: Sequence[str] | None = None,
+    *,
+    linkers: Sequence[str] = ("heuristic",),
+    scope_field: bool = True,
+    sets: Sequence[str] | None = None,
+    confirm: bool = True,
 ) -> list[Any]:
-    """The memories of one run, in report order. ``names`` filters them (``evomem-auto`` = every linker)."""
-    all_memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), EvoMemMemory(scope_field=scope_field)]
-    all_memories += [EvoMemMemory(linker=lk, scope_field=scope_field) for lk in linkers]
+    """The memories of one run, in report order. ``names`` filters them (``evomem-auto`` = every linker).
+
+    ``confirm``: add ``evomem-auto:<linker>+confirm`` for every linker that can abstain. When
+    ``sets`` includes the paraphrase set (and evomem has the ``vectors`` setting), every EvoMem
+    memory gets a ``+bm25`` twin that runs on that set only.
+    """
+    bm25_twins = (sets is None or PARA_SET in sets) and has_vectors_setting()
+
+    def evomem(linker: str | None) -> list[Any]:
+        out: list[Any] = [EvoMemMemory(linker=linker, scope_field=scope_field)]
+        if confirm and linker is not None and can_abstain(linker):
+            out.append(EvoMemMemory(linker=linker, scope_field=scope_field, confirm_abstentions=True))
+        if bm25_twins:
+            out.append(EvoMemMemory(linker=linker, scope_field=scope_field, vectors="off", sets=(PARA_SET,)))
+        return out
+
+    all_memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), *evomem(None)]
+    for lk in linkers:
+        all_memories += evomem(lk)
     all_memories.append(OracleMemory())
     if not names:
         return all_memories

@@ -5,21 +5,28 @@
     python -m bench.quality --out bench/results --judge llm \\
         --judge-model M --judge-base-url http://localhost:8080/v1  # key in EVOMEM_JUDGE_API_KEY
 
-Reads ``bench/data/odr.jsonl`` and ``bench/data/vdr.jsonl`` (or regenerates a set with
-``--seed`` / ``--vdr-seed``), runs every memory of ``bench.memories`` on every scenario, judges
+Reads ``bench/data/odr.jsonl``, ``bench/data/vdr.jsonl`` and ``bench/data/para.jsonl`` (or
+regenerates a set with ``--seed`` / ``--vdr-seed`` / ``--para-seed``), runs every memory of
+``bench.memories`` on every scenario (the ``+bm25`` twins on the paraphrase set only), judges
 what each returned (``bench.judge``) and writes to ``--out``:
 
 - ``quality.json``: the report (metrics per set and memory, McNemar tests, link quality);
 - ``quality.md``: the same as Markdown tables;
 - ``quality_rows.jsonl``: one row per question and memory (and one per scenario and linker
   with its links), to read a failure;
-- ``quality_odr.png`` and ``quality_vdr.png``: ODR per memory with 95% CI, and link quality.
+- ``quality_odr.png``, ``quality_vdr.png`` and ``quality_para.png``: ODR per memory with 95% CI,
+  link quality with abstentions, and the paraphrase set's hit rate by question wording.
 
 Metrics: ODR = share of questions whose chosen option is obsolete, with a Wilson 95% CI;
 miss rate = share where nothing of the asked topic came back; exact McNemar test, paired per
 question, of each memory against flat-dates (event: acting on an obsolete option). VDR adds
-link precision and recall of every linker against the gold ``supersedes`` edges, and the
-still-valid decisions it hides (their final status is not active).
+link precision and recall of every linker against the gold ``supersedes`` edges, abstentions
+apart (``link_metrics``), and the still-valid decisions it hides (their final status is not
+active). A linker that can abstain also runs as ``+confirm`` (the agent confirms abstentions
+with ``supersede``): its ODR is reported next to the auto-link ODR, which stays the headline.
+The paraphrase set adds the hit rate (the decision in force among the top k) per question
+wording, and exact McNemar tests of every EvoMem memory (hybrid recall) against its ``+bm25``
+twin: on hits, on obsolete answers and on the gold edges linked.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.judge import OUTCOMES, DeterministicJudge, Judge, JudgeError, LLMJudge, Verdict
-from bench.memories import BenchError, K, ScenarioRun, available_linkers, build_memories
+from bench.memories import BenchError, K, ScenarioRun, available_linkers, build_memories, has_vectors_setting
 from bench.stats import mcnemar_exact, wilson
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +70,9 @@ async def _run_all(
         runs[memory.name] = {}
         async with memory:
             for set_name, items in sets.items():
+                only = getattr(memory, "sets", None)
+                if only is not None and set_name not in only:
+                    continue
                 bar = tqdm(
                     items,
                     desc=f"{memory.name} {set_name}",
@@ -117,26 +128,58 @@ def answer_metrics(outcomes: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def mcnemar(mine: Sequence[str], base: Sequence[str], event: str = "obsolete") -> dict[str, Any]:
-    """Paired per question: b = only this memory acted on an obsolete option, c = only the baseline did."""
+def mcnemar(
+    mine: Sequence[Any], base: Sequence[Any], event: Any = "obsolete", baseline: str = BASELINE
+) -> dict[str, Any]:
+    """Paired per question: b = only this memory had the event (e.g. acted on an obsolete option),
+    c = only the baseline did."""
     b = sum(1 for x, y in zip(mine, base, strict=True) if x == event and y != event)
     c = sum(1 for x, y in zip(mine, base, strict=True) if x != event and y == event)
-    return {"baseline": BASELINE, "event": event, "only_this": b, "only_baseline": c, "p": mcnemar_exact(b, c)}
+    return {"baseline": baseline, "event": event, "only_this": b, "only_baseline": c, "p": mcnemar_exact(b, c)}
+
+
+def _ci(successes: int, n: int) -> list[float]:
+    lo, hi = wilson(successes, n)
+    return [round(lo, 4), round(hi, 4)]
+
+
+def gold_edges(scenario: Mapping[str, Any]) -> set[tuple[int, int]]:
+    return {(n["i"], n["supersedes"]) for n in scenario["notes"] if n["supersedes"] is not None}
 
 
 def link_metrics(scenarios: Sequence[Mapping[str, Any]], runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
+    """Links against the gold ``supersedes`` edges, abstentions apart.
+
+    Precision counts only the links made (an abstention links nothing). An abstention is
+    counted on a note with a gold edge (safe but missed: ``on_gold``, of which ``target_listed``
+    have the true predecessor among ``possible_supersedes``) or on a note with none
+    (``no_gold``). ``recall_if_confirmed``: gold edges linked, or abstained on with the true
+    predecessor listed (what an agent confirming abstentions with ``supersede`` would get).
+    Links the agent confirmed (the ``+confirm`` memories) count as links, and apart as
+    ``confirmed``.
+    """
     if not runs or runs[0].edges is None:
         return None
-    pred_n = gold_n = tp = 0
+    pred_n = gold_n = tp = confirmed = confirmed_tp = 0
+    abst_gold = abst_gold_listed = abst_none = 0
     by_wording: dict[str, list[int]] = {}
     fp_by_kind: Counter[str] = Counter()
     for s, run in zip(scenarios, runs, strict=True):
         notes = s["notes"]
-        gold = {(n["i"], n["supersedes"]) for n in notes if n["supersedes"] is not None}
+        gold = gold_edges(s)
         pred = set(run.edges or [])
         pred_n += len(pred)
         gold_n += len(gold)
         tp += len(pred & gold)
+        confirmed += len(run.confirmed)
+        confirmed_tp += len(set(run.confirmed) & gold)
+        for i, listed in run.abstentions.items():
+            target = notes[i]["supersedes"]
+            if target is None:
+                abst_none += 1
+            else:
+                abst_gold += 1
+                abst_gold_listed += target in listed
         for new, old in sorted(gold):
             bucket = by_wording.setdefault(notes[new]["wording"], [0, 0])
             bucket[0] += (new, old) in pred
@@ -146,12 +189,24 @@ def link_metrics(scenarios: Sequence[Mapping[str, Any]], runs: Sequence[Scenario
             if kind == "decision" and notes[new]["supersedes"] is not None:
                 kind = "decision (wrong target)"
             fp_by_kind[kind] += 1
+    found_if_confirmed = tp - confirmed_tp + abst_gold_listed
     return {
         "predicted": pred_n,
         "gold": gold_n,
         "true_positive": tp,
+        "false_positive": pred_n - tp,
         "precision": round(tp / pred_n, 4) if pred_n else None,
         "recall": round(tp / gold_n, 4) if gold_n else None,
+        "recall_ci95": _ci(tp, gold_n),
+        "confirmed": confirmed,
+        "abstentions": {
+            "total": abst_gold + abst_none,
+            "on_gold": abst_gold,
+            "on_gold_target_listed": abst_gold_listed,
+            "no_gold": abst_none,
+        },
+        "recall_if_confirmed": round(found_if_confirmed / gold_n, 4) if gold_n else None,
+        "found_if_confirmed": found_if_confirmed,
         "recall_by_wording": {
             w: {"found": f, "gold": g, "recall": _rate(f, g)} for w, (f, g) in sorted(by_wording.items())
         },
@@ -192,6 +247,88 @@ def _question_kinds(scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted({q["kind"] for s in scenarios for q in s["questions"]})
 
 
+def _hit(run: ScenarioRun, q: Mapping[str, Any]) -> bool:
+    """Whether the decision in force (the gold note) is among what the memory returned."""
+    return q["gold_note"] in run.returned.get(q["id"], [])
+
+
+def _vector_only(run: ScenarioRun, q: Mapping[str, Any]) -> bool:
+    """Whether the decision in force came back, found by the vector search alone."""
+    returned = run.returned.get(q["id"], [])
+    via = run.via.get(q["id"], [])
+    return any(i == q["gold_note"] and v == ["vector"] for i, v in zip(returned, via, strict=False))
+
+
+def wording_metrics(
+    items: Sequence[Mapping[str, Any]], runs: Sequence[ScenarioRun], outcomes: Sequence[Sequence[str]]
+) -> dict[str, Any]:
+    """Per question wording (and ``all``): hit rate (the decision in force among the top k), ODR, miss."""
+    groups: dict[str, list[tuple[bool, str, bool]]] = {"all": []}
+    for s, run, outs in zip(items, runs, outcomes, strict=True):
+        for q, outcome in zip(s["questions"], outs, strict=True):
+            if q["kind"] != "main":
+                continue
+            event = (_hit(run, q), outcome, _vector_only(run, q))
+            groups["all"].append(event)
+            groups.setdefault(q["wording"], []).append(event)
+    out: dict[str, Any] = {}
+    for w, events in groups.items():
+        n = len(events)
+        hits = sum(h for h, _, _ in events)
+        m = answer_metrics([o for _, o, _ in events])
+        out[w] = {
+            "questions": n,
+            "hits": hits,
+            "hit_rate": _rate(hits, n),
+            "hit_ci95": _ci(hits, n),
+            "vector_only_hits": sum(v for _, _, v in events),
+            **{key: m[key] for key in ("odr", "odr_ci95", "miss_rate", "correct_rate")},
+        }
+    return out
+
+
+def _paired_links(
+    items: Sequence[Mapping[str, Any]], mine: Sequence[ScenarioRun], base: Sequence[ScenarioRun]
+) -> tuple[list[bool], list[bool]]:
+    a: list[bool] = []
+    b: list[bool] = []
+    for s, x, y in zip(items, mine, base, strict=True):
+        for edge in sorted(gold_edges(s)):
+            a.append(edge in set(x.edges or []))
+            b.append(edge in set(y.edges or []))
+    return a, b
+
+
+def compare_twins(
+    items: Sequence[Mapping[str, Any]],
+    mine: Sequence[ScenarioRun],
+    base: Sequence[ScenarioRun],
+    mine_out: Sequence[Sequence[str]],
+    base_out: Sequence[Sequence[str]],
+    baseline: str,
+) -> dict[str, Any]:
+    """A memory against its BM25-only twin, paired per question (hits, obsolete) and per gold edge."""
+    per: dict[str, dict[str, list[Any]]] = {"all": {"a": [], "b": [], "ao": [], "bo": []}}
+    for s, x, y, xo, yo in zip(items, mine, base, mine_out, base_out, strict=True):
+        for q, a_out, b_out in zip(s["questions"], xo, yo, strict=True):
+            if q["kind"] != "main":
+                continue
+            for key in ("all", q["wording"]):
+                g = per.setdefault(key, {"a": [], "b": [], "ao": [], "bo": []})
+                g["a"].append(_hit(x, q))
+                g["b"].append(_hit(y, q))
+                g["ao"].append(a_out)
+                g["bo"].append(b_out)
+    out: dict[str, Any] = {"baseline": baseline, "hits": {}, "obsolete": {}}
+    for key, g in per.items():
+        out["hits"][key] = mcnemar(g["a"], g["b"], event=True, baseline=baseline)
+        out["obsolete"][key] = mcnemar(g["ao"], g["bo"], event="obsolete", baseline=baseline)
+    if mine and mine[0].edges is not None and base and base[0].edges is not None:
+        a, b = _paired_links(items, mine, base)
+        out["links"] = mcnemar(a, b, event=True, baseline=baseline)
+    return out
+
+
 def build_report(
     sets: Mapping[str, Sequence[Mapping[str, Any]]],
     runs: Mapping[str, Mapping[str, Sequence[ScenarioRun]]],
@@ -203,16 +340,22 @@ def build_report(
     for set_name, items in sets.items():
         kinds = _question_kinds(items)
         block: dict[str, Any] = {"scenarios": len(items), "question_kinds": kinds, "memories": {}}
+        ran = {mem: by_set[set_name] for mem, by_set in runs.items() if set_name in by_set}
         outcome_lists: dict[str, dict[str, list[str]]] = {}
-        for mem, by_set in runs.items():
+        per_scenario: dict[str, list[list[str]]] = {}  # memory -> per scenario, outcome per question
+        for mem, set_runs in ran.items():
             per_kind: dict[str, list[str]] = {kind: [] for kind in kinds}
+            per_scenario[mem] = []
             for idx, s in enumerate(items):
-                for q in s["questions"]:
-                    per_kind[q["kind"]].append(verdicts[(mem, set_name, idx, q["id"])].outcome)
+                outs = [verdicts[(mem, set_name, idx, q["id"])].outcome for q in s["questions"]]
+                per_scenario[mem].append(outs)
+                for q, o in zip(s["questions"], outs, strict=True):
+                    per_kind[q["kind"]].append(o)
             outcome_lists[mem] = per_kind
             entry: dict[str, Any] = {kind: answer_metrics(per_kind[kind]) for kind in kinds}
-            links = link_metrics(items, by_set[set_name])
-            hidden = hidden_metrics(items, by_set[set_name])
+            entry["by_wording"] = wording_metrics(items, set_runs, per_scenario[mem])
+            links = link_metrics(items, set_runs)
+            hidden = hidden_metrics(items, set_runs)
             if links is not None:
                 entry["links"] = links
             if hidden is not None:
@@ -226,19 +369,49 @@ def build_report(
                     block["memories"][mem][kind]["mcnemar_vs_flat_dates"] = mcnemar(
                         per_kind[kind], outcome_lists[BASELINE][kind]
                     )
+        twins = {m: f"{m}+bm25" for m in ran if f"{m}+bm25" in ran}
+        if twins:
+            block["hybrid_vs_bm25"] = {
+                m: compare_twins(items, ran[m], ran[t], per_scenario[m], per_scenario[t], t) for m, t in twins.items()
+            }
+        confirms = {m: f"{m}+confirm" for m in ran if f"{m}+confirm" in ran}
+        if confirms:
+            block["confirm"] = {}
+            for m, c in confirms.items():
+                block["confirm"][m] = {
+                    "memory": c,
+                    "supersede_calls": block["memories"][c].get("links", {}).get("confirmed", 0),
+                    **{
+                        kind: {
+                            "auto_odr": block["memories"][m][kind]["odr"],
+                            "auto_odr_ci95": block["memories"][m][kind]["odr_ci95"],
+                            "confirmed_odr": block["memories"][c][kind]["odr"],
+                            "confirmed_odr_ci95": block["memories"][c][kind]["odr_ci95"],
+                            "mcnemar": mcnemar(outcome_lists[c][kind], outcome_lists[m][kind], baseline=m),
+                        }
+                        for kind in kinds
+                    },
+                }
         qs = [q for s in items for q in s["questions"] if q["kind"] == "main"]
+        replacing = [n for s in items for n in s["notes"] if n["supersedes"] is not None]
         block["diagnostics"] = {
             "main_questions": len(qs),
             "bm25_first_topic_note_obsolete": sum(q["bm25_first_topic_note_obsolete"] for q in qs),
             "bm25_current_in_top_k": sum(q["bm25_current_in_top_k"] for q in qs),
             "bait_questions": sum(q["wording"] == "bait" for q in qs),
             "versions": dict(sorted(Counter(s["n_versions"] for s in items).items())),
+            "question_wordings": dict(sorted(Counter(q["wording"] for q in qs).items())),
+            "gold_edges": len(replacing),
         }
+        if any("shared_words" in n for n in replacing):
+            block["diagnostics"]["gold_edges_by_shared_words"] = {
+                str(k): v for k, v in sorted(Counter(n["shared_words"] for n in replacing).items())
+            }
         report_sets[set_name] = block
         # per-question rows, then per-scenario link rows
-        for mem, by_set in runs.items():
+        for mem, set_runs in ran.items():
             for idx, s in enumerate(items):
-                run = by_set[set_name][idx]
+                run = set_runs[idx]
                 for q in s["questions"]:
                     v = verdicts[(mem, set_name, idx, q["id"])]
                     row = {
@@ -247,8 +420,10 @@ def build_report(
                         "scenario": s["id"],
                         "question": q["id"],
                         "kind": q["kind"],
+                        "wording": q["wording"],
                         "memory": mem,
                         "outcome": v.outcome,
+                        "hit": _hit(run, q),
                         "option": v.option,
                         "note": v.note,
                         "gold_option": q["gold_option"],
@@ -259,13 +434,15 @@ def build_report(
                         ],
                         "text": q["text"],
                     }
+                    if q["id"] in run.via:
+                        row["via"] = run.via[q["id"]]
                     if det_verdicts is not None:
                         d = det_verdicts[(mem, set_name, idx, q["id"])]
                         row["deterministic"] = {"outcome": d.outcome, "option": d.option, "note": d.note}
                         row["llm_reply"] = v.raw
                     rows.append(row)
                 if run.edges is not None and mem.startswith("evomem"):
-                    gold = {(n["i"], n["supersedes"]) for n in s["notes"] if n["supersedes"] is not None}
+                    gold = gold_edges(s)
                     pred = set(run.edges)
                     rows.append(
                         {
@@ -277,6 +454,8 @@ def build_report(
                             "false_positive": sorted(pred - gold),
                             "missed": sorted(gold - pred),
                             "methods": {str(k): m for k, m in sorted(run.link_methods.items())},
+                            "abstentions": {str(k): c for k, c in sorted(run.abstentions.items())},
+                            "confirmed": sorted(run.confirmed),
                             "hidden": sorted(i for i, st in (run.statuses or {}).items() if st != "active"),
                         }
                     )
@@ -294,12 +473,15 @@ def run_suite(
 ) -> dict[str, Any]:
     """Run every memory on every set and judge; returns the report (with ``rows``)."""
     judge = judge or DeterministicJudge()
+    memories = [m for m in memories if getattr(m, "sets", None) is None or set(m.sets) & set(sets)]
     started = time.perf_counter()
     runs, seconds = asyncio.run(_run_all(memories, sets, k, progress))
     keys: list[tuple[str, str, int, str]] = []
     jobs: list[tuple[Mapping[str, Any], Mapping[str, Any], list[Any]]] = []
     for mem, by_set in runs.items():
         for set_name, items in sets.items():
+            if set_name not in by_set:
+                continue
             for idx, s in enumerate(items):
                 for q in s["questions"]:
                     keys.append((mem, set_name, idx, q["id"]))
@@ -336,67 +518,202 @@ def _fmt_p(p: float) -> str:
     return "1" if p >= 0.9995 else (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
 
 
+TITLES = {
+    ("odr", "main"): "ODR set: questions on the decision in force",
+    ("vdr", "main"): "VDR set: questions on the default-scope decision",
+    ("vdr", "scope"): "VDR set: questions on the other scope's decision (valid the whole time)",
+    ("para", "main"): "Paraphrase set: questions on the decision in force (all three wordings)",
+}
+WORDING_TITLES = {"old_words": "old words", "new_words": "new words", "neither": "neither"}
+
+
+def _f3(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _fmt_range(ci: Sequence[float]) -> str:
+    return f"{ci[0]:.3f}–{ci[1]:.3f}"
+
+
+def _mc(mc: Mapping[str, Any]) -> str:
+    return f"{mc['only_this']} / {mc['only_baseline']}, p={_fmt_p(mc['p'])}"
+
+
+def _answer_tables(set_name: str, block: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for kind in block["question_kinds"]:
+        out += [f"## {TITLES.get((set_name, kind), f'{set_name} / {kind}')}", ""]
+        out += [
+            "| memory | ODR ↓ | 95% CI | miss | correct | wrong scope | vs flat-dates (only this / only base, p) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for mem, entry in block["memories"].items():
+            m = entry[kind]
+            mc = m.get("mcnemar_vs_flat_dates")
+            out.append(
+                f"| {mem} | {m['odr']:.3f} | {_fmt_ci(m)} | {m['miss_rate']:.3f} | {m['correct_rate']:.3f} "
+                f"| {m['wrong_scope_rate']:.3f} | {_mc(mc) if mc else 'baseline'} |"
+            )
+        out.append("")
+    return out
+
+
+def _confirm_table(set_name: str, block: Mapping[str, Any]) -> list[str]:
+    if not block.get("confirm"):
+        return []
+    out = [
+        f"## {set_name.upper()} set: automatic links, and after the agent confirms abstentions",
+        "",
+        "Auto-link ODR is the headline: the linker alone. After confirming: when the linker abstained and the true "
+        "predecessor was among `possible_supersedes`, the agent called `supersede` with it (one call).",
+        "",
+        "| linker | question | auto-link ODR ↓ | 95% CI | ODR after confirming | 95% CI | supersede calls "
+        "| fewer / more obsolete answers, p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for mem, c in block["confirm"].items():
+        for kind in block["question_kinds"]:
+            r = c[kind]
+            mc = r["mcnemar"]
+            out.append(
+                f"| {mem} | {kind} | {r['auto_odr']:.3f} | {_fmt_range(r['auto_odr_ci95'])} | {r['confirmed_odr']:.3f} "
+                f"| {_fmt_range(r['confirmed_odr_ci95'])} | {c['supersede_calls']} "
+                f"| {mc['only_baseline']} / {mc['only_this']}, p={_fmt_p(mc['p'])} |"
+            )
+    return [*out, ""]
+
+
+def _link_tables(set_name: str, block: Mapping[str, Any]) -> list[str]:
+    linkers = {mem: e for mem, e in block["memories"].items() if "links" in e}
+    if not linkers:
+        return []
+    out = [f"## {set_name.upper()} set: links and abstentions", ""]
+    out += [
+        "Precision counts only the links made. An abstention links nothing: it is safe, and the note lists "
+        "`possible_supersedes`. *Abstained, gold edge*: the note does replace a decision (in brackets: the true "
+        "predecessor was listed); *no gold edge*: it replaces nothing. *Recall if confirmed*: gold edges linked, "
+        "or abstained on with the true predecessor listed.",
+        "",
+        "| memory | links made | correct | wrong | precision | recall | 95% CI | abstained, gold edge (listed) "
+        "| abstained, no gold edge | recall if confirmed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mem, e in linkers.items():
+        lk = e["links"]
+        ab = lk.get("abstentions", {})
+        confirmed = f" (of which {lk['confirmed']} confirmed)" if lk.get("confirmed") else ""
+        out.append(
+            f"| {mem} | {lk['predicted']}{confirmed} | {lk['true_positive']} | {lk['false_positive']} "
+            f"| {_f3(lk['precision'])} | {_f3(lk['recall'])} | {_fmt_range(lk['recall_ci95'])} "
+            f"| {ab.get('on_gold', 0)} ({ab.get('on_gold_target_listed', 0)}) | {ab.get('no_gold', 0)} "
+            f"| {_f3(lk.get('recall_if_confirmed'))} |"
+        )
+    out.append("")
+    hidden = {mem: e["hidden"] for mem, e in linkers.items() if "hidden" in e}
+    if hidden:
+        out += [f"## {set_name.upper()} set: hidden still-valid decisions", ""]
+        out += [
+            "| memory | scope decisions hidden | current decisions hidden | still-valid decisions hidden |",
+            "|---|---|---|---|",
+        ]
+        for mem, hd in hidden.items():
+
+            def frac(g: str, hd: Mapping[str, Any] = hd) -> str:
+                return f"{hd[g]['hidden']} / {hd[g]['total']}" if g in hd else "—"
+
+            scoped = frac("scope_decisions")
+            if "scope_decisions_bait" in hd:
+                scoped += f" (bait {frac('scope_decisions_bait')}, plain {frac('scope_decisions_plain')})"
+            out.append(f"| {mem} | {scoped} | {frac('current_main_decisions')} | {frac('still_valid_decisions')} |")
+        out.append("")
+    for mem, e in linkers.items():
+        if mem.startswith("evomem-auto"):
+            rw = ", ".join(f"{w} {v['found']}/{v['gold']}" for w, v in e["links"]["recall_by_wording"].items())
+            fp = ", ".join(f"{k} {v}" for k, v in e["links"]["false_positives_by_kind"].items()) or "none"
+            out += [f"- {mem}: links found by wording: {rw}; false links by kind of note: {fp}."]
+    return [*out, ""]
+
+
+def _wording_tables(set_name: str, block: Mapping[str, Any], k: int) -> list[str]:
+    """Hit rate and ODR by question wording; hybrid against BM25 alone (sets with +bm25 twins)."""
+    if "hybrid_vs_bm25" not in block:
+        return []
+    wordings = [w for w in WORDING_TITLES if w in block["diagnostics"]["question_wordings"]]
+    out = [f"## {set_name.upper()} set: the decision in force in the top {k}, by question wording", ""]
+    out += [
+        "Hit: the version in force is among the results (for EvoMem, a hit on an old version resolved to it "
+        "counts). Cells: hit rate / ODR. *Vector only*: hits found by the vector search and not by BM25.",
+        "",
+        "| memory | "
+        + " | ".join(f"{WORDING_TITLES[w]}: hit / ODR" for w in wordings)
+        + " | all: hit rate | 95% CI | all: ODR | 95% CI | vector only |",
+        "|---|" + "---|" * (len(wordings) + 5),
+    ]
+    for mem, e in block["memories"].items():
+        bw = e["by_wording"]
+        cells = " | ".join(f"{bw[w]['hit_rate']:.3f} / {bw[w]['odr']:.3f}" for w in wordings)
+        a = bw["all"]
+        out.append(
+            f"| {mem} | {cells} | {a['hit_rate']:.3f} | {_fmt_range(a['hit_ci95'])} | {a['odr']:.3f} "
+            f"| {_fmt_range(a['odr_ci95'])} | {a['vector_only_hits']} |"
+        )
+    out += ["", f"## {set_name.upper()} set: hybrid recall (BM25 + vectors, RRF) against BM25 alone, paired", ""]
+    out += [
+        "Exact McNemar tests on the same questions (hits: the version in force returned; obsolete: the answer "
+        "acted on an obsolete option) and on the same gold edges (links found).",
+        "",
+        "| memory | wording | hit rate hybrid | hit rate BM25 | hits only hybrid / only BM25, p "
+        "| ODR hybrid | ODR BM25 | obsolete only hybrid / only BM25, p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for mem, cmp in block["hybrid_vs_bm25"].items():
+        twin = cmp["baseline"]
+        for w in ["all", *wordings]:
+            h, b = block["memories"][mem]["by_wording"][w], block["memories"][twin]["by_wording"][w]
+            out.append(
+                f"| {mem} | {WORDING_TITLES.get(w, w)} | {h['hit_rate']:.3f} | {b['hit_rate']:.3f} "
+                f"| {_mc(cmp['hits'][w])} | {h['odr']:.3f} | {b['odr']:.3f} | {_mc(cmp['obsolete'][w])} |"
+            )
+    out.append("")
+    linked = {m: c for m, c in block["hybrid_vs_bm25"].items() if "links" in c and m.startswith("evomem-auto")}
+    if linked:
+        out += [
+            "| linker | link recall hybrid | 95% CI | link recall BM25 | 95% CI | precision hybrid / BM25 "
+            "| recall if confirmed hybrid / BM25 | edges only hybrid / only BM25, p |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for mem, cmp in linked.items():
+            h, b = block["memories"][mem]["links"], block["memories"][cmp["baseline"]]["links"]
+            out.append(
+                f"| {mem} | {_f3(h['recall'])} | {_fmt_range(h['recall_ci95'])} | {_f3(b['recall'])} "
+                f"| {_fmt_range(b['recall_ci95'])} | {_f3(h['precision'])} / {_f3(b['precision'])} "
+                f"| {_f3(h['recall_if_confirmed'])} / {_f3(b['recall_if_confirmed'])} | {_mc(cmp['links'])} |"
+            )
+        out.append("")
+    return out
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     out = [f"# EvoMem quality benchmark ({report['judge']} judge, k={report['k']})", ""]
-    titles = {
-        ("odr", "main"): "ODR set: questions on the decision in force",
-        ("vdr", "main"): "VDR set: questions on the default-scope decision",
-        ("vdr", "scope"): "VDR set: questions on the other scope's decision (valid the whole time)",
-    }
     for set_name, block in report["sets"].items():
-        for kind in block["question_kinds"]:
-            out += [f"## {titles.get((set_name, kind), f'{set_name} / {kind}')}", ""]
-            out += [
-                "| memory | ODR ↓ | 95% CI | miss | correct | wrong scope | vs flat-dates (only this / only base, p) |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for mem, entry in block["memories"].items():
-                m = entry[kind]
-                mc = m.get("mcnemar_vs_flat_dates")
-                mc_s = f"{mc['only_this']} / {mc['only_baseline']}, p={_fmt_p(mc['p'])}" if mc else "baseline"
-                out.append(
-                    f"| {mem} | {m['odr']:.3f} | {_fmt_ci(m)} | {m['miss_rate']:.3f} | {m['correct_rate']:.3f} "
-                    f"| {m['wrong_scope_rate']:.3f} | {mc_s} |"
-                )
-            out.append("")
-        linkers = {mem: e for mem, e in block["memories"].items() if "links" in e}
-        if linkers:
-            out += [f"## {set_name.upper()} set: links and hidden still-valid decisions", ""]
-            out += [
-                "| memory | links made | precision | recall | scope decisions hidden | current decisions hidden "
-                "| still-valid decisions hidden |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for mem, e in linkers.items():
-                lk, hd = e["links"], e.get("hidden", {})
-
-                def frac(g: str, hd: Mapping[str, Any] = hd) -> str:
-                    return f"{hd[g]['hidden']} / {hd[g]['total']}" if g in hd else "—"
-
-                prec = "—" if lk["precision"] is None else f"{lk['precision']:.3f}"
-                rec = "—" if lk["recall"] is None else f"{lk['recall']:.3f}"
-                scoped = frac("scope_decisions")
-                if "scope_decisions_bait" in hd:
-                    scoped += f" (bait {frac('scope_decisions_bait')}, plain {frac('scope_decisions_plain')})"
-                out.append(
-                    f"| {mem} | {lk['predicted']} | {prec} | {rec} | {scoped} | "
-                    f"{frac('current_main_decisions')} | {frac('still_valid_decisions')} |"
-                )
-            out.append("")
-            for mem, e in linkers.items():
-                if mem.startswith("evomem-auto"):
-                    rw = ", ".join(f"{w} {v['found']}/{v['gold']}" for w, v in e["links"]["recall_by_wording"].items())
-                    fp = ", ".join(f"{k} {v}" for k, v in e["links"]["false_positives_by_kind"].items()) or "none"
-                    out += [f"- {mem}: links found by wording: {rw}; false links by kind of note: {fp}."]
-            out.append("")
+        out += _answer_tables(set_name, block)
+        out += _wording_tables(set_name, block, report["k"])
+        out += _confirm_table(set_name, block)
+        out += _link_tables(set_name, block)
         d = block["diagnostics"]
-        out += [
+        line = (
             f"Scenario diagnostics ({set_name}): {block['scenarios']} scenarios, versions {d['versions']}; "
             f"{d['bait_questions']}/{d['main_questions']} main questions name an old option; plain BM25 ranks an "
             f"obsolete version first in {d['bm25_first_topic_note_obsolete']} and keeps the current version in "
-            f"its top {report['k']} in {d['bm25_current_in_top_k']}.",
-            "",
-        ]
+            f"its top {report['k']} in {d['bm25_current_in_top_k']}."
+        )
+        if "gold_edges_by_shared_words" in d:
+            shared = ", ".join(f"{n}: {c}" for n, c in d["gold_edges_by_shared_words"].items())
+            line += (
+                f" Question wordings {d['question_wordings']}. Gold edges by content-word stems the new note shares "
+                f"with the old one: {shared}."
+            )
+        out += [line, ""]
     rt = report["runtime_s"]
     out += [
         f"Runtime: {rt['total']:.1f} s in all ("
@@ -416,11 +733,13 @@ def plots(report: Mapping[str, Any], out: Path) -> list[Path]:
     written: list[Path] = []
     groups = [(s, kind) for s, b in report["sets"].items() for kind in b["question_kinds"]]
     mems = report["memories"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.2))
     width = 0.8 / max(1, len(groups))
     for gi, (set_name, kind) in enumerate(groups):
-        ms = [report["sets"][set_name]["memories"][m][kind] for m in mems]
-        xs = [i + gi * width for i in range(len(mems))]
+        entries = report["sets"][set_name]["memories"]
+        idx = [i for i, m in enumerate(mems) if m in entries]
+        ms = [entries[mems[i]][kind] for i in idx]
+        xs = [i + gi * width for i in idx]
         odr = [m["odr"] for m in ms]
         err = [[m["odr"] - m["odr_ci95"][0] for m in ms], [m["odr_ci95"][1] - m["odr"] for m in ms]]
         axes[0].bar(xs, odr, width, yerr=err, capsize=3, label=f"{set_name}/{kind}")
@@ -429,7 +748,7 @@ def plots(report: Mapping[str, Any], out: Path) -> list[Path]:
         axes, ("ODR (obsolete option acted on), 95% Wilson CI", "miss rate (nothing of the topic)"), strict=True
     ):
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(mems))])
-        ax.set_xticklabels(mems, rotation=25, ha="right", fontsize=8)
+        ax.set_xticklabels(mems, rotation=30, ha="right", fontsize=7)
         ax.set_title(title, fontsize=10)
         ax.set_ylim(0, 1)
         ax.legend(fontsize=8)
@@ -443,33 +762,82 @@ def plots(report: Mapping[str, Any], out: Path) -> list[Path]:
     rows = []
     for set_name, block in report["sets"].items():
         for mem, e in block["memories"].items():
-            if "links" in e and mem.startswith("evomem-auto"):
-                rows.append((f"{mem}\n{set_name}", e))
+            if "links" in e and mem.startswith("evomem-auto") and not mem.endswith("+bm25"):
+                rows.append((f"{mem.removeprefix('evomem-auto:')}\n{set_name}", e))
     if rows:
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, axes = plt.subplots(1, 2, figsize=(max(12, 1.5 * len(rows)), 4.8))
         xs = list(range(len(rows)))
         prec = [e["links"]["precision"] or 0.0 for _, e in rows]
         rec = [e["links"]["recall"] or 0.0 for _, e in rows]
-        axes[0].bar([x - 0.2 for x in xs], prec, 0.4, label="precision")
-        axes[0].bar([x + 0.2 for x in xs], rec, 0.4, label="recall")
-        axes[0].set_ylim(0, 1)
-        axes[0].set_title("automatic links vs gold supersedes edges", fontsize=10)
-        axes[0].legend(fontsize=8)
+        conf = [e["links"].get("recall_if_confirmed") or 0.0 for _, e in rows]
+        axes[0].bar([x - 0.27 for x in xs], prec, 0.27, label="precision (links made)")
+        axes[0].bar(xs, rec, 0.27, label="recall (links made)")
+        axes[0].bar([x + 0.27 for x in xs], conf, 0.27, label="recall if abstentions confirmed")
+        axes[0].set_ylim(0, 1.05)
+        axes[0].set_title("automatic links vs gold supersedes edges (evomem-auto:<linker>, set)", fontsize=10)
+        axes[0].legend(fontsize=7)
         hid = [e.get("hidden", {}).get("still_valid_decisions", {}).get("hidden", 0) for _, e in rows]
-        sc = [e.get("hidden", {}).get("scope_decisions", {}).get("hidden", 0) for _, e in rows]
-        axes[1].bar([x - 0.2 for x in xs], hid, 0.4, label="still-valid decisions hidden")
-        axes[1].bar([x + 0.2 for x in xs], sc, 0.4, label="of which other-scope decisions")
-        axes[1].set_title("still-valid decisions hidden (count)", fontsize=10)
-        axes[1].legend(fontsize=8)
+        wrong = [e["links"]["false_positive"] for _, e in rows]
+        ab_gold = [e["links"]["abstentions"]["on_gold"] for _, e in rows]
+        ab_none = [e["links"]["abstentions"]["no_gold"] for _, e in rows]
+        axes[1].bar([x - 0.3 for x in xs], wrong, 0.2, label="wrong links")
+        axes[1].bar([x - 0.1 for x in xs], hid, 0.2, label="still-valid decisions hidden")
+        axes[1].bar([x + 0.1 for x in xs], ab_gold, 0.2, label="abstained, gold edge (safe, missed)")
+        axes[1].bar([x + 0.3 for x in xs], ab_none, 0.2, label="abstained, no gold edge")
+        axes[1].set_title("wrong links, hidden decisions and abstentions (count)", fontsize=10)
+        axes[1].legend(fontsize=7)
         for ax in axes:
             ax.set_xticks(xs)
-            ax.set_xticklabels([r[0] for r in rows], fontsize=8)
+            ax.set_xticklabels([r[0] for r in rows], fontsize=7, rotation=30, ha="right")
         fig.tight_layout()
         path = out / "quality_vdr.png"
         fig.savefig(path, dpi=120)
         plt.close(fig)
         written.append(path)
+
+    for set_name, block in report["sets"].items():
+        if "hybrid_vs_bm25" in block:
+            written.append(_wording_plot(plt, set_name, block, report["k"], out))
     return written
+
+
+def _wording_plot(plt: Any, set_name: str, block: Mapping[str, Any], k: int, out: Path) -> Path:
+    wordings = [w for w in ("all", *WORDING_TITLES) if w == "all" or w in block["diagnostics"]["question_wordings"]]
+    mems = list(block["memories"])
+    linkers = [m for m in mems if m.startswith("evomem-auto") and "links" in block["memories"][m]]
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.8), gridspec_kw={"width_ratios": [3, 1.3]})
+    width = 0.8 / max(1, len(mems))
+    for mi, mem in enumerate(mems):
+        bw = block["memories"][mem]["by_wording"]
+        xs = [wi + mi * width for wi in range(len(wordings))]
+        rates = [bw[w]["hit_rate"] for w in wordings]
+        err = [[bw[w]["hit_rate"] - bw[w]["hit_ci95"][0] for w in wordings]]
+        err.append([bw[w]["hit_ci95"][1] - bw[w]["hit_rate"] for w in wordings])
+        hatch = "//" if mem.endswith("+bm25") else None
+        axes[0].bar(xs, rates, width, yerr=err, capsize=2, label=mem, hatch=hatch)
+    axes[0].set_xticks([wi + 0.4 - width / 2 for wi in range(len(wordings))])
+    axes[0].set_xticklabels([WORDING_TITLES.get(w, "all questions") for w in wordings])
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_title(f"decision in force in the top {k}, by question wording (95% Wilson CI)", fontsize=10)
+    axes[0].legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    xs = list(range(len(linkers)))
+    rec = [block["memories"][m]["links"]["recall"] or 0.0 for m in linkers]
+    err = [[r - block["memories"][m]["links"]["recall_ci95"][0] for r, m in zip(rec, linkers, strict=True)]]
+    err.append([block["memories"][m]["links"]["recall_ci95"][1] - r for r, m in zip(rec, linkers, strict=True)])
+    prec = [block["memories"][m]["links"]["precision"] or 0.0 for m in linkers]
+    axes[1].bar([x - 0.2 for x in xs], rec, 0.4, yerr=err, capsize=3, label="link recall")
+    axes[1].bar([x + 0.2 for x in xs], prec, 0.4, label="link precision")
+    axes[1].set_xticks(xs)
+    axes[1].set_xticklabels(linkers, rotation=25, ha="right", fontsize=7)
+    axes[1].set_ylim(0, 1.05)
+    axes[1].set_title("automatic links (gold edges)", fontsize=10)
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"{set_name}: hybrid (BM25 + vectors) against BM25 alone (+bm25, hatched)")
+    fig.tight_layout()
+    path = out / f"quality_{set_name}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def _sha256(path: Path) -> str:
@@ -496,16 +864,28 @@ def write_outputs(report: dict[str, Any], out: Path, meta: Mapping[str, Any]) ->
 def _load_sets(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     sets: dict[str, list[dict[str, Any]]] = {}
     sources: dict[str, Any] = {}
-    for name, seed, n, path in (("odr", args.seed, 120, args.odr), ("vdr", args.vdr_seed, 80, args.vdr)):
+    unknown = set(args.sets) - {"odr", "vdr", "para"}
+    if unknown:
+        raise BenchError(f"unknown set {sorted(unknown)}; known: odr, vdr, para")
+    for name, seed, n, path in (
+        ("odr", args.seed, 120, args.odr),
+        ("vdr", args.vdr_seed, 80, args.vdr),
+        ("para", args.para_seed, 72, args.para),
+    ):
         if name not in args.sets:
             continue
         if seed is not None:
-            sets[name] = scen.generate(n, seed, vdr=name == "vdr")
-            sources[name] = {"generated": True, "seed": seed, "n": n, "generator": scen.GENERATOR}
+            if name == "para":
+                sets[name] = para.generate(n, seed)
+                sources[name] = {"generated": True, "seed": seed, "n": n, "generator": para.GENERATOR}
+            else:
+                sets[name] = scen.generate(n, seed, vdr=name == "vdr")
+                sources[name] = {"generated": True, "seed": seed, "n": n, "generator": scen.GENERATOR}
         else:
             p = Path(path)
             if not p.exists():
-                raise BenchError(f"{p} not found; write it with python -m bench.scenarios (see bench/README.md)")
+                tool = "bench.paraphrase" if name == "para" else "bench.scenarios"
+                raise BenchError(f"{p} not found; write it with python -m {tool} (see bench/README.md)")
             sets[name] = scen.load(p)
             sources[name] = {"file": str(p), "sha256": _sha256(p), "n": len(sets[name])}
         if args.limit:
@@ -519,15 +899,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench/results", help="folder for the report, tables and plots")
     ap.add_argument("--odr", default=str(DATA / "odr.jsonl"), help="frozen ODR scenarios")
     ap.add_argument("--vdr", default=str(DATA / "vdr.jsonl"), help="frozen VDR scenarios")
+    ap.add_argument("--para", default=str(DATA / "para.jsonl"), help="frozen paraphrase scenarios")
     ap.add_argument("--seed", type=int, default=None, help="regenerate the ODR set (120) with this seed instead")
     ap.add_argument("--vdr-seed", type=int, default=None, help="regenerate the VDR set (80) with this seed instead")
-    ap.add_argument("--sets", default="odr,vdr", help="comma list of sets to run (odr, vdr)")
+    ap.add_argument("--para-seed", type=int, default=None, help="regenerate the paraphrase set (72) with this seed")
+    ap.add_argument("--sets", default="odr,vdr,para", help="comma list of sets to run (odr, vdr, para)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N scenarios of each set")
     ap.add_argument(
         "--memories",
         default="",
         help="comma list (default: all): flat, flat-dates, evomem-agent, "
-        "evomem-auto (every linker) or evomem-auto:<linker>, oracle",
+        "evomem-auto (every linker) or evomem-auto:<linker>, oracle; suffixes +confirm (the agent confirms "
+        "abstentions) and +bm25 (vectors off; paraphrase set only)",
+    )
+    ap.add_argument(
+        "--no-confirm",
+        action="store_true",
+        help="do not run evomem-auto:<linker>+confirm for the linkers that can abstain",
     )
     ap.add_argument(
         "--linkers",
@@ -552,7 +940,9 @@ def main(argv: list[str] | None = None) -> int:
         sets, sources = _load_sets(args)
         linkers = [x.strip() for x in args.linkers.split(",") if x.strip()]
         names = [x.strip() for x in args.memories.split(",") if x.strip()]
-        memories = build_memories(names, linkers=linkers, scope_field=not args.no_scope_field)
+        memories = build_memories(
+            names, linkers=linkers, scope_field=not args.no_scope_field, sets=args.sets, confirm=not args.no_confirm
+        )
         judge: Judge = (
             LLMJudge(args.judge_model, args.judge_base_url, timeout=args.judge_timeout)
             if args.judge == "llm"
@@ -573,6 +963,7 @@ def main(argv: list[str] | None = None) -> int:
         "sources": sources,
         "scope_field": not args.no_scope_field,
         "linkers": linkers,
+        "vectors_setting": has_vectors_setting(),
     }
     out = Path(args.out)
     files = write_outputs(report, out, meta)

@@ -22,9 +22,9 @@ from bench import scenarios as scen  # noqa: E402
 from bench.bm25 import BM25  # noqa: E402
 from bench.external import DEFAULT_DATA, first_hit_current, mab_scenario, strip_headers  # noqa: E402
 from bench.judge import DeterministicJudge, Item, JudgeError, LLMJudge, classify, parse_option, render_prompt  # noqa: E402
-from bench.memories import EvoMemMemory, FlatMemory, OracleMemory, build_memories  # noqa: E402
+from bench.memories import EvoMemMemory, FlatMemory, OracleMemory, ScenarioRun, build_memories  # noqa: E402
+from bench.quality import link_metrics, markdown, run_suite  # noqa: E402
 from bench.quality import main as quality_main  # noqa: E402
-from bench.quality import run_suite  # noqa: E402
 from bench.stats import binom_two_sided, mcnemar_exact, wilson  # noqa: E402
 
 ODR_FILE = ROOT / "bench" / "data" / "odr.jsonl"
@@ -45,7 +45,7 @@ def vdr() -> list[dict]:
 @pytest.fixture(scope="module")
 def suite(odr: list[dict], vdr: list[dict]) -> dict:
     """One run of every memory on the first scenarios of each set."""
-    memories = build_memories(linkers=("heuristic",))
+    memories = build_memories(linkers=("heuristic",), sets=("odr", "vdr"))
     return run_suite({"odr": odr[:SUBSET], "vdr": vdr[:SUBSET]}, memories)
 
 
@@ -309,6 +309,120 @@ def test_report_has_mcnemar_links_hidden_and_rows(suite: dict) -> None:
     assert lo <= vdr["flat"]["main"]["odr"] <= hi
     answers = [r for r in suite["rows"] if r["type"] == "answer"]
     assert len(answers) == len(suite["memories"]) * (SUBSET + 2 * SUBSET)
+
+
+# ----------------------------------------------------------------------------- abstentions
+
+
+def _notes(supersedes: list[int | None]) -> list[dict]:
+    return [
+        {"i": i, "supersedes": sup, "wording": "implicit" if sup is not None else "initial", "kind": "decision"}
+        for i, sup in enumerate(supersedes)
+    ]
+
+
+def test_link_metrics_count_abstentions_apart_from_links() -> None:
+    # gold edges: 1->0, 2->1, 4->3; note 3 and 5 replace nothing
+    scenario = {"notes": _notes([None, 0, 1, None, 3, None])}
+    run = ScenarioRun(
+        items={},
+        edges=[(1, 0), (5, 3)],  # one correct link, one wrong
+        abstentions={2: [1, 0], 4: [0], 3: [0]},  # gold edge listed, gold edge not listed, no gold edge
+    )
+    lk = link_metrics([scenario], [run])
+    assert lk is not None
+    assert (lk["predicted"], lk["true_positive"], lk["false_positive"]) == (2, 1, 1)
+    assert lk["precision"] == 0.5  # abstentions are not links
+    assert lk["recall"] == round(1 / 3, 4)
+    assert lk["abstentions"] == {"total": 3, "on_gold": 2, "on_gold_target_listed": 1, "no_gold": 1}
+    assert lk["recall_if_confirmed"] == round(2 / 3, 4) and lk["found_if_confirmed"] == 2
+    assert lk["confirmed"] == 0
+
+
+def test_link_metrics_with_confirmed_abstentions() -> None:
+    scenario = {"notes": _notes([None, 0, 1])}
+    run = ScenarioRun(items={}, edges=[(1, 0), (2, 1)], abstentions={2: [1]}, confirmed=[(2, 1)])
+    lk = link_metrics([scenario], [run])
+    assert lk is not None
+    assert lk["recall"] == 1.0 and lk["confirmed"] == 1 and lk["recall_if_confirmed"] == 1.0
+    assert lk["abstentions"]["on_gold_target_listed"] == 1
+
+
+class _ScriptedEvoMem(EvoMemMemory):
+    """EvoMem whose remember answers are scripted: the linker abstains on note 1 (listing note 0)."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(linker="scored", **kw)  # type: ignore[arg-type]
+        self.calls: list[tuple[str, dict]] = []
+
+    async def call(self, tool: str, args: dict) -> dict:
+        self.calls.append((tool, args))
+        if tool == "remember":
+            n = sum(1 for t, _ in self.calls if t == "remember") - 1
+            node_id = f"N{n}"
+            if n == 1:
+                return {
+                    "id": node_id,
+                    "supersedes": None,
+                    "node": {"possible_supersedes": ["N0"]},
+                    "link_decision": {"kind": "abstain", "candidates": [{"id": "N0", "score": 0.5}]},
+                }
+            return {"id": node_id, "supersedes": None, "node": {}, "link_decision": {"kind": "none"}}
+        if tool == "supersede":
+            return {"id": args["node_id"], "supersedes": args["supersedes"]}
+        if tool == "recall":
+            return {"results": []}
+        return {"node": {"status": "active"}}
+
+
+def _tiny_scenario() -> dict:
+    notes = [
+        {"i": 0, "text": "We picked Postgres for the ledger.", "scope": None, "supersedes": None},
+        {"i": 1, "text": "Ledger lives in SQLite.", "scope": None, "supersedes": 0},
+        {"i": 2, "text": "Sprint planning moved to Tuesdays.", "scope": None, "supersedes": None},
+    ]
+    for n in notes:
+        n["valid_at_question"] = n["i"] != 0
+    return {"set": "t", "index": 0, "notes": notes, "questions": []}
+
+
+def test_memory_records_abstentions_and_the_agent_confirms_the_true_one() -> None:
+    import asyncio
+
+    plain = _ScriptedEvoMem()
+    run = asyncio.run(plain._run(_tiny_scenario(), "t0", 5))
+    assert run.abstentions == {1: [0]} and run.edges == [] and run.confirmed == []
+    assert not any(t == "supersede" for t, _ in plain.calls)
+    confirm = _ScriptedEvoMem(confirm_abstentions=True)
+    assert confirm.name == "evomem-auto:scored+confirm"
+    run = asyncio.run(confirm._run(_tiny_scenario(), "t0", 5))
+    assert run.edges == [(1, 0)] and run.confirmed == [(1, 0)]
+    assert run.link_methods == {1: "agent-confirmed"}
+    assert [a for t, a in confirm.calls if t == "supersede"] == [{"node_id": "N1", "supersedes": "N0"}]
+
+
+def test_confirm_variants_only_for_linkers_that_can_abstain() -> None:
+    names = [m.name for m in build_memories(linkers=("heuristic", "scored"), sets=("odr",))]
+    assert "evomem-auto:scored+confirm" in names
+    assert "evomem-auto:heuristic+confirm" not in names
+    assert not any(n.endswith("+bm25") for n in names)  # BM25 twins run on the paraphrase set only
+
+
+def test_scored_confirm_run_links_only_true_predecessors(odr: list[dict]) -> None:
+    memories = [m for m in build_memories(linkers=("scored",), sets=("odr",)) if m.name.startswith("evomem-auto")]
+    report = run_suite({"odr": odr[:6]}, memories)
+    block = report["sets"]["odr"]
+    auto = block["memories"]["evomem-auto:scored"]["links"]
+    confirmed = block["memories"]["evomem-auto:scored+confirm"]["links"]
+    assert confirmed["false_positive"] == auto["false_positive"] == 0
+    assert confirmed["recall"] >= auto["recall"]
+    assert "evomem-auto:scored" in block["confirm"]
+    md = markdown({**report, "k": 5})
+    assert "after the agent confirms abstentions" in md and "recall if confirmed" in md
+    for row in report["rows"]:
+        if row["type"] == "links" and row["confirmed"]:
+            for new, old in row["confirmed"]:
+                assert old in row["abstentions"][str(new)]
 
 
 def test_cli_writes_report_table_rows_and_plots(tmp_path: Path) -> None:
