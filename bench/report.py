@@ -53,7 +53,22 @@ def main(argv: list[str] | None = None) -> int:
     if (r / "quality.json").exists():
         when = json.loads((r / "quality.json").read_text()).get("date", "")
     text = HEADER + f"Machine of the latest run: {machine}. {('Quality run: ' + when) if when else ''}\n\n"
-    text += section("Quality: obsolete decisions (ODR) and hidden valid decisions (VDR)", r / "quality.md")
+    text += section(
+        "Quality: obsolete decisions (ODR), hidden valid decisions (VDR) and paraphrases",
+        r / "quality.md",
+        "Sets: `odr` (120 scenarios), `vdr` (80, a decision in another scope stays valid), `para` (72, each "
+        "version worded with other names for the component and aspect). EvoMem runs with its default "
+        "`vectors=auto` (hybrid BM25 + vector recall when the embeddings extra is installed); `+bm25` is the "
+        "same memory with vectors off (paraphrase set only); `+confirm` is an automatic linker whose "
+        "abstentions the agent confirms with `supersede`.\n\n",
+    )
+    for png, alt in (
+        ("quality_odr.png", "ODR per memory and set"),
+        ("quality_vdr.png", "automatic links, abstentions and hidden decisions"),
+        ("quality_para.png", "paraphrase set: hit rate by question wording, hybrid against BM25"),
+    ):
+        if (r / png).exists():
+            text += f"![{alt}](../bench/results/{png})\n\n"
     text += section(
         "Speed against the FTS5 floor",
         speed,
