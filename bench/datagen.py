@@ -149,6 +149,57 @@ def build(path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: in
     return path
 
 
+def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = True, batch: int = 20_000) -> int:
+    """Give every note of a built store a vector in the store's own file, as hybrid recall keeps them.
+
+    Embedding 1M notes with the real model would take hours on 2 cores, and the speed of a
+    vector search does not depend on the values (the binary scan reads every vector of the
+    namespace; rescoring reads a fixed ``k * oversample``). So ``pool`` notes are embedded
+    with the real model, and every note gets one of those vectors plus Gaussian noise
+    (cosine ~0.8 to its source): realistic clusters, right dimension and model name. Recall
+    *quality* is measured elsewhere (bench.quality), with every vector real.
+    Returns how many vectors were written; 0 when the model or sqlite-vec is missing.
+    """
+    import numpy as np
+
+    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.vector_index import VectorIndex
+    from evomem.bootstrap import vectors_problem
+
+    if vectors_problem() is not None:
+        print(f"no vectors for {path}: {vectors_problem()}", file=sys.stderr)
+        return 0
+    embedder = OnnxEmbedder()
+    index = VectorIndex(path, model=embedder.name)
+    t0 = time.perf_counter()
+    try:
+        conn = index._conn()
+        conn.execute("PRAGMA synchronous = OFF")
+        sample = [r[0] for r in conn.execute("SELECT raw_text FROM nodes ORDER BY id LIMIT ?", (pool,))]
+        base = np.asarray(embedder.encode(sample), dtype=np.float32)
+        rng = np.random.default_rng(seed)
+        total = conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+        bar = _bar(total, "vectors", progress)
+        done, last = 0, ""
+        while True:
+            rows = conn.execute(
+                "SELECT id, namespace FROM nodes WHERE id > ? ORDER BY id LIMIT ?", (last, batch)
+            ).fetchall()
+            if not rows:
+                break
+            vecs = base[rng.integers(0, len(base), len(rows))] + rng.normal(0, 0.04, (len(rows), base.shape[1]))
+            index.add_many((r[0], r[1], v) for r, v in zip(rows, vecs.astype(np.float32), strict=True))
+            done += len(rows)
+            last = rows[-1][0]
+            bar.update(len(rows))
+        bar.close()
+        index.checkpoint()
+    finally:
+        index.close()
+    print(f"wrote {done:,} vectors in {time.perf_counter() - t0:.1f} s -> {path}", file=sys.stderr)
+    return done
+
+
 def _bar(total: int, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
     try:
         from tqdm import tqdm
@@ -168,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--vectors", action="store_true", help="also write vectors (see add_vectors)")
     args = p.parse_args(argv)
     build(args.out, args.n, args.seed)
+    if args.vectors:
+        add_vectors(args.out, args.seed)
     return 0
 
 

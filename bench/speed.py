@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 
 from bench import datagen
+from evomem.adapters.sqlite_driver import sqlite as store_sqlite
 from evomem.adapters.sqlite_store import _BM25, fts_query
 from evomem.domain.text import query_terms
 
@@ -106,11 +107,39 @@ def fts_insert_floor(db: Path, notes: list[str]) -> list[float]:
     return times
 
 
-def in_core(db: Path, queries: list[str], notes: list[str], rounds: int) -> dict[str, list[float]]:
+def vector_floor(db: Path, queries: list[str], rounds: int) -> dict[str, list[float]]:
+    """What hybrid recall adds, alone: embedding the query, and the vector search (binary
+    scan of the namespace + int8 rescoring) for the same fan-out recall uses at k=5."""
+    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.vector_index import VectorIndex
+
+    embedder = OnnxEmbedder()
+    embedder.load()
+    index = VectorIndex(db, model=embedder.name)
+    embed, knn = [], []
+    try:
+        for _ in range(rounds):
+            for q in queries:
+                t = time.perf_counter()
+                vec = embedder.encode([q])[0]
+                embed.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                index.search(vec, "default", k=20)
+                knn.append((time.perf_counter() - t) * 1000)
+    finally:
+        index.close()
+    return {"embed_query": embed, "vector_search": knn}
+
+
+def in_core(
+    db: Path, queries: list[str], notes: list[str], rounds: int, vectors: str = "off"
+) -> dict[str, list[float]]:
     from evomem.bootstrap import build_embedded
     from evomem.settings import Settings
 
-    service = build_embedded(Settings(db=str(db)))
+    service = build_embedded(Settings(db=str(db), vectors=vectors))
+    if service.vectors is not None:
+        service.recall(queries[0], k=5)  # loads the model: start-up, not a query's cost
     recall, remember = [], []
     for _ in range(rounds):
         for q in queries:
@@ -155,6 +184,7 @@ def _peak_rss_kib(pid: int) -> int | None:
 
 
 def _server_cmd(db: Path) -> list[str]:
+    """The server as users run it: hybrid recall where the model is installed (``--vectors auto``)."""
     exe = Path(sys.executable).with_name("evomem-mcp")
     return [str(exe), "--db", str(db), "--log-level", "WARNING"]
 
@@ -235,10 +265,21 @@ def _wait_health(url: str) -> None:
 # ---------------------------------------------------------------------------- run
 
 
+def vectors_available() -> bool:
+    from evomem.bootstrap import vectors_problem
+
+    return vectors_problem() is None
+
+
 def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int) -> dict[str, Any]:
     base = workdir / f"speed-{n}.db"
+    ready = workdir / f"speed-{n}.db.vectors"  # the vectors were written (a build can be interrupted)
     if not base.exists():
         datagen.build(base, n, seed=1)
+        ready.unlink(missing_ok=True)
+    if vectors_available() and not ready.exists():
+        datagen.add_vectors(base, seed=1)
+        ready.touch()
     size = base.stat().st_size
     out: dict[str, Any] = {"notes": n, "db_bytes": size, "db_bytes_per_note": round(size / n, 1)}
     floor = fts_floor(base, QUERIES, rounds)
@@ -250,13 +291,21 @@ def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int) -> dict[st
     }
     for suffix in ("", "-wal", "-shm"):
         Path(str(floor_db) + suffix).unlink(missing_ok=True)
+    hybrid = vectors_available()
+    if hybrid:
+        vf = vector_floor(base, QUERIES, rounds)
+        out["vector_floor"] = {k: summary(v) for k, v in vf.items()}
     paths: dict[str, Any] = {}
-    for name, fn in (("in_core", in_core), ("mcp_stdio", over_stdio), ("mcp_http", over_http)):
+    runs: list[tuple[str, Callable[..., Any]]] = [("in_core", in_core)]
+    if hybrid:
+        runs.append(("in_core_hybrid", lambda *a: in_core(*a, vectors="on")))
+    runs += [("mcp_stdio", over_stdio), ("mcp_http", over_http)]
+    for name, fn in runs:
         db = workdir / f"speed-{n}-{name}.db"
         shutil.copyfile(base, db)
         print(f"[{n:,}] {name} ...", file=sys.stderr, flush=True)
         rss = None
-        if name == "in_core":
+        if name.startswith("in_core"):
             times = fn(db, QUERIES, new_notes(notes_per_path, n), rounds)
         else:
             times, rss = fn(db, QUERIES, new_notes(notes_per_path, n + 1), rounds)
@@ -294,6 +343,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {size['notes']:,} | raw FTS5 (bm25 query / insert) | {floor['p50_ms']:.2f} ms | "
             f"{floor['p95_ms']:.2f} ms | 1.00 | {wfloor['p50_ms']:.2f} ms | {wfloor['p95_ms']:.2f} ms | 1.00 | |"
         )
+        vf = size.get("vector_floor")
+        if vf:
+            lines.append(
+                f"| {size['notes']:,} | vectors alone (embed query + search) | "
+                f"{vf['embed_query']['p50_ms']:.2f} + {vf['vector_search']['p50_ms']:.2f} ms | "
+                f"{vf['embed_query']['p95_ms']:.2f} + {vf['vector_search']['p95_ms']:.2f} ms | | | | | |"
+            )
         for name, p in size["paths"].items():
             rss = f"{p['server_peak_rss_mib']} MiB" if "server_peak_rss_mib" in p else ""
             lines.append(
@@ -301,6 +357,11 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{p['recall_vs_floor_p50']:.2f} | {p['remember']['p50_ms']:.2f} ms | "
                 f"{p['remember']['p95_ms']:.2f} ms | {p['remember_vs_floor_p50']:.2f} | {rss} |"
             )
+    lines.append("")
+    lines.append(
+        "in_core is BM25 only (`--vectors off`); in_core_hybrid, mcp_stdio and mcp_http run hybrid recall "
+        "(BM25 + vectors, the default where the model is installed). × floor is against raw FTS5 either way."
+    )
     lines.append("")
     lines.append("| notes | database bytes per note |")
     lines.append("|---:|---:|")
@@ -319,8 +380,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, op in zip(axes, ("recall", "remember"), strict=True):
         ax.plot(sizes, [s["fts5_floor"][op]["p50_ms"] for s in report["sizes"]], "k--o", label="raw FTS5 floor")
-        for name in ("in_core", "mcp_stdio", "mcp_http"):
-            ax.plot(sizes, [s["paths"][name][op]["p50_ms"] for s in report["sizes"]], "-o", label=name)
+        for name in ("in_core", "in_core_hybrid", "mcp_stdio", "mcp_http"):
+            if all(name in s["paths"] for s in report["sizes"]):
+                ax.plot(sizes, [s["paths"][name][op]["p50_ms"] for s in report["sizes"]], "-o", label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("notes in store")
@@ -346,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-        f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}, {platform.platform()}",
+        f"{platform.python_version()}, SQLite {store_sqlite.sqlite_version} ({store_sqlite.__name__}), "
+        f"{platform.platform()}",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "rounds": args.rounds,
         "remembers": args.remembers,
