@@ -453,8 +453,9 @@ def test_evomem_service_command_without_args_exits_2_with_usage() -> None:
         ("cronista", {"EVOMEM_CRONISTA_BACKEND": "triton"}, "EVOMEM_CRONISTA_BACKEND"),
         ("linker", {"EVOMEM_LINKER": "off"}, "EVOMEM_LINKER=off"),
         ("linker", {"EVOMEM_GRPC_PORT": "not-a-port"}, "EVOMEM_GRPC_PORT must be an integer"),
+        ("storage", {"EVOMEM_VECTORS": "maybe", "EVOMEM_DB": "/nonexistent/x.db"}, "EVOMEM_VECTORS must be one of"),
     ],
-    ids=["cronista-backend", "linker-off", "bad-port"],
+    ids=["cronista-backend", "linker-off", "bad-port", "storage-vectors"],
 )
 def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], message: str) -> None:
     proc = subprocess.run(

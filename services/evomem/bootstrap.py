@@ -64,26 +64,44 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
 
 
-def start_background(target: MemoryService | Vectors | None) -> list[threading.Thread]:
+class _Stopped(Exception):
+    pass
+
+
+def start_background(
+    target: MemoryService | Vectors | None, *, stop: threading.Event | None = None
+) -> list[threading.Thread]:
     """Work that must not hold up a server's start: load the embedding model, then embed the
     notes that have no vector yet (written with vectors off, or before a crash).
 
     ``target``: the embedded ``MemoryService`` (its vectors), or the ``Vectors`` itself (the
     storage service, which has no ``MemoryService``). Vectors that cannot backfill (None, or a
-    gRPC client) start nothing."""
+    gRPC client) start nothing. ``stop``: set it, then join the threads, before the process
+    exits: the backfill stops after its current batch (the next start continues it). A
+    process that exits while onnxruntime is still loading the model aborts (SIGABRT)."""
     vectors = target.vectors if isinstance(target, MemoryService) else target
     backfill = getattr(vectors, "backfill", None)
     load = getattr(getattr(vectors, "embedder", None), "load", None)
     if vectors is None or backfill is None:
         return []
 
+    def progress(n: int) -> None:
+        if stop is not None and stop.is_set():
+            raise _Stopped
+        if n % 1024 == 0:
+            log.info("embedded %d earlier notes", n)
+
     def run() -> None:
         try:
             if load is not None:
                 load()
-            done = backfill(progress=lambda n: log.info("embedded %d earlier notes", n) if n % 1024 == 0 else None)
+            if stop is not None and stop.is_set():
+                return
+            done = backfill(progress=progress)
             if done:
                 log.info("embedded %d notes that had no vector", done)
+        except _Stopped:
+            log.info("embedding earlier notes stopped (shutting down); the next start goes on")
         except Exception as exc:  # recall keeps working on BM25; the next start retries
             log.warning("embedding model or backfill failed (BM25 still works): %s", exc)
 

@@ -5,7 +5,8 @@ any worker can answer any request: MCP sessions do not pin a client to one proce
 
 Environment: EVOMEM_STORAGE_ADDR (required), EVOMEM_REDIS_URL (required),
 EVOMEM_LINKER_ADDR (required when EVOMEM_AUTO_SUPERSEDE is not off), EVOMEM_NAMESPACE,
-EVOMEM_MAX_NOTE_BYTES, EVOMEM_AUTHOR.
+EVOMEM_MAX_NOTE_BYTES, EVOMEM_AUTHOR, EVOMEM_VECTORS (hybrid recall through storage:
+auto, the default, uses storage's vectors when it has them; on; off: BM25 only).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evomem.entrypoints.services import ConfigError, env, env_int
+from evomem.entrypoints.services import ConfigError, env, env_int, vectors_mode
 
 
 def create_app() -> Any:
@@ -27,6 +28,7 @@ def create_app() -> Any:
     linker_addr = os.environ.get("EVOMEM_LINKER_ADDR") or None
     if auto != "off" and not linker_addr:
         raise ConfigError("EVOMEM_AUTO_SUPERSEDE is on: set EVOMEM_LINKER_ADDR to the linker service")
+    vectors = vectors_mode()
     service = build_gateway(
         storage_addr=env("EVOMEM_STORAGE_ADDR"),
         redis_url=env("EVOMEM_REDIS_URL"),
@@ -34,7 +36,8 @@ def create_app() -> Any:
         namespace=os.environ.get("EVOMEM_NAMESPACE", "default"),
         max_note_bytes=env_int("EVOMEM_MAX_NOTE_BYTES", 0) or None,
         author=os.environ.get("EVOMEM_AUTHOR") or None,
+        vectors=vectors,
     )
-    info = {"wiring": "gateway", "storage": env("EVOMEM_STORAGE_ADDR"), "auto_supersede": auto}
+    info = {"wiring": "gateway", "storage": env("EVOMEM_STORAGE_ADDR"), "auto_supersede": auto, "vectors": vectors}
     server = build_mcp_server(lambda: service, server_info=info)
     return build_http_app(server, host=os.environ.get("EVOMEM_HOST", "0.0.0.0"), stateless=True)

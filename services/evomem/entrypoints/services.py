@@ -1,6 +1,7 @@
 """``evomem-service <name>``: one image, one command per service.
 
-    evomem-service storage    gRPC StorageService over the SQLite file (its only writer)
+    evomem-service storage    gRPC StorageService over the SQLite file (its only writer), with
+                              the file's vectors for hybrid recall (EVOMEM_VECTORS=auto|on|off)
     evomem-service cronista   gRPC CronistaService (lite backend)
     evomem-service linker     gRPC LinkerService (heuristic)
     evomem-service worker     Redis Streams consumer that runs extraction jobs
@@ -193,15 +194,46 @@ def _listen(default_port: int, register: Callable[[Any], None], name: str) -> Ru
     return running
 
 
+def vectors_mode() -> str:
+    """EVOMEM_VECTORS: auto (the default), on or off."""
+    from evomem.settings import VECTORS
+
+    mode = env("EVOMEM_VECTORS", "auto")
+    if mode not in VECTORS:
+        raise ConfigError(f"EVOMEM_VECTORS must be one of {', '.join(VECTORS)}, got {mode!r}")
+    return mode
+
+
+def storage_vectors(store: Any) -> Any:
+    """The storage file's ``Vectors`` per EVOMEM_VECTORS (auto|on|off), as the embedded server
+    builds them (``bootstrap.build_vectors``); None when off. Loads no model."""
+    from evomem.bootstrap import build_vectors
+    from evomem.domain.errors import Unavailable
+    from evomem.settings import Settings
+
+    settings = Settings(db=store.path, vectors=vectors_mode())
+    try:
+        return build_vectors(settings, store)
+    except Unavailable as exc:  # EVOMEM_VECTORS=on and no model or sqlite-vec here
+        raise ConfigError(f"EVOMEM_VECTORS: {exc.message}") from exc
+
+
 def serve_storage() -> None:
     from evomem.adapters.grpc.servicers import StorageServicer
     from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.bootstrap import start_background
     from evomem.v1 import storage_pb2_grpc
 
+    vectors_mode()  # a bad value fails before the database is opened
     store = SQLiteStore(env("EVOMEM_DB", "/data/evomem.db"))
+    try:
+        vectors = storage_vectors(store)
+    except BaseException:
+        store.close()
+        raise
     running = _listen(
         50051,
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store, vectors), s),
         "evomem.v1.StorageService",
     )
 
@@ -219,8 +251,27 @@ def serve_storage() -> None:
     store.stats()
     running.set_serving(True)
     threading.Thread(target=probe, daemon=True, name="health-probe").start()
-    log.info("storage serving on port %d, db %s", running.port, store.path)
-    wait_for_signal(lambda: (running.stop(), store.close()))
+    # The model loads and notes without a vector are embedded in the background; until then a
+    # NearestNodes call waits for the model to load (about a second).
+    stopping = threading.Event()
+    background = start_background(vectors, stop=stopping)
+    log.info(
+        "storage serving on port %d, db %s, %s",
+        running.port,
+        store.path,
+        f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)",
+    )
+
+    def stop() -> None:
+        stopping.set()
+        running.stop()
+        for thread in background:  # exiting while onnxruntime loads the model would abort
+            thread.join(GRACE_S)
+        if vectors is not None:
+            vectors.close()  # type: ignore[attr-defined]
+        store.close()
+
+    wait_for_signal(stop)
 
 
 def serve_cronista() -> None:

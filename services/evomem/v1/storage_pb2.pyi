@@ -213,3 +213,43 @@ class GetStatsResponse(_message.Message):
     db_bytes: int
     schema_version: int
     def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ...) -> None: ...
+
+class AddVectorsRequest(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AddVectorsResponse(_message.Message):
+    __slots__ = ("added", "model")
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    added: int
+    model: str
+    def __init__(self, added: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
+
+class NearestNodesRequest(_message.Message):
+    __slots__ = ("text", "namespace", "limit")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    namespace: str
+    limit: int
+    def __init__(self, text: _Optional[str] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class NearestHit(_message.Message):
+    __slots__ = ("node_id", "similarity")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    similarity: float
+    def __init__(self, node_id: _Optional[str] = ..., similarity: _Optional[float] = ...) -> None: ...
+
+class NearestNodesResponse(_message.Message):
+    __slots__ = ("hits", "model")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[NearestHit]
+    model: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[NearestHit, _Mapping]]] = ..., model: _Optional[str] = ...) -> None: ...

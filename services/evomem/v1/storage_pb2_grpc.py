@@ -94,6 +94,16 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.AddVectors = channel.unary_unary(
+                '/evomem.v1.StorageService/AddVectors',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.FromString,
+                _registered_method=True)
+        self.NearestNodes = channel.unary_unary(
+                '/evomem.v1.StorageService/NearestNodes',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
+                _registered_method=True)
 
 
 class StorageServiceServicer:
@@ -171,6 +181,18 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddVectors(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NearestNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -233,6 +255,16 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.GetStatsRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'AddVectors': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddVectors,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.SerializeToString,
+            ),
+            'NearestNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.NearestNodes,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -559,6 +591,60 @@ class StorageService:
             '/evomem.v1.StorageService/GetStats',
             evomem_dot_v1_dot_storage__pb2.GetStatsRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddVectors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/AddVectors',
+            evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NearestNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/NearestNodes',
+            evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,6 +7,10 @@ service restart delays requests instead of failing them, and a request is never 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +18,7 @@ import grpc
 
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import from_rpc_error
+from evomem.domain.errors import EvoMemError, Unavailable
 from evomem.domain.linking import LinkProposal
 from evomem.domain.model import (
     Extraction,
@@ -32,6 +37,8 @@ from evomem.v1 import (
     storage_pb2,
     storage_pb2_grpc,
 )
+
+log = logging.getLogger("evomem.grpc")
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -184,3 +191,98 @@ class GrpcLinker(_Client):
         )
         resp = self._call(self._stub.ProposeLink, req)
         return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None
+
+
+class GrpcVectors(_Client):
+    """The ``Vectors`` port over the storage service, which keeps the vectors in its own file
+    and embeds texts itself: ``add`` sends node ids, ``nearest`` sends the query text.
+
+    ``required=False`` (the gateway's ``EVOMEM_VECTORS=auto``): when storage answers that it
+    runs without vectors (FAILED_PRECONDITION), that is logged once and, for ``recheck_s``,
+    ``add`` does nothing and ``nearest`` finds nothing, without a call: recall is BM25 only,
+    as the embedded server's ``auto`` without a model. ``required=True`` (``on``): every call
+    raises ``Unavailable``, so the service logs it and ``remember`` warns.
+
+    ``remove`` does nothing: a purge deletes the vector inside storage's own transaction
+    (``SQLiteStore.forget``), which is the only removal the service needs.
+    """
+
+    service = "storage"
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        required: bool = False,
+        recheck_s: float = 60.0,
+    ) -> None:
+        super().__init__(address, timeout_s=timeout_s)
+        self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
+        self.required = required
+        self.recheck_s = recheck_s
+        self._model: str | None = None
+        self._off_until = 0.0  # monotonic time until which storage is taken to have no vectors
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The storage service's embedding model (asked once), or ``grpc:<address>`` while unknown."""
+        if self._model is None:
+            with contextlib.suppress(EvoMemError):  # storage down or without vectors: not known yet
+                self._ask(self._stub.NearestNodes, storage_pb2.NearestNodesRequest(limit=0))
+        return self._model or f"grpc:{self.address}"
+
+    @property
+    def off(self) -> bool:
+        """True while storage is taken to run without vectors (``required=False`` only)."""
+        return time.monotonic() < self._off_until
+
+    def _ask(self, method: Any, request: Any) -> Any:
+        try:
+            resp = method(request, timeout=self.timeout_s, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            if code == grpc.StatusCode.UNIMPLEMENTED:  # a storage service from before vectors
+                raise Unavailable(f"the storage service ({self.address}) has no vector RPCs") from exc
+            err = from_rpc_error(exc, f"{self.service} ({self.address})")
+            if code == grpc.StatusCode.FAILED_PRECONDITION and isinstance(err, Unavailable) and not self.required:
+                with self._lock:
+                    first = self._off_until == 0.0
+                    self._off_until = time.monotonic() + self.recheck_s
+                if first:
+                    log.info("hybrid recall off (BM25 only): %s", err.message)
+            raise err from exc
+        self._model = resp.model or self._model
+        if self._off_until:
+            with self._lock:
+                if self._off_until:
+                    log.info("hybrid recall on: storage (%s) now has vectors (%s)", self.address, self._model)
+                    self._off_until = 0.0
+        return resp
+
+    def add(self, nodes: Sequence[MemoryNode]) -> None:
+        ids = [n.id for n in nodes if not n.purged and n.raw_text]
+        if not ids or self.off:
+            return
+        try:
+            self._ask(self._stub.AddVectors, storage_pb2.AddVectorsRequest(node_ids=ids))
+        except Unavailable:
+            if self.required or not self.off:
+                raise
+
+    def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
+        if limit < 1 or not text.strip() or self.off:
+            return []
+        req = storage_pb2.NearestNodesRequest(text=text, namespace=namespace, limit=limit)
+        try:
+            resp = self._ask(self._stub.NearestNodes, req)
+        except Unavailable:
+            if self.required or not self.off:
+                raise
+            return []
+        # float on the wire: round as SemanticIndex does, so both wirings answer the same numbers.
+        return [(h.node_id, round(h.similarity, 6)) for h in resp.hits]
+
+    def remove(self, node_id: str) -> None:
+        """Nothing to do here: storage deletes a purged node's vector in the purge's transaction."""

@@ -23,7 +23,9 @@ def servicer_method(fn: F) -> F:
         try:
             return fn(self, request, context)
         except EvoMemError as exc:
-            context.abort(getattr(grpc.StatusCode, GRPC_STATUS.get(exc.code, "INTERNAL")), str(exc))
+            # A class may name its own status (the code in the message still names the class).
+            status = getattr(exc, "grpc_status", None) or GRPC_STATUS.get(exc.code, "INTERNAL")
+            context.abort(getattr(grpc.StatusCode, status), str(exc))
         except Exception as exc:
             log.exception("%s failed", fn.__name__)
             context.abort(grpc.StatusCode.INTERNAL, f"[internal] {type(exc).__name__}: {exc}")

@@ -6,9 +6,9 @@ import grpc
 
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import servicer_method
-from evomem.domain.errors import InvalidArgument
+from evomem.domain.errors import InvalidArgument, Unavailable
 from evomem.domain.model import ExtractionState
-from evomem.ports import Extractor, Linker, Store
+from evomem.ports import Extractor, Linker, Store, Vectors
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,
@@ -20,10 +20,33 @@ from evomem.v1 import (
 
 Ctx = grpc.ServicerContext
 
+MAX_VECTOR_IDS = 1024  # node ids per AddVectors call
+MAX_NEAREST = 500  # hits per NearestNodes call (sqlite-vec's knn takes k <= 4096; the binary scan asks 8x)
+
+
+class VectorsOff(Unavailable):
+    """This storage service runs without vectors. Answered as FAILED_PRECONDITION (retrying
+    cannot help until it restarts with vectors), read by clients as ``Unavailable``."""
+
+    grpc_status = "FAILED_PRECONDITION"
+
+
+VECTORS_OFF = (
+    "vectors are off on this storage service (EVOMEM_VECTORS=off, or no embedding model installed); recall is BM25 only"
+)
+
 
 class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
-    def __init__(self, store: Store) -> None:
+    """``vectors``: the storage file's ``Vectors`` (hybrid recall), or None (BM25 only)."""
+
+    def __init__(self, store: Store, vectors: Vectors | None = None) -> None:
         self.store = store
+        self.vectors = vectors
+
+    def _vectors(self) -> Vectors:
+        if self.vectors is None:
+            raise VectorsOff(VECTORS_OFF)
+        return self.vectors
 
     @servicer_method
     def InsertNode(self, request: storage_pb2.InsertNodeRequest, context: Ctx) -> storage_pb2.InsertNodeResponse:
@@ -104,6 +127,26 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
     def GetStats(self, request: storage_pb2.GetStatsRequest, context: Ctx) -> storage_pb2.GetStatsResponse:
         ns = request.namespace if request.HasField("namespace") else None
         return convert.stats_to_pb(self.store.stats(ns))
+
+    @servicer_method
+    def AddVectors(self, request: storage_pb2.AddVectorsRequest, context: Ctx) -> storage_pb2.AddVectorsResponse:
+        vectors = self._vectors()
+        if len(request.node_ids) > MAX_VECTOR_IDS:
+            raise InvalidArgument(f"at most {MAX_VECTOR_IDS} node ids per AddVectors call")
+        nodes = self.store.get_many(request.node_ids)
+        live = [n for n in nodes.values() if not n.purged and n.raw_text]
+        vectors.add(live)
+        return storage_pb2.AddVectorsResponse(added=len(live), model=vectors.name)
+
+    @servicer_method
+    def NearestNodes(self, request: storage_pb2.NearestNodesRequest, context: Ctx) -> storage_pb2.NearestNodesResponse:
+        vectors = self._vectors()
+        if not 0 <= request.limit <= MAX_NEAREST:
+            raise InvalidArgument(f"limit must be from 0 to {MAX_NEAREST}, got {request.limit}")
+        hits = vectors.nearest(request.text, namespace=request.namespace, limit=request.limit) if request.limit else []
+        return storage_pb2.NearestNodesResponse(
+            hits=[storage_pb2.NearestHit(node_id=i, similarity=s) for i, s in hits], model=vectors.name
+        )
 
 
 class CronistaServicer(cronista_pb2_grpc.CronistaServiceServicer):
