@@ -73,9 +73,9 @@ base-images:
 
 # ---- container images and the compose deployment (docs/SERVICES.md) -------------------
 # The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
-# versions, rebuilt only when pyproject.toml changes. The evomem wheel itself is built
-# inside the image from services/, so code changes never need a new wheelhouse.
-.PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test
+# versions, rebuilt only when pyproject.toml or WHEELHOUSE_EXTRAS changes. The evomem wheel
+# itself is built inside the image from services/, so code changes never need a new wheelhouse.
+.PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test FORCE
 WHEELHOUSE ?= .wheelhouse
 IMAGE ?= evomem:latest
 COMPOSE_FILE ?= compose.cpu.yaml
@@ -84,15 +84,26 @@ COMPOSE_WAIT_S ?= 180
 # Wheels the image's Python needs but this venv's may not: markers are evaluated for the
 # host interpreter (redis needs async-timeout on Python < 3.11.3, e.g. Debian's 3.11.2).
 WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
+# evomem's extras in the image: the services, and hybrid recall offline (embeddings: the
+# ONNX model and its runtime; vectors: sqlean and sqlite-vec), so that storage's
+# EVOMEM_VECTORS=auto runs hybrid recall in the container with no download.
+WHEELHOUSE_EXTRAS ?= services,embeddings,vectors
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
-$(WHEELHOUSE)/.stamp: pyproject.toml | $(VENV)/bin/activate
-	rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+# Rewritten only when WHEELHOUSE_EXTRAS changes (a wheelhouse made for other extras is rebuilt).
+$(WHEELHOUSE)/.extras: FORCE
+	@mkdir -p $(WHEELHOUSE)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(WHEELHOUSE_EXTRAS)" ] || echo "$(WHEELHOUSE_EXTRAS)" > $@
+
+$(WHEELHOUSE)/.stamp: pyproject.toml $(WHEELHOUSE)/.extras | $(VENV)/bin/activate
+	rm -f $(WHEELHOUSE)/*.whl $(WHEELHOUSE)/constraints.txt $@
 	$(PIP) freeze --exclude-editable | grep -v ' @ ' > $(WHEELHOUSE)/constraints.txt
-	$(PIP) wheel -q -w $(WHEELHOUSE) -c $(WHEELHOUSE)/constraints.txt ".[services]" "setuptools>=68" $(WHEELHOUSE_EXTRA)
+	$(PIP) wheel -q -w $(WHEELHOUSE) -c $(WHEELHOUSE)/constraints.txt ".[$(WHEELHOUSE_EXTRAS)]" "setuptools>=68" $(WHEELHOUSE_EXTRA)
 	rm -f $(WHEELHOUSE)/evomem-*.whl
 	@touch $@
+
+FORCE:
 
 images: base-images wheelhouse
 	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .
