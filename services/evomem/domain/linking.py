@@ -27,7 +27,16 @@ from typing import Any
 
 from evomem.domain.model import MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
-from evomem.domain.subject import LONG_NOTE_CHARS, Facts, Mention, analyse, identifier, lowercase_vocabulary
+from evomem.domain.subject import (
+    LONG_NOTE_CHARS,
+    Facts,
+    Mention,
+    analyse,
+    identifier,
+    lowercase_options,
+    lowercase_vocabulary,
+    name_concepts,
+)
 from evomem.domain.subject import references as analyse_references
 from evomem.domain.text import words
 
@@ -222,6 +231,25 @@ def _concepts(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(t for t in tokens if t.startswith("@"))
 
 
+def _names_any(c: _Candidate, known: frozenset[str]) -> bool:
+    """Whether the candidate (or its history) has a word that is a known lowercase option."""
+    return any(known & set(words(f.text)) for f in (c.facts, *c.history))
+
+
+def _left_by_newer(best: _Candidate, cands: Sequence[_Candidate]) -> Mention | None:
+    """A mention, in a newer candidate on the same topic, that leaves ``best``'s option."""
+    option = best.facts.option
+    if option is None:
+        return None
+    for c in cands:
+        if c is best or c.node.created_at <= best.node.created_at or not _compatible(c, best):
+            continue
+        hit = next((m for m in c.facts.prev if m.key == option.key), None)
+        if hit is not None and c.facts.decision_cue is not None:
+            return hit
+    return None
+
+
 class ScoredLinker:
     """Subject + option + change cue (+ embedding) scoring: link, abstain, or none.
 
@@ -285,10 +313,17 @@ class ScoredLinker:
         vocab = lowercase_vocabulary(
             [text, *(c.raw_text for c in nodes), *(h.raw_text for hs in history.values() for h in hs)]
         )
-        note = analyse(text, vocab, scope=scope)
+        cands = [self._candidate(c, history.get(c.id, ()), vocab) for c in nodes]
+        # Options the memory writes in lowercase ("cron") are names wherever they stand.
+        known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
+        if known:
+            cands = [
+                self._candidate(c.node, history.get(c.node.id, ()), vocab, known) if _names_any(c, known) else c
+                for c in cands
+            ]
+        note = analyse(text, vocab, scope=scope, known=known)
         if not note.is_decision:
             return LinkDecision(kind="none", reason="the note decides nothing (no decision cue and option)")
-        cands = [self._candidate(c, history.get(c.id, ()), vocab) for c in nodes]
         option_kinds = self._option_concepts(cands)
         scored = [c for c in cands if self._score(note, c, option_kinds)]
         if not scored:
@@ -311,8 +346,12 @@ class ScoredLinker:
                 reason="candidates on different subjects fit the note about as well",
             )
         # One topic. Several of its versions may still be active (an earlier link was missed):
-        # the one whose option the note leaves, else the newest, is the version in force.
+        # the one whose option the note leaves, else the newest, is the version in force. The
+        # versions must be about one thing with each other too, not only with the best: a
+        # terse best ("the audit log runs on Protobuf") fits every aspect of its component.
         topic = [c for c in scored if c.score >= self.abstain_at and all(_compatible(c, o) for o in contenders)]
+        if not _one_topic(topic):
+            topic = contenders
         best = max(topic or contenders, key=lambda c: (c.prev_hit is not None, c.node.created_at, c.score))
         best.score = max(best.score, top)
         if note.hedge is not None:
@@ -323,6 +362,12 @@ class ScoredLinker:
             # The note names the option it leaves and it is not this one: the version it
             # replaces is not among the candidates. Never a link on that.
             best.score = min(best.score, self.link_at - 0.01)
+        left = _left_by_newer(best, cands)
+        if left is not None:
+            # A newer note on the same topic already left this option ("Replacing Airflow with
+            # ..."): this version is not in force, whatever that note chose. Never a link on it.
+            best.score = min(best.score, self.link_at - 0.01)
+            best.notes.append(f"a newer note leaves its option ({left.text!r})")
         if best.score >= self.link_at:
             return LinkDecision(kind="link", proposal=self._proposal(note, best), reason="; ".join(best.notes))
         if best.score >= self.abstain_at:
@@ -356,9 +401,11 @@ class ScoredLinker:
         return out
 
     @staticmethod
-    def _candidate(node: MemoryNode, history: Sequence[MemoryNode], vocab: frozenset[str]) -> _Candidate:
-        facts = analyse(node.raw_text, vocab, scope=node.scope)
-        past = tuple(analyse(h.raw_text, vocab, scope=h.scope) for h in history)
+    def _candidate(
+        node: MemoryNode, history: Sequence[MemoryNode], vocab: frozenset[str], known: frozenset[str] = frozenset()
+    ) -> _Candidate:
+        facts = analyse(node.raw_text, vocab, scope=node.scope, known=known)
+        past = tuple(analyse(h.raw_text, vocab, scope=h.scope, known=known) for h in history)
         subject, core = facts.subject, facts.core
         if not _concepts(subject):
             inherited = {
@@ -425,7 +472,9 @@ class ScoredLinker:
             # same component. Only the option can tell (below).
             c.score -= BROADER_UNNAMED
             c.notes.append("the candidate is less specific and its option is not named")
-        kinds, own = option_kinds.get(mine, set()), _concepts(c.subject)
+        # What kind of thing the note's option is: what the memory says (the decisions that
+        # name it), else what its own name says ("VictoriaMetrics", "Redis Streams").
+        kinds, own = option_kinds.get(mine) or set(name_concepts(note.option.text)), _concepts(c.subject)
         if kinds and own:
             if kinds & own:
                 c.score += OPTION_TYPE

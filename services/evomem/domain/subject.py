@@ -126,6 +126,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "event bus",
         "event stream",
         "event streaming",
+        "event streams",
         "streaming platform",
         "job queue",
         "task queue",
@@ -136,6 +137,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
         "queues",
         "queueing",
         "queuing",
+        "streams",
+        "stream",
     ),
     "@cache": ("caching layer", "cache layer", "cache tier", "in-memory cache", "caching", "cache", "caches"),
     "@ci": (
@@ -396,13 +399,24 @@ _AFTER_REPORT = re.compile(
 )
 # A lowercase option in a clear slot: "picked cron for", "from cron to Airflow".
 _LOWER_WORD = r"([a-z][a-z0-9+-]*(?:\.[a-z0-9]+)*)"
-_LOWER_END = r"(?=\s+(?:for|as|to|instead|because|since|after)\b|\s*[;,.:]|\s*$)"
+# What may follow it: a preposition, a reason, a time marker ("migrated to cron this week"),
+# or the end of the clause.
+_LOWER_END = (
+    r"(?=\s+(?:for|as|to|instead|because|since|after|this|next|today|tonight|now|again|from|starting|"
+    r"effective|until)\b|\s*[;,.:]|\s*$)"
+)
 _LOWER_SLOT = re.compile(
     r"\b(?i:picked|chose|selected|adopted|going with|went with|go with|uses|use|using|runs on|run on|"
-    r"back to|back on|returns to|from|is)\s+" + _LOWER_WORD + _LOWER_END
+    r"back to|back on|returns to|from|is|settled on|settled:)\s+" + _LOWER_WORD + _LOWER_END
 )
 _LOWER_TO = re.compile(
     r"\b(?i:reverted|rolled back|changed|moved|switched|migrated|returned)\b[^;:.]{0,50}?\bto\s+"
+    + _LOWER_WORD
+    + _LOWER_END
+)
+# "Replacing Airflow with cron as ...", "swapped Jenkins for drone".
+_LOWER_WITH = re.compile(
+    r"\b(?i:replac(?:e|es|ed|ing)|swapp?(?:ed|ing)?|swaps)\b[^;:.]{0,50}?\b(?:with|for|by)\s+"
     + _LOWER_WORD
     + _LOWER_END
 )
@@ -553,6 +567,62 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
         out.append((start, end))
         i = j
     return out
+
+
+def _known_words(text: str, known: frozenset[str], names: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of one-word options the memory wrote in lowercase ("cron"), outside ``names``:
+    lowercase anywhere, capitalised only at a sentence start ("Cron was hard to debug"). Not
+    when the word starts a concept phrase ("cron jobs" is the scheduler, not the option)."""
+    out: list[tuple[int, int]] = []
+    toks = list(_TOKEN.finditer(text))
+    for i, t in enumerate(toks):
+        word = t.group(0)
+        low = word.lower()
+        if low not in known or any(s <= t.start() < e for s, e in names):
+            continue
+        if word != low and not (word[1:] == low[1:] and _sentence_initial(text, t.start())):
+            continue
+        nxt = toks[i + 1].group(0).lower() if i + 1 < len(toks) else ""
+        if nxt and (low, nxt) in _CONCEPT_OF:
+            continue
+        out.append((t.start(), t.end()))
+    return out
+
+
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def name_concepts(name: str) -> frozenset[str]:
+    """The concepts a product's own name states: "VictoriaMetrics" (metrics), "AWS Secrets
+    Manager" (secrets manager), "Redis Streams", "GitLab CI". Words of the name and parts of a
+    camel-case word count; a camel-case part of under three letters does not ("MongoDB",
+    "CircleCI": the brand, not the kind, is what the name is)."""
+    words: list[str] = []
+    for w in name.split():
+        parts = _CAMEL_PART.findall(w)
+        if len(parts) > 1:
+            words.extend(p.lower() for p in parts if len(p) >= 3)
+        else:
+            words.append(w.lower())
+    out: set[str] = set()
+    for i in range(1, len(words)):  # the first word is the brand ("Redis", "Victoria")
+        for n in range(min(_CONCEPT_MAX, len(words) - i), 0, -1):
+            concept = _CONCEPT_OF.get(tuple(words[i : i + n]))
+            if concept:
+                out.add(concept)
+                break
+    return frozenset(out)
+
+
+def lowercase_options(facts: Iterable[Facts]) -> frozenset[str]:
+    """One-word options written in lowercase that these decisions choose or leave ("cron")."""
+    return frozenset(
+        m.key
+        for f in facts
+        if f.is_decision
+        for m in f.mentions
+        if m.role in ("chosen", "prev") and m.text.islower() and " " not in m.text
+    )
 
 
 def _reason_spans(text: str) -> list[tuple[int, int]]:
@@ -716,11 +786,16 @@ def analyse(
     text: str,
     vocab: frozenset[str] = frozenset(),
     scope: str | None = None,
+    known: frozenset[str] = frozenset(),
 ) -> Facts:
     """Read one note. ``vocab``: words seen in lowercase in the memory (see ``lowercase_vocabulary``).
 
     ``scope``: the note's scope. When the note's own words name it ("In staging, ..."), that
     phrase is left out of the subject; a phrase that only looks like a scope is kept.
+
+    ``known``: lowercase options other decisions in the memory chose ("cron"; see
+    ``lowercase_options``). Such a word is read as a name wherever it stands ("Replacing cron
+    with Prefect"), not only in the clear slots a lowercase option needs otherwise.
     """
     ident = identifier(text)
     if len(text) > LONG_NOTE_CHARS:
@@ -736,6 +811,8 @@ def analyse(
     reasons = _reason_spans(text)
     clauses = _clauses(text)
     names = find_names(text, vocab)
+    if known:
+        names = sorted(names + _known_words(text, known, names))
     mentions: list[Mention] = []
     unsure: set[int] = set()  # a capitalised word at a sentence start may be an ordinary word
     for s, e in names:
@@ -748,7 +825,7 @@ def analyse(
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.
     if not any(m.role == "chosen" and m.start not in unsure for m in mentions):
         taken = {m.start for m in mentions}
-        for pattern in (_LOWER_SLOT, _LOWER_TO, _LOWER_LEAD):
+        for pattern in (_LOWER_SLOT, _LOWER_TO, _LOWER_WITH, _LOWER_LEAD):
             for m in pattern.finditer(text):
                 w, s = m.group(1), m.start(1)
                 if w in STOP or w in CUE_WORDS or w in FILLER or w in WEAK or (w,) in _CONCEPT_OF or s in taken:
