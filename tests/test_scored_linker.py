@@ -220,8 +220,9 @@ def test_an_embedder_adds_its_model_and_the_similarity_to_the_provenance():
 
 
 def test_abstain_when_two_aspects_of_the_component_fit_an_implicit_note():
+    """Nothing tells what Zorblax is (not the memory, not its name, not the catalogue)."""
     auth, db = node(LEDGER_AUTH), node(LEDGER_DB)
-    d = run("From here on the ledger runs on Cognito.", auth, db)
+    d = run("From here on the ledger runs on Zorblax.", auth, db)
     assert d.kind == "abstain", d
     assert {c for c, _ in d.candidates} == {auth.id, db.id}
     assert all(0 < score < 1 for _, score in d.candidates)
@@ -229,19 +230,52 @@ def test_abstain_when_two_aspects_of_the_component_fit_an_implicit_note():
 
 
 def test_the_memory_can_tell_which_aspect_an_option_belongs_to():
-    """Control for the abstention above: another note says what Cognito is."""
+    """Control for the abstention above: another note says what Zorblax is."""
     auth, db = node(LEDGER_AUTH), node(LEDGER_DB)
-    hint = node("We picked Cognito for the billing service login provider.")
-    assert_link(run("From here on the ledger runs on Cognito.", auth, db, hint), auth)
+    hint = node("We picked Zorblax for the billing service login provider.")
+    assert_link(run("From here on the ledger runs on Zorblax.", auth, db, hint), auth)
+
+
+def test_the_catalogue_tells_which_aspect_a_well_known_product_is():
+    """Cognito is a login provider: the note replaces the auth decision, not the database one."""
+    auth, db = node(LEDGER_AUTH), node(LEDGER_DB)
+    d = run("From here on the ledger runs on Cognito.", auth, db)
+    assert_link(d, auth)
+    assert d.proposal is not None
+    assert "shared subject: Cognito" in d.proposal.evidence
+    assert_link(run("From here on the ledger runs on CockroachDB.", auth, db), db)
+
+
+def test_a_terse_candidate_takes_the_aspect_of_its_option():
+    """"The ledger runs on Auth0" names no aspect; Auth0 is a login provider, so a database
+    decision does not replace it and a login-provider decision does."""
+    terse_auth, db = node("The ledger runs on Auth0."), node(LEDGER_DB)
+    assert_link(run("We moved the ledger login provider to Okta.", terse_auth, db), terse_auth)
+    assert run("We moved the ledger database to MySQL.", terse_auth).kind == "none"
+
+
+def test_a_product_of_several_kinds_does_not_pick_an_aspect():
+    """Redis is a cache, a database and a queue: which ledger decision it replaces stays open."""
+    cache = node("We picked Memcached for the ledger cache.")
+    d = run("From here on the ledger runs on Redis.", cache, node(LEDGER_DB))
+    assert d.kind == "abstain", d
+
+
+def test_the_memory_is_believed_over_the_catalogue():
+    """This memory uses Okta as a database (odd, but its own): the note follows the memory."""
+    auth, db = node(LEDGER_AUTH), node(LEDGER_DB)
+    hint = node("We picked Okta for the audit log database.")
+    assert_link(run("From here on the ledger runs on Okta.", auth, db, hint), db)
+    assert_link(run("From here on the ledger runs on Okta.", auth, db), auth)  # control: the catalogue
 
 
 def test_abstain_when_the_candidate_is_less_specific_and_its_option_is_not_named():
-    terse = node("Ledger runs on SQLite; Postgres was overkill.")
+    terse = node("Ledger runs on Zorblax; Frobnix was overkill.")  # what Zorblax is, nothing says
     d = run("The ledger database migrated to MySQL this week.", terse)
     assert d.kind == "abstain", d
     assert [c for c, _ in d.candidates] == [terse.id]
     # control: naming the candidate's option makes it a link
-    assert_link(run("We moved the ledger database from SQLite to MySQL.", terse), terse)
+    assert_link(run("We moved the ledger database from Zorblax to MySQL.", terse), terse)
 
 
 def test_a_terse_candidate_inherits_the_subject_of_its_chain():
@@ -265,7 +299,7 @@ def test_an_abstention_is_stored_as_possible_supersedes_through_the_service(tmp_
         svc = MemoryService(store, extractor=LiteCronista(), linker=ScoredLinker(lookup=store.get_many))
         auth = svc.remember(LEDGER_AUTH).node
         db = svc.remember(LEDGER_DB).node
-        out = svc.remember("From here on the ledger runs on Cognito.")
+        out = svc.remember("From here on the ledger runs on Zorblax.")
         assert out.linked_to is None
         assert set(out.node.possible_supersedes) == {auth.id, db.id}
         assert any("possible_supersedes" in w for w in out.warnings)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from evomem.domain.catalog import product_kinds
 from evomem.domain.model import MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.subject import (
@@ -231,6 +232,27 @@ def _concepts(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(t for t in tokens if t.startswith("@"))
 
 
+def option_kinds(option: Mention, memory: Mapping[str, set[str]]) -> frozenset[str]:
+    """What kind of thing an option is: what the memory says (the decisions that name it), else
+    what its own name says ("Redis Streams", "GitLab CI"), else what the catalogue of well-known
+    products says (``evomem.domain.catalog``: "CBOR" is a serialization format)."""
+    return frozenset(memory.get(option.key) or ()) or name_concepts(option.text) or product_kinds(option.text)
+
+
+def _aspect_from_option(
+    facts: Facts, subject: frozenset[str], core: frozenset[str], memory: Mapping[str, set[str]]
+) -> tuple[frozenset[str], frozenset[str], str | None]:
+    """A decision that names no aspect ("From here on the ledger runs on Cognito") is about
+    what its option is, when the option is of one kind only (Cognito: a login provider).
+    Returns the subject and core, with that concept added, and the concept (or None)."""
+    if _concepts(subject) or facts.option is None:
+        return subject, core, None
+    kinds = option_kinds(facts.option, memory)
+    if len(kinds) != 1:
+        return subject, core, None
+    return subject | kinds, core | kinds, next(iter(kinds))
+
+
 def _names_any(c: _Candidate, known: frozenset[str]) -> bool:
     """Whether the candidate (or its history) has a word that is a known lowercase option."""
     return any(known & set(words(f.text)) for f in (c.facts, *c.history))
@@ -324,8 +346,13 @@ class ScoredLinker:
         note = analyse(text, vocab, scope=scope, known=known)
         if not note.is_decision:
             return LinkDecision(kind="none", reason="the note decides nothing (no decision cue and option)")
-        option_kinds = self._option_concepts(cands)
-        scored = [c for c in cands if self._score(note, c, option_kinds)]
+        memory_kinds = self._option_concepts(cands)
+        note = self._typed_note(note, memory_kinds)
+        for c in cands:
+            c.subject, c.core, concept = _aspect_from_option(c.facts, c.subject, c.core, memory_kinds)
+            if concept is not None:
+                c.notes.append(f"its aspect is what its option is ({c.facts.option.text}: {concept})")  # type: ignore[union-attr]
+        scored = [c for c in cands if self._score(note, c, memory_kinds)]
         if not scored:
             return LinkDecision(kind="none", reason="no candidate decision on the same subject with another option")
         if self.embedder is not None:
@@ -375,6 +402,16 @@ class ScoredLinker:
         return LinkDecision(kind="none", reason="no candidate scores high enough")
 
     # ------------------------------------------------------------------ reading the candidates
+
+    @staticmethod
+    def _typed_note(note: Facts, memory: Mapping[str, set[str]]) -> Facts:
+        """The note, with the aspect its option stands for when it names none (see
+        ``_aspect_from_option``); the option's own words are that concept's evidence."""
+        subject, core, concept = _aspect_from_option(note, note.subject, note.core, memory)
+        if concept is None or note.option is None:
+            return note
+        spans = {**note.subject_spans, concept: note.option.text}
+        return replace(note, subject=subject, core=core, subject_spans=spans)
 
     def _history(self, nodes: Sequence[MemoryNode]) -> dict[str, list[MemoryNode]]:
         """Earlier versions of each candidate's chain (newest first), when a lookup is wired."""
@@ -436,7 +473,7 @@ class ScoredLinker:
 
     # ------------------------------------------------------------------ scoring
 
-    def _score(self, note: Facts, c: _Candidate, option_kinds: Mapping[str, set[str]]) -> bool:
+    def _score(self, note: Facts, c: _Candidate, option_kinds_of: Mapping[str, set[str]]) -> bool:
         """Score one candidate in place; False when it cannot be the decision the note replaces."""
         f = c.facts
         if not f.is_decision or note.option is None or f.option is None:
@@ -472,9 +509,9 @@ class ScoredLinker:
             # same component. Only the option can tell (below).
             c.score -= BROADER_UNNAMED
             c.notes.append("the candidate is less specific and its option is not named")
-        # What kind of thing the note's option is: what the memory says (the decisions that
-        # name it), else what its own name says ("VictoriaMetrics", "Redis Streams").
-        kinds, own = option_kinds.get(mine) or set(name_concepts(note.option.text)), _concepts(c.subject)
+        # What kind of thing the note's option is (``option_kinds``): the memory, its own name,
+        # the catalogue of well-known products.
+        kinds, own = option_kinds(note.option, option_kinds_of), _concepts(c.subject)
         if kinds and own:
             if kinds & own:
                 c.score += OPTION_TYPE
