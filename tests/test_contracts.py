@@ -40,7 +40,8 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
-from evomem.domain.linking import HeuristicLinker, LinkProposal
+from evomem.domain.linking import HeuristicLinker, LinkProposal, ScoredLinker
+from evomem.domain.linking import decide as decide_link
 from evomem.domain.model import (
     ID_PATTERN,
     Extraction,
@@ -729,6 +730,45 @@ def test_linker_gives_the_same_proposal(
         assert got.evidence
     else:
         assert got is None
+
+
+@pytest.fixture(params=["scored", "grpc"])
+def scored_linker(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The scored linker in-process, and the same linker behind a real linker service."""
+    if request.param == "scored":
+        yield ScoredLinker()
+        return
+    running = _serve(
+        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(ScoredLinker()), s),
+        "evomem.v1.LinkerService",
+    )
+    client = GrpcLinker(f"127.0.0.1:{running.port}")
+    yield client
+    client.close()
+    running.stop(0)
+
+
+LEDGER_AUTH = _node("Decision: the ledger uses Auth0 as its auth provider.")
+LEDGER_DB = _node("We picked Postgres for the ledger database because it has managed backups.")
+DECIDE_CASES: list[tuple[str, str, str]] = [
+    ("link", "We moved the ledger database from Postgres to SQLite.", "link"),
+    ("abstain", "From here on the ledger runs on Zorblax.", "abstain"),  # which aspect, nothing says
+    ("none", "Ledger Postgres backups took four minutes.", "none"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "kind"), DECIDE_CASES, ids=[c[0] for c in DECIDE_CASES])
+def test_linker_gives_the_same_decision(scored_linker: Any, case: str, text: str, kind: str) -> None:
+    """link / abstain (with its candidates) / none cross the linker service unchanged."""
+    candidates = [LEDGER_AUTH, LEDGER_DB]
+    expected = ScoredLinker().decide(text, None, candidates)
+    got = decide_link(scored_linker, text, None, candidates)
+    assert got == expected
+    assert got.kind == kind
+    if kind == "link":
+        assert got.proposal is not None and got.proposal.target_id == LEDGER_DB.id
+    if kind == "abstain":
+        assert {c for c, _ in got.candidates} == {LEDGER_AUTH.id, LEDGER_DB.id} and got.proposal is None
 
 
 # ============================================================================ MemoryService contract

@@ -452,10 +452,12 @@ def test_evomem_service_command_without_args_exits_2_with_usage() -> None:
     [
         ("cronista", {"EVOMEM_CRONISTA_BACKEND": "triton"}, "EVOMEM_CRONISTA_BACKEND"),
         ("linker", {"EVOMEM_LINKER": "off"}, "EVOMEM_LINKER=off"),
+        ("linker", {"EVOMEM_LINKER": "magic"}, "EVOMEM_LINKER must be one of"),
+        ("linker", {"EVOMEM_LINKER": "llm"}, "EVOMEM_LINKER=llm: auto_supersede llm needs"),
         ("linker", {"EVOMEM_GRPC_PORT": "not-a-port"}, "EVOMEM_GRPC_PORT must be an integer"),
         ("storage", {"EVOMEM_VECTORS": "maybe", "EVOMEM_DB": "/nonexistent/x.db"}, "EVOMEM_VECTORS must be one of"),
     ],
-    ids=["cronista-backend", "linker-off", "bad-port", "storage-vectors"],
+    ids=["cronista-backend", "linker-off", "linker-unknown", "linker-llm-no-model", "bad-port", "storage-vectors"],
 )
 def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], message: str) -> None:
     proc = subprocess.run(
@@ -491,19 +493,26 @@ def test_storage_db_path_defaults_to_data(monkeypatch: pytest.MonkeyPatch, value
     assert opened == [expected]
 
 
-def _wait_serving(address: str, proc: subprocess.Popen[str]) -> None:
+def wait_health(address: str, service: str, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
+    """Until the process's gRPC health says ``service`` is SERVING (fails if it exits)."""
     ch = grpc.insecure_channel(address)
+    deadline = time.monotonic() + timeout_s
     try:
-        while True:
+        while time.monotonic() < deadline:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             try:
-                if check(ch, STORAGE) == SERVING:
+                if check(ch, service) == SERVING:
                     return
             except grpc.RpcError:
                 pass
             time.sleep(0.05)
+        raise AssertionError(f"{service} at {address} not serving after {timeout_s} s")
     finally:
         ch.close()
+
+
+def _wait_serving(address: str, proc: subprocess.Popen[str]) -> None:
+    wait_health(address, STORAGE, proc)
 
 
 def test_storage_process_serves_and_drains_on_sigterm(tmp_path: Path) -> None:

@@ -24,8 +24,9 @@ from evomem.adapters.llm_linker import (
     LLMLinker,
     build_grammar,
     build_llm_linker,
+    unsure_or_cued,
 )
-from evomem.domain.linking import HeuristicLinker, LinkDecision, LinkProposal, scopes_compatible
+from evomem.domain.linking import HeuristicLinker, LinkDecision, LinkProposal, ScoredLinker, scopes_compatible
 from evomem.domain.model import MemoryNode, Status, new_id
 from evomem.ports import Linker
 from tests.llama_support import (
@@ -392,6 +393,42 @@ def test_the_cascade_can_trust_a_confident_cheap_link(fake, old):
     assert decision.kind == "link" and decision.proposal.method == "heuristic" and fake.requests == []
 
 
+SCORED_AUTH = "Decision: the ledger uses Auth0 as its auth provider."
+SCORED_DB = "We picked Postgres for the ledger database because it has managed backups."
+
+
+def test_behind_the_scored_linker_the_llm_is_asked_only_when_it_is_unsure(fake):
+    auth, db = node(SCORED_AUTH), node(SCORED_DB)
+    cascade = CascadeLinker(ScoredLinker(), linker_for(fake), unsure_or_cued)
+
+    # The scored linker is sure (the note leaves Postgres): its link stands, no LLM call.
+    sure = cascade.decide("We moved the ledger database from Postgres to SQLite.", None, [auth, db])
+    assert sure.kind == "link" and sure.proposal.method == "scored" and fake.requests == []
+
+    # A context note with no change cue: none, no LLM call.
+    quiet = cascade.decide("Ledger Postgres backups took four minutes.", None, [auth, db])
+    assert quiet.kind == "none" and fake.requests == []
+
+    # Nothing says what Zorblax is, so the scored linker abstains: the LLM decides.
+    fake.reply = good_answer(auth.id, evidence=["From here on the ledger runs on Zorblax."])
+    unsure = cascade.decide("From here on the ledger runs on Zorblax.", None, [auth, db])
+    assert ScoredLinker().decide("From here on the ledger runs on Zorblax.", None, [auth, db]).kind == "abstain"
+    assert unsure.kind == "link" and unsure.proposal.method == "llm" and unsure.proposal.target_id == auth.id
+    assert len(fake.requests) == 1 and cascade.llm_calls == 1
+
+
+def test_behind_the_scored_linker_a_change_it_cannot_read_goes_to_the_llm(fake):
+    """A replacement worded with other names ("bookkeeping entries", "persistence layer"):
+    the scored linker finds no candidate on the same subject, but the note says it changed."""
+    db = node(SCORED_DB)
+    cascade = CascadeLinker(ScoredLinker(), linker_for(fake), unsure_or_cued)
+    text = "The bookkeeping entries moved to SQLite as their persistence layer."
+    assert ScoredLinker().decide(text, None, [db]).kind == "none"
+    fake.reply = answer_reply(decision="none", target_id=None, confidence=0.8, evidence=[])
+    decision = cascade.decide(text, None, [db])
+    assert decision.kind == "none" and len(fake.requests) == 1
+
+
 def test_the_service_records_an_llm_link(store, fake):
     from evomem.domain.cronista import LiteCronista
     from evomem.service import MemoryService
@@ -473,9 +510,55 @@ def test_real_server_timeout_abstains(llama_server, old):
     assert decision.kind == "abstain" and decision.reason.startswith("transport:"), decision
 
 
+def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
+    """`evomem-service linker` with EVOMEM_LINKER=llm, as compose runs it, against the real
+    llama.cpp server: a note the scored linker is sure of links without the LLM; one it
+    abstains on goes to the LLM, whose answer (random weights) is one of the valid decisions
+    over offered ids, and crosses gRPC as a full decision."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from evomem.adapters.grpc.clients import GrpcLinker
+    from evomem.domain.linking import decide as decide_link
+    from tests.procutil import stop_process
+    from tests.test_grpc_services import wait_health
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOMEM_")}
+    env.update(
+        EVOMEM_LINKER="llm",
+        EVOMEM_LINKER_MODEL="tiny",
+        EVOMEM_LINKER_BASE_URL=llama_server.base_url,
+        EVOMEM_LINKER_TIMEOUT_S="30",
+        EVOMEM_GRPC_HOST="127.0.0.1",
+        EVOMEM_GRPC_PORT=str(port),
+    )
+    cmd = [str(Path(sys.executable).with_name("evomem-service")), "linker"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = None
+    try:
+        wait_health(f"127.0.0.1:{port}", "evomem.v1.LinkerService", proc)
+        client = GrpcLinker(f"127.0.0.1:{port}", timeout_s=60)
+        auth, db = node(SCORED_AUTH), node(SCORED_DB)
+        sure = decide_link(client, "We moved the ledger database from Postgres to SQLite.", None, [auth, db])
+        assert sure.kind == "link" and sure.proposal.method == "scored" and sure.proposal.target_id == db.id
+        asked = decide_link(client, "From here on the ledger runs on Zorblax.", None, [auth, db])
+        assert asked.kind in ("link", "abstain", "none"), asked
+        if asked.proposal is not None:
+            assert asked.proposal.method == "llm" and asked.proposal.target_id in {auth.id, db.id}
+        assert {c for c, _ in asked.candidates} <= {auth.id, db.id}
+    finally:
+        if client is not None:
+            client.close()
+        stop_process(proc)
+
+
 def test_the_factory_builds_the_gated_llm_linker(fake):
     linker = build_llm_linker("m", fake.base_url, timeout_s=3)
     assert isinstance(linker, CascadeLinker) and isinstance(linker.llm, LLMLinker)
+    assert isinstance(linker.cheap, ScoredLinker) and linker.needs_llm is unsure_or_cued
     assert linker.llm.read_timeout_s == 3 and linker.llm.structured == "grammar"
     assert isinstance(build_llm_linker("m", fake.base_url, cascade=False), LLMLinker)
     with pytest.raises(ValueError):

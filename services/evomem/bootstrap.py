@@ -125,6 +125,7 @@ def build_linker(
             settings.linker_base_url,
             structured=settings.linker_structured,
             timeout_s=float(settings.linker_timeout_s),
+            cheap=ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder),
         )
     if mode == "off":
         return None

@@ -24,8 +24,9 @@ substrings of the note or a candidate are dropped. A timeout, a refused connecti
 error, garbage, an unknown id or a low confidence make it *abstain*: it never guesses. An
 abstention carries the candidate ids, so the caller can mark the note ``possible_supersedes``.
 
-``CascadeLinker`` puts a cheap linker in front: the LLM is asked only when the note carries a
-change cue (``linking.CHANGE_CUE``) and there are eligible candidates.
+``CascadeLinker`` puts a cheap linker in front. ``build_llm_linker`` puts the scored linker
+there and asks the LLM only when it is unsure: it abstained, or it found nothing although the
+note carries a change cue (``linking.CHANGE_CUE``), and there are eligible candidates.
 
 Only the standard library is used (``http.client``); the API key comes from
 ``EVOMEM_LINKER_API_KEY`` and is sent as ``Authorization: Bearer``.
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from evomem.domain.linking import CHANGE_CUE, HeuristicLinker, LinkDecision, LinkProposal, scopes_compatible
+from evomem.domain.linking import CHANGE_CUE, LinkDecision, LinkProposal, ScoredLinker, scopes_compatible
 from evomem.domain.linking import decide as decide_with
 from evomem.domain.model import MemoryNode
 
@@ -448,26 +449,40 @@ class LLMLinker:
 # ----------------------------------------------------------------------------- the cascade
 
 
-def has_change_cue(text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
-    """The default gate: the LLM is worth asking only when the note says something changed."""
+Gate = Callable[[LinkDecision, str, str | None, Sequence[MemoryNode]], bool]
+
+
+def has_change_cue(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
+    """The heuristic's gate: the LLM is worth asking only when the note says something changed."""
     return CHANGE_CUE.search(text) is not None
+
+
+def unsure_or_cued(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
+    """The scored linker's gate: ask the LLM when the cheap linker abstains, or finds nothing
+    although the note says something changed (a paraphrase it could not read). A link from
+    the scored linker stands: it links only when sure (measured precision 1.0, docs/BENCHMARKS.md)."""
+    if cheap.kind == "abstain":
+        return True
+    return cheap.kind == "none" and CHANGE_CUE.search(text) is not None
 
 
 class CascadeLinker:
     """A cheap linker first; the LLM only when ``needs_llm`` says so and candidates exist.
 
-    Without a change cue (the default gate) or without eligible candidates, the answer is the
-    cheap linker's (a link, or none). When the gate opens, the LLM decides, and its abstention
-    stands: the cheap linker's guess is not used instead, only listed first among the
-    candidates. With ``trust_cheap_at``, a cheap link at least that confident is accepted
-    without asking the LLM.
+    ``needs_llm(cheap_decision, text, scope, offered)`` is the gate: ``has_change_cue`` (any
+    note with a change cue, whatever the cheap linker said) or ``unsure_or_cued`` (only when
+    the cheap linker abstains, or says none to a note with a change cue). When the gate stays
+    shut, or there are no eligible candidates, the answer is the cheap linker's. When it
+    opens, the LLM decides, and its abstention stands: the cheap linker's guess is not used
+    instead, only listed first among the candidates. With ``trust_cheap_at``, a cheap link at
+    least that confident is accepted without asking the LLM.
     """
 
     def __init__(
         self,
         cheap: Any,
         llm: Any,
-        needs_llm: Callable[[str, str | None, Sequence[MemoryNode]], bool] = has_change_cue,
+        needs_llm: Gate = has_change_cue,
         *,
         trust_cheap_at: float | None = None,
         max_candidates: int = DEFAULT_MAX_CANDIDATES,
@@ -486,7 +501,7 @@ class CascadeLinker:
     def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
         cheap = decide_with(self.cheap, text, scope, candidates)
         offered = eligible_candidates(scope, candidates, self.max_candidates)
-        if not offered or not self.needs_llm(text, scope, offered):
+        if not offered or not self.needs_llm(cheap, text, scope, offered):
             return cheap
         if (
             self.trust_cheap_at is not None
@@ -513,8 +528,13 @@ def build_llm_linker(
     structured: str = "grammar",
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cascade: bool = True,
+    cheap: Any = None,
 ) -> CascadeLinker | LLMLinker:
-    """What ``--auto-supersede llm --linker-model M --linker-base-url URL`` should build: the
-    LLM behind the heuristic, asked only when the note carries a change cue (``cascade``)."""
+    """What ``--auto-supersede llm --linker-model M --linker-base-url URL`` builds: the LLM
+    behind the scored linker (``cheap``; a ``ScoredLinker()`` without chain history when not
+    given), asked only when that one is unsure (``unsure_or_cued``). ``cascade=False``: the
+    LLM alone, on every note with candidates."""
     llm = LLMLinker(model, base_url, structured=structured, timeout_s=timeout_s)
-    return CascadeLinker(HeuristicLinker(), llm) if cascade else llm
+    if not cascade:
+        return llm
+    return CascadeLinker(cheap if cheap is not None else ScoredLinker(), llm, unsure_or_cued)

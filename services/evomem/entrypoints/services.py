@@ -3,7 +3,8 @@
     evomem-service storage    gRPC StorageService over the SQLite file (its only writer), with
                               the file's vectors for hybrid recall (EVOMEM_VECTORS=auto|on|off)
     evomem-service cronista   gRPC CronistaService (lite backend)
-    evomem-service linker     gRPC LinkerService (heuristic)
+    evomem-service linker     gRPC LinkerService (EVOMEM_LINKER=heuristic|scored|llm; llm: the
+                              LLM behind the scored linker, EVOMEM_LINKER_MODEL/_BASE_URL)
     evomem-service worker     Redis Streams consumer that runs extraction jobs
     evomem-service gateway    MCP over streamable HTTP (gunicorn + uvicorn workers)
 
@@ -297,9 +298,18 @@ def serve_cronista() -> None:
 def serve_linker() -> None:
     from evomem.adapters.grpc.servicers import LinkerServicer
     from evomem.bootstrap import build_linker
+    from evomem.settings import AUTO_SUPERSEDE, Settings, SettingsError
     from evomem.v1 import linker_pb2_grpc
 
     mode = env("EVOMEM_LINKER", "heuristic")
+    if mode not in AUTO_SUPERSEDE:
+        raise ConfigError(f"EVOMEM_LINKER must be one of {', '.join(AUTO_SUPERSEDE)}, got {mode!r}")
+    settings = None
+    if mode == "llm":  # EVOMEM_LINKER_MODEL, _BASE_URL, _TIMEOUT_S, _STRUCTURED; key: _API_KEY
+        try:
+            settings = Settings.from_env(auto_supersede="llm")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
     # With storage's address, the scored linker reads earlier versions of a candidate's chain.
     storage_addr = os.environ.get("EVOMEM_STORAGE_ADDR") or None
     store = None
@@ -307,7 +317,7 @@ def serve_linker() -> None:
         from evomem.adapters.grpc.clients import GrpcStore
 
         store = GrpcStore(storage_addr)
-    linker = build_linker(mode, None, store)
+    linker = build_linker(mode, settings, store)
     if linker is None:
         raise ConfigError("EVOMEM_LINKER=off: do not start the linker service; set EVOMEM_AUTO_SUPERSEDE=off")
     running = _listen(

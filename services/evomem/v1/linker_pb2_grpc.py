@@ -39,13 +39,27 @@ class LinkerServiceStub:
                 request_serializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkResponse.FromString,
                 _registered_method=True)
+        self.DecideLink = channel.unary_unary(
+                '/evomem.v1.LinkerService/DecideLink',
+                request_serializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_linker__pb2.DecideLinkResponse.FromString,
+                _registered_method=True)
 
 
 class LinkerServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def ProposeLink(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A link or nothing (the Linker port's propose). Kept for older gateways.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DecideLink(self, request, context):
+        """The full decision: link (with a proposal), abstain (with the candidates, which the
+        gateway stores as the note's possible_supersedes) or none.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -57,6 +71,11 @@ def add_LinkerServiceServicer_to_server(servicer, server):
                     servicer.ProposeLink,
                     request_deserializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkResponse.SerializeToString,
+            ),
+            'DecideLink': grpc.unary_unary_rpc_method_handler(
+                    servicer.DecideLink,
+                    request_deserializer=evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_linker__pb2.DecideLinkResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +105,33 @@ class LinkerService:
             '/evomem.v1.LinkerService/ProposeLink',
             evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.SerializeToString,
             evomem_dot_v1_dot_linker__pb2.ProposeLinkResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecideLink(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.LinkerService/DecideLink',
+            evomem_dot_v1_dot_linker__pb2.ProposeLinkRequest.SerializeToString,
+            evomem_dot_v1_dot_linker__pb2.DecideLinkResponse.FromString,
             options,
             channel_credentials,
             insecure,

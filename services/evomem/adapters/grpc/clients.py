@@ -19,7 +19,7 @@ import grpc
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import from_rpc_error
 from evomem.domain.errors import EvoMemError, Unavailable
-from evomem.domain.linking import LinkProposal
+from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -186,11 +186,19 @@ class GrpcLinker(_Client):
         self.name = f"grpc:{address}"
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
-        req = linker_pb2.ProposeLinkRequest(
+        resp = self._call(self._stub.ProposeLink, self._request(text, scope, candidates))
+        return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None
+
+    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+        """The linker's full decision (link, abstain with candidates, none), as in-process."""
+        resp = self._call(self._stub.DecideLink, self._request(text, scope, candidates))
+        return convert.decision_from_pb(resp)
+
+    @staticmethod
+    def _request(text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> linker_pb2.ProposeLinkRequest:
+        return linker_pb2.ProposeLinkRequest(
             text=text, scope=scope, candidates=[convert.node_to_pb(c) for c in candidates]
         )
-        resp = self._call(self._stub.ProposeLink, req)
-        return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None
 
 
 class GrpcVectors(_Client):

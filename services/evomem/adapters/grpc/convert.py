@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evomem.domain.linking import LinkProposal
+from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -213,4 +213,34 @@ def proposal_from_pb(msg: linker_pb2.LinkProposal) -> LinkProposal:
         method=msg.method,
         evidence=tuple(msg.evidence),
         by=msg.by,
+    )
+
+
+_KIND_TO_PB = {
+    "link": linker_pb2.LINK_DECISION_KIND_LINK,
+    "abstain": linker_pb2.LINK_DECISION_KIND_ABSTAIN,
+    "none": linker_pb2.LINK_DECISION_KIND_NONE,
+}
+_KIND_FROM_PB = {v: k for k, v in _KIND_TO_PB.items()}
+
+
+def decision_to_pb(d: LinkDecision, linker: str) -> linker_pb2.DecideLinkResponse:
+    return linker_pb2.DecideLinkResponse(
+        kind=_KIND_TO_PB[d.kind],
+        proposal=proposal_to_pb(d.proposal) if d.proposal is not None else None,
+        candidates=[linker_pb2.LinkCandidate(node_id=i, score=s) for i, s in d.candidates],
+        reason=d.reason,
+        linker=linker,
+    )
+
+
+def decision_from_pb(msg: linker_pb2.DecideLinkResponse) -> LinkDecision:
+    kind = _KIND_FROM_PB.get(msg.kind)
+    if kind is None:
+        raise ValueError(f"unknown link decision kind {msg.kind}")
+    return LinkDecision(
+        kind=kind,
+        proposal=proposal_from_pb(msg.proposal) if msg.HasField("proposal") else None,
+        candidates=tuple((c.node_id, c.score) for c in msg.candidates),
+        reason=msg.reason,
     )
