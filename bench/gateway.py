@@ -30,7 +30,8 @@ from typing import Any
 
 import anyio
 
-from bench.speed import _wait_health, pct
+from bench.speed import _wait_health
+from bench.stats import pct
 
 QUERIES = ["ledger database", "billing queue", "search engine catalog", "payments hosting", "cache for sessions"]
 

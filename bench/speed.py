@@ -18,7 +18,6 @@ import random
 import re
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import Any
 import anyio
 
 from bench import datagen
+from bench.stats import summary
 from evomem.adapters.sqlite_driver import sqlite as store_sqlite
 from evomem.adapters.sqlite_store import _BM25, fts_query
 from evomem.domain.text import query_terms
@@ -45,22 +45,6 @@ QUERIES = [
     "ci for the webhooks service",
     "language of the fraud service rust",
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    i = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
-    return s[i]
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(statistics.median(values), 3),
-        "p95_ms": round(pct(values, 95), 3),
-        "n": len(values),
-    }
 
 
 def new_notes(count: int, seed: int) -> list[str]:

@@ -1,8 +1,9 @@
-"""Small statistics, without scipy: Wilson intervals and the exact McNemar test."""
+"""Small statistics, without scipy: Wilson intervals, the exact McNemar test, latency percentiles."""
 
 from __future__ import annotations
 
 import math
+import statistics
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -28,3 +29,21 @@ def binom_two_sided(k: int, n: int) -> float:
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact McNemar p-value: the binomial test on the discordant pairs ``b`` and ``c``."""
     return binom_two_sided(b, b + c)
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q``-th percentile by nearest rank (NaN when ``values`` is empty)."""
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    i = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
+    return s[i]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    """Median and p95 in milliseconds, and the count (``values`` must not be empty)."""
+    return {
+        "p50_ms": round(statistics.median(values), 3),
+        "p95_ms": round(pct(values, 95), 3),
+        "n": len(values),
+    }
