@@ -62,6 +62,9 @@ class ScenarioRun:
     abstentions: dict[int, list[int | None]] = field(default_factory=dict)
     confirmed: list[tuple[int, int]] = field(default_factory=list)  # abstentions the agent confirmed (in edges too)
     via: dict[str, list[list[str]]] = field(default_factory=dict)  # question id -> per item, searches that found it
+    remembers: int = 0  # remember calls made for the scenario's notes
+    # ms per remember that called the automatic linker (None: the memory has no linker)
+    linker_ms: list[float] | None = None
 
 
 VECTORS = ("auto", "on", "off")
@@ -205,6 +208,8 @@ class EvoMemMemory:
         self._stack: contextlib.AsyncExitStack | None = None
         self._current: _CurrentService | None = None
         self._embedder: Any = None
+        # the last scenario's linker time per remember (``MemoryService.linker_ms``), read when its session ends
+        self.last_linker_ms: list[float] = []
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -228,14 +233,19 @@ class EvoMemMemory:
         One database per scenario, not one namespace per scenario in a shared database: FTS5's
         bm25 statistics are table-wide, so in a shared database the ranking (of recall and of the
         linker's candidates) in one namespace would depend on which other scenarios were loaded.
+        When it ends, ``last_linker_ms`` holds the service's ``linker_ms``: the milliseconds of
+        every remember that called the linker (candidate search and decision; a remember with no
+        candidate never calls it).
         """
         assert self._current is not None, "use the memory inside 'async with'"
         service = build_embedded(self.settings())
         self._share_embedder(service)
         self._current.service = service
+        self.last_linker_ms = []
         try:
             yield self
         finally:
+            self.last_linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
             self._current.service = None
             with contextlib.suppress(Exception):
                 service.store.close()  # type: ignore[attr-defined]
@@ -270,7 +280,10 @@ class EvoMemMemory:
     async def run(self, scenario: Mapping[str, Any], k: int = K) -> ScenarioRun:
         ns = f"{scenario['set']}{scenario['index']}"
         with self.session():
-            return await self._run(scenario, ns, k)
+            run = await self._run(scenario, ns, k)
+        if self.linker is not None:
+            run.linker_ms = self.last_linker_ms
+        return run
 
     async def _run(self, scenario: Mapping[str, Any], ns: str, k: int) -> ScenarioRun:
         ids: dict[int, str] = {}
@@ -313,6 +326,7 @@ class EvoMemMemory:
             statuses={} if self.statuses else None,
             abstentions=abstentions,
             confirmed=confirmed,
+            remembers=len(ids),
         )
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns})

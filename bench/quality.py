@@ -26,7 +26,9 @@ active). A linker that can abstain also runs as ``+confirm`` (the agent confirms
 with ``supersede``): its ODR is reported next to the auto-link ODR, which stays the headline.
 The paraphrase set adds the hit rate (the decision in force among the top k) per question
 wording, and exact McNemar tests of every EvoMem memory (hybrid recall) against its ``+bm25``
-twin: on hits, on obsolete answers and on the gold edges linked.
+twin: on hits, on obsolete answers and on the gold edges linked. Cost: linker time per remember
+of every automatic linker (``linker_cost``: the remembers that called it, p50/p95 ms), per set and
+over all sets, from ``MemoryService.linker_ms``.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.judge import OUTCOMES, DeterministicJudge, Judge, JudgeError, LLMJudge, Verdict
 from bench.memories import BenchError, K, ScenarioRun, available_linkers, build_memories, has_vectors_setting
-from bench.stats import mcnemar_exact, wilson
+from bench.stats import mcnemar_exact, summary, wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -243,6 +245,40 @@ def hidden_metrics(scenarios: Sequence[Mapping[str, Any]], runs: Sequence[Scenar
     return {g: {"hidden": h, "total": t} for g, (h, t) in groups.items()}
 
 
+def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
+    """Linker time per remember: how many remembers called the linker, and p50/p95 of those calls.
+
+    ``MemoryService.linker_ms`` times a remember's candidate search and link decision; a remember
+    with no active candidate does not call the linker and is not timed. None: no linker.
+    """
+    if not runs or runs[0].linker_ms is None:
+        return None
+    ms = [x for run in runs for x in run.linker_ms or ()]
+    remembers = sum(run.remembers for run in runs)
+    stats = summary(ms) if ms else {"p50_ms": None, "p95_ms": None, "n": 0}
+    return {
+        "remembers": remembers,
+        "linker_calls": len(ms),
+        "call_share": _rate(len(ms), remembers),
+        "p50_ms": stats["p50_ms"],
+        "p95_ms": stats["p95_ms"],
+        "max_ms": round(max(ms), 3) if ms else None,
+        "total_s": round(sum(ms) / 1000, 3),
+    }
+
+
+def cost_report(runs: Mapping[str, Mapping[str, Sequence[ScenarioRun]]]) -> dict[str, Any]:
+    """``linker_cost`` per memory with a linker: per set, and over all its sets (``all``)."""
+    out: dict[str, Any] = {}
+    for mem, by_set in runs.items():
+        per = {set_name: linker_cost(set_runs) for set_name, set_runs in by_set.items()}
+        per = {set_name: c for set_name, c in per.items() if c is not None}
+        if per:
+            per["all"] = linker_cost([run for set_runs in by_set.values() for run in set_runs])
+            out[mem] = per
+    return out
+
+
 def _question_kinds(scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted({q["kind"] for s in scenarios for q in s["questions"]})
 
@@ -356,10 +392,13 @@ def build_report(
             entry["by_wording"] = wording_metrics(items, set_runs, per_scenario[mem])
             links = link_metrics(items, set_runs)
             hidden = hidden_metrics(items, set_runs)
+            cost = linker_cost(set_runs)
             if links is not None:
                 entry["links"] = links
             if hidden is not None:
                 entry["hidden"] = hidden
+            if cost is not None:
+                entry["linker_cost"] = cost
             block["memories"][mem] = entry
         if BASELINE in outcome_lists:
             for mem, per_kind in outcome_lists.items():
@@ -457,6 +496,9 @@ def build_report(
                             "abstentions": {str(k): c for k, c in sorted(run.abstentions.items())},
                             "confirmed": sorted(run.confirmed),
                             "hidden": sorted(i for i, st in (run.statuses or {}).items() if st != "active"),
+                            **(
+                                {"linker_ms": [round(x, 3) for x in run.linker_ms]} if run.linker_ms is not None else {}
+                            ),
                         }
                     )
     return report_sets, rows
@@ -497,6 +539,7 @@ def run_suite(
         "k": k,
         "memories": [m.name for m in memories],
         "sets": report_sets,
+        "linker_cost": cost_report(runs),
         "runtime_s": {
             "total": round(time.perf_counter() - started, 3),
             "judge": round(time.perf_counter() - judged, 3),
@@ -693,6 +736,35 @@ def _wording_tables(set_name: str, block: Mapping[str, Any], k: int) -> list[str
     return out
 
 
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: linker time per remember") -> list[str]:
+    """Linker calls and p50/p95 per automatic-linker memory and its ``+bm25`` twin (``+confirm``: JSON only)."""
+    mems = {m: c for m, c in cost.items() if m.startswith("evomem-auto:") and "+confirm" not in m}
+    if not mems:
+        return []
+    out = [
+        title,
+        "",
+        "Time of the remembers that called the linker (`MemoryService.linker_ms`: candidate search and link "
+        "decision, in process). A remember with no active candidate of a compatible scope does not call it; "
+        "*share*: remembers that did. The `+bm25` twin (paraphrase set) finds candidates by BM25 alone, without "
+        "embedding the note for the vector neighbours. `+confirm` memories: in the JSON (`linker_cost`).",
+        "",
+        "| memory | set | remembers | linker calls | share | p50 ms | p95 ms | max ms | total s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mem, per in mems.items():
+        for set_name, c in per.items():
+            out.append(
+                f"| {mem} | {set_name} | {c['remembers']} | {c['linker_calls']} | {c['call_share']:.3f} "
+                f"| {_ms(c['p50_ms'])} | {_ms(c['p95_ms'])} | {_ms(c['max_ms'])} | {c['total_s']:.2f} |"
+            )
+    return [*out, ""]
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     out = [f"# EvoMem quality benchmark ({report['judge']} judge, k={report['k']})", ""]
     for set_name, block in report["sets"].items():
@@ -714,6 +786,7 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"with the old one: {shared}."
             )
         out += [line, ""]
+    out += cost_table(report.get("linker_cost") or {})
     rt = report["runtime_s"]
     out += [
         f"Runtime: {rt['total']:.1f} s in all ("

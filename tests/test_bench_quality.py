@@ -23,7 +23,7 @@ from bench.bm25 import BM25  # noqa: E402
 from bench.external import DEFAULT_DATA, first_hit_current, mab_scenario, strip_headers  # noqa: E402
 from bench.judge import DeterministicJudge, Item, JudgeError, LLMJudge, classify, parse_option, render_prompt  # noqa: E402
 from bench.memories import EvoMemMemory, FlatMemory, OracleMemory, ScenarioRun, build_memories  # noqa: E402
-from bench.quality import link_metrics, markdown, run_suite  # noqa: E402
+from bench.quality import link_metrics, linker_cost, markdown, run_suite  # noqa: E402
 from bench.quality import main as quality_main  # noqa: E402
 from bench.stats import binom_two_sided, mcnemar_exact, wilson  # noqa: E402
 
@@ -433,6 +433,44 @@ def test_cli_writes_report_table_rows_and_plots(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "quality.json").read_text())
     assert report["sets"]["odr"]["scenarios"] == 3
     assert (tmp_path / "quality_odr.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_linker_cost_counts_calls_and_percentiles() -> None:
+    runs = [
+        ScenarioRun(items={}, remembers=4, linker_ms=[1.0, 3.0, 2.0]),
+        ScenarioRun(items={}, remembers=2, linker_ms=[10.0]),
+    ]
+    cost = linker_cost(runs)
+    assert cost is not None
+    assert cost["remembers"] == 6 and cost["linker_calls"] == 4 and cost["call_share"] == round(4 / 6, 4)
+    assert cost["p50_ms"] == 2.5 and cost["p95_ms"] == 10.0 and cost["max_ms"] == 10.0
+    assert linker_cost([ScenarioRun(items={}, remembers=3)]) is None  # no linker: no cost
+    empty = linker_cost([ScenarioRun(items={}, remembers=1, linker_ms=[])])
+    assert empty is not None and empty["linker_calls"] == 0 and empty["p50_ms"] is None
+
+
+def test_cli_reports_linker_time_per_remember(tmp_path: Path) -> None:
+    mems = "evomem-agent,evomem-auto:heuristic,evomem-auto:scored"
+    args = ["--out", str(tmp_path), "--limit", "2", "--sets", "odr,vdr", "--memories", mems]
+    assert quality_main([*args, "--no-confirm", "--no-progress"]) == 0
+    report = json.loads((tmp_path / "quality.json").read_text())
+    cost = report["linker_cost"]
+    assert "evomem-agent" not in cost  # the agent links: no linker
+    for linker in ("heuristic", "scored"):
+        per = cost[f"evomem-auto:{linker}"]
+        assert set(per) == {"odr", "vdr", "all"}
+        for c in per.values():
+            assert 0 < c["linker_calls"] <= c["remembers"] and 0 < c["call_share"] <= 1
+            assert 0 <= c["p50_ms"] <= c["p95_ms"] <= c["max_ms"]
+        assert per["all"]["linker_calls"] == per["odr"]["linker_calls"] + per["vdr"]["linker_calls"]
+        entry = report["sets"]["odr"]["memories"][f"evomem-auto:{linker}"]
+        assert entry["linker_cost"] == per["odr"]
+    md = (tmp_path / "quality.md").read_text()
+    table = md[md.index("## Cost: linker time per remember") :]
+    assert "| evomem-auto:heuristic | all |" in table and "| evomem-auto:scored | odr |" in table
+    rows = [json.loads(line) for line in (tmp_path / "quality_rows.jsonl").read_text().splitlines()]
+    links = [r for r in rows if r["type"] == "links" and r["memory"] == "evomem-auto:heuristic"]
+    assert sum(len(r["linker_ms"]) for r in links) == cost["evomem-auto:heuristic"]["all"]["linker_calls"]
 
 
 def test_unknown_memory_or_linker_is_a_clear_error(tmp_path: Path) -> None:
