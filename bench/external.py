@@ -17,9 +17,18 @@ point elsewhere); nothing is copied into the repository.
    to EvoMem with each automatic linker. The links it makes are scored against the 47 gold
    edges (precision, recall; an edge whose newer PEP was created before the older one cannot be
    made at insertion time and is counted apart), and still-valid PEPs (never the older side of a
-   gold edge) that end up superseded are counted as hidden.
+   gold edge) that end up superseded are counted as hidden. A linker that abstains
+   (``link_decision.kind == "abstain"``) links nothing: abstentions are counted apart, on a PEP
+   with a gold edge (and whether a gold predecessor was among ``possible_supersedes``) or not.
+   Linker time per remember (``MemoryService.linker_ms``): calls, p50, p95.
 
     python -m bench.external --out bench/results [--sizes 6k,32k] [--linkers heuristic]
+    python -m bench.external --skip-mab --missing-ok --name peps --out bench/results   # make bench
+
+Every offline linker runs by default (heuristic first: the baseline). ``--name`` sets the output
+files' stem (``external``: ``external.json``, ``external.md``, ``external_rows.jsonl``).
+``--missing-ok``: a part whose data folder is missing is skipped (said on stderr and in the
+outputs) instead of failing the run.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from typing import Any
 
 from bench.judge import DeterministicJudge, Item
 from bench.memories import BenchError, EvoMemMemory, FlatMemory, K, ScenarioRun, available_linkers
-from bench.quality import answer_metrics
+from bench.quality import answer_metrics, linker_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "external"
@@ -237,14 +246,15 @@ def load_peps(data: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     return peps, sorted(set(edges))
 
 
-async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[int, int]], dict[int, str]]:
+async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> ScenarioRun:
+    """Every PEP remembered in order; the run's edges, abstentions (PEP -> PEPs listed), final
+    statuses and linker time per remember."""
     from tqdm import tqdm
 
     memory = EvoMemMemory(linker=linker)
     ids: dict[int, str] = {}
     back: dict[str, int] = {}
-    edges: list[tuple[int, int]] = []
-    statuses: dict[int, str] = {}
+    run = ScenarioRun(items={}, edges=[], statuses={})
     async with memory:
         with memory.session():
             for p in tqdm(peps, desc=f"peps {memory.name}", unit="pep", leave=False, file=sys.stderr):
@@ -252,10 +262,19 @@ async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> tuple[li
                 ids[p["pep"]] = out["id"]
                 back[out["id"]] = p["pep"]
                 if out.get("supersedes"):
-                    edges.append((p["pep"], back[out["supersedes"]]))
+                    run.edges.append((p["pep"], back[out["supersedes"]]))  # type: ignore[union-attr]
+                decision = out.get("link_decision") or {}
+                if decision.get("kind") == "abstain":
+                    listed = out["node"].get("possible_supersedes") or [
+                        c.get("id") for c in decision.get("candidates", [])
+                    ]
+                    run.abstentions[p["pep"]] = [back.get(c) for c in listed if isinstance(c, str)]
             for pep, node_id in ids.items():
-                statuses[pep] = (await memory.call("get_node", {"node_id": node_id}))["node"]["status"]
-    return edges, statuses
+                got = await memory.call("get_node", {"node_id": node_id})
+                run.statuses[pep] = got["node"]["status"]  # type: ignore[index]
+        run.remembers = len(ids)
+    run.linker_ms = memory.last_linker_ms
+    return run
 
 
 def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -273,19 +292,34 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
         "linkers": {},
     }
     rows: list[dict[str, Any]] = []
+    olds: dict[int, set[int]] = {}
+    for n, o in gold:
+        olds.setdefault(n, set()).add(o)
     for linker in linkers:
         started = time.perf_counter()
-        edges, statuses = asyncio.run(_feed_peps(linker, peps))
-        pred = set(edges)
+        run = asyncio.run(_feed_peps(linker, peps))
+        statuses = run.statuses or {}
+        pred = set(run.edges or [])
         tp = pred & set(gold)
         hidden = [p for p in still_valid if statuses.get(p) != "active"]
+        on_gold = [p for p in run.abstentions if p in olds]
+        listed = [p for p in on_gold if olds[p] & set(run.abstentions[p])]
+        confirmable = {(p, o) for p in on_gold for o in olds[p] & set(run.abstentions[p])} - tp
         report["linkers"][linker] = {
             "links_made": len(pred),
             "true_positive": len(tp),
             "precision": round(len(tp) / len(pred), 4) if pred else None,
             "recall": round(len(tp) / len(gold), 4) if gold else None,
             "recall_linkable": round(len(tp) / len(reachable), 4) if reachable else None,
+            "abstentions": {
+                "total": len(run.abstentions),
+                "on_gold": len(on_gold),
+                "on_gold_target_listed": len(listed),
+                "no_gold": len(run.abstentions) - len(on_gold),
+            },
+            "recall_if_confirmed": round((len(tp) + len(confirmable)) / len(gold), 4) if gold else None,
             "still_valid_hidden": len(hidden),
+            "linker_cost": linker_cost([run]),
             "runtime_s": round(time.perf_counter() - started, 3),
         }
         for n, o in sorted(pred | set(gold)):
@@ -302,14 +336,28 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
                 }
             )
         rows.extend({"type": "pep_hidden", "linker": linker, "pep": p} for p in hidden)
+        rows.extend(
+            {"type": "pep_abstain", "linker": linker, "pep": p, "listed": c, "gold": sorted(olds.get(p, ()))}
+            for p, c in sorted(run.abstentions.items())
+        )
     return report, rows
 
 
 # ----------------------------------------------------------------------------- outputs
 
 
+def _f3(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     out = ["# EvoMem on external sets", ""]
+    for part, why in (report.get("skipped") or {}).items():
+        out += [f"- {part}: skipped ({why}).", ""]
     mab = report.get("memoryagentbench")
     if mab:
         out += [
@@ -342,14 +390,27 @@ def markdown(report: Mapping[str, Any]) -> str:
             f"{peps['gold_edges']} gold edges ({peps['gold_edges_linkable_in_creation_order']} linkable in "
             f"creation order); {peps['still_valid_peps']} still-valid PEPs.",
             "",
-            "| linker | links made | precision | recall (of linkable) | still-valid PEPs hidden | time |",
-            "|---|---|---|---|---|---|",
+            "Precision counts only the links made. An abstention links nothing: *abstained, gold edge*: the PEP "
+            "does replace one (in brackets: a gold predecessor was among `possible_supersedes`); *no gold edge*: "
+            "it replaces none. *Recall if confirmed*: gold edges linked, or abstained on with the predecessor "
+            "listed. Linker time: the remembers that called the linker (candidate search and decision), "
+            "p50 / p95 in ms; the first is the baseline.",
+            "",
+            "| linker | links made | correct | precision | recall (of linkable) | abstained, gold edge (listed) "
+            "| abstained, no gold edge | recall if confirmed | still-valid PEPs hidden | linker calls "
+            "| linker p50 / p95 ms | time |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for linker, e in peps["linkers"].items():
-            prec = "—" if e["precision"] is None else f"{e['precision']:.3f}"
+            ab = e.get("abstentions") or {}
+            c = e.get("linker_cost") or {}
             out.append(
-                f"| {linker} | {e['links_made']} | {prec} | {e['recall']:.3f} ({e['recall_linkable']:.3f}) "
-                f"| {e['still_valid_hidden']} / {peps['still_valid_peps']} | {e['runtime_s']:.0f} s |"
+                f"| {linker} | {e['links_made']} | {e['true_positive']} | {_f3(e['precision'])} "
+                f"| {_f3(e['recall'])} ({_f3(e['recall_linkable'])}) "
+                f"| {ab.get('on_gold', 0)} ({ab.get('on_gold_target_listed', 0)}) | {ab.get('no_gold', 0)} "
+                f"| {_f3(e.get('recall_if_confirmed'))} | {e['still_valid_hidden']} / {peps['still_valid_peps']} "
+                f"| {c.get('linker_calls', 0)} | {_ms(c.get('p50_ms'))} / {_ms(c.get('p95_ms'))} "
+                f"| {e['runtime_s']:.0f} s |"
             )
         out.append("")
     return "\n".join(out)
@@ -362,11 +423,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default=",".join(SIZES), help="fact-consolidation sizes (6k,32k,64k,262k)")
     ap.add_argument(
         "--linkers",
-        default="heuristic",
-        help=f"comma list of automatic linkers (available: {', '.join(available_linkers())})",
+        default=",".join(available_linkers()),
+        help=f"comma list of automatic linkers (default, and available: {', '.join(available_linkers())})",
     )
     ap.add_argument("--skip-mab", action="store_true", help="skip MemoryAgentBench")
     ap.add_argument("--skip-peps", action="store_true", help="skip the PEP linking test")
+    ap.add_argument(
+        "--missing-ok",
+        action="store_true",
+        help="skip (and say so) a part whose data is missing instead of failing",
+    )
+    ap.add_argument("--name", default="external", help="stem of the output files (<name>.json, .md, _rows.jsonl)")
     ap.add_argument("--k", type=int, default=K)
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = ap.parse_args(argv)
@@ -375,20 +442,30 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data)
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     linkers = [s.strip() for s in args.linkers.split(",") if s.strip()]
+    parts = {"memoryagentbench": not args.skip_mab, "peps": not args.skip_peps}
+    skipped: dict[str, str] = {}
     try:
-        if not data.is_dir():
-            raise BenchError(f"external data folder {data} not found (see /work/shared/data/external/README.md)")
+        for part, wanted in parts.items():
+            if wanted and not (data / part).is_dir():
+                where = data if not data.is_dir() else data / part
+                why = f"external data folder {where} not found (see ../shared/data/external/README.md)"
+                if not args.missing_ok:
+                    raise BenchError(why)
+                skipped[part] = why
+                print(f"{part}: skipped, {why}", file=sys.stderr)
         if bad := [s for s in sizes if s not in SIZES]:
             raise BenchError(f"unknown size {bad}; known: {', '.join(SIZES)}")
         if bad := [lk for lk in linkers if lk not in available_linkers()]:
             raise BenchError(f"unknown linker {bad}; available: {', '.join(available_linkers())}")
         started = time.perf_counter()
         report: dict[str, Any] = {"benchmark": "evomem-external/1", "data": str(data), "k": args.k}
+        if skipped:
+            report["skipped"] = skipped
         rows: list[dict[str, Any]] = []
-        if not args.skip_mab:
+        if parts["memoryagentbench"] and "memoryagentbench" not in skipped:
             report["memoryagentbench"], r = run_mab(data, sizes, linkers, args.k)
             rows += r
-        if not args.skip_peps:
+        if parts["peps"] and "peps" not in skipped:
             report["peps"], r = run_peps(data, linkers)
             rows += r
         report["runtime_s"] = round(time.perf_counter() - started, 3)
@@ -397,17 +474,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "external.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "external.md").write_text(markdown(report), encoding="utf-8")
-    with (out / "external_rows.jsonl").open("w", encoding="utf-8") as fh:
+    files = [out / f"{args.name}.json", out / f"{args.name}.md", out / f"{args.name}_rows.jsonl"]
+    files[0].write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    files[1].write_text(markdown(report), encoding="utf-8")
+    with files[2].open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(markdown(report))
-    print(
-        f"wrote {out / 'external.json'}, {out / 'external.md'}, {out / 'external_rows.jsonl'} "
-        f"in {report['runtime_s']:.0f} s",
-        file=sys.stderr,
-    )
+    print(f"wrote {', '.join(str(f) for f in files)} in {report['runtime_s']:.0f} s", file=sys.stderr)
     return 0
 
 

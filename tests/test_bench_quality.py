@@ -20,7 +20,8 @@ if str(ROOT) not in sys.path:  # bench/ lives at the project root, next to tests
 
 from bench import scenarios as scen  # noqa: E402
 from bench.bm25 import BM25  # noqa: E402
-from bench.external import DEFAULT_DATA, first_hit_current, mab_scenario, strip_headers  # noqa: E402
+from bench.external import DEFAULT_DATA, first_hit_current, mab_scenario, run_peps, strip_headers  # noqa: E402
+from bench.external import main as external_main  # noqa: E402
 from bench.judge import DeterministicJudge, Item, JudgeError, LLMJudge, classify, parse_option, render_prompt  # noqa: E402
 from bench.memories import EvoMemMemory, FlatMemory, OracleMemory, ScenarioRun, build_memories  # noqa: E402
 from bench.quality import link_metrics, linker_cost, markdown, run_suite  # noqa: E402
@@ -506,6 +507,81 @@ def test_pep_headers_are_stripped() -> None:
     out = strip_headers(raw)
     assert "Status" not in out and "Superseded-By" not in out and "Replaces" not in out and "  2" not in out
     assert "Title: T" in out and "Created: 1-Jan-2000" in out and "Body" in out
+
+
+def _pep(number: int, created: str, title: str, body: str, extra: str = "") -> str:
+    return f"PEP: {number}\nTitle: {title}\n{extra}Created: {created}\n\n{body}\n"
+
+
+def test_pep_chains_report_links_abstentions_and_linker_time(tmp_path: Path) -> None:
+    texts = tmp_path / "peps" / "texts"
+    texts.mkdir(parents=True)
+    peps = [
+        _pep(1, "01-Jan-2000", "Ledger storage", "We use Postgres for the ledger database."),
+        _pep(2, "01-Feb-2000", "Release cadence", "Releases are cut every six weeks."),
+        _pep(
+            3,
+            "01-Mar-2000",
+            "Ledger storage, again",
+            "We moved the ledger database from Postgres to SQLite.",
+            "Status: Final\nReplaces: 1\n",
+        ),
+    ]
+    for i, text in enumerate(peps, 1):
+        (texts / f"pep-{i:04d}.rst").write_text(text, encoding="utf-8")
+    (tmp_path / "peps" / "pep_chains.jsonl").write_text(json.dumps({"edges": [{"new": 3, "old": 1}]}) + "\n")
+    report, rows = run_peps(tmp_path, ["heuristic", "scored"])
+    assert report["peps"] == 3 and report["gold_edges"] == 1 and list(report["linkers"]) == ["heuristic", "scored"]
+    for e in report["linkers"].values():
+        ab = e["abstentions"]
+        assert ab["total"] == ab["on_gold"] + ab["no_gold"] and ab["on_gold_target_listed"] <= ab["on_gold"]
+        assert e["recall"] is not None and e["recall"] <= e["recall_if_confirmed"] <= 1
+        cost = e["linker_cost"]
+        assert cost["remembers"] == 3 and 0 < cost["linker_calls"] <= 2  # the first PEP has no candidate
+        assert cost["p50_ms"] <= cost["p95_ms"]
+    assert {r["type"] for r in rows} >= {"pep_link"}
+
+
+def test_pep_abstentions_are_counted_apart_from_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bench.external as ext
+
+    texts = tmp_path / "peps" / "texts"
+    texts.mkdir(parents=True)
+    for n in range(1, 6):
+        (texts / f"pep-{n:04d}.rst").write_text(_pep(n, f"0{n}-Jan-2000", f"T{n}", "Body."), encoding="utf-8")
+    chains = [{"edges": [{"new": 3, "old": 1}, {"new": 3, "old": 2}]}, {"edges": [{"new": 5, "old": 4}]}]
+    (tmp_path / "peps" / "pep_chains.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chains))
+
+    async def fake_feed(linker: str, peps: list) -> ScenarioRun:  # type: ignore[type-arg]
+        return ScenarioRun(
+            items={},
+            edges=[(3, 1)],  # one gold edge of PEP 3 linked
+            statuses={p["pep"]: "active" for p in peps},
+            abstentions={3: [2, 1], 5: [2], 4: [1]},  # 3: listed, 5: gold not listed, 4: replaces nothing
+            remembers=5,
+            linker_ms=[1.0, 2.0, 4.0],
+        )
+
+    monkeypatch.setattr(ext, "_feed_peps", fake_feed)
+    report, rows = run_peps(tmp_path, ["x"])
+    e = report["linkers"]["x"]
+    assert e["abstentions"] == {"total": 3, "on_gold": 2, "on_gold_target_listed": 1, "no_gold": 1}
+    assert e["precision"] == 1.0 and e["recall"] == round(1 / 3, 4)
+    assert e["recall_if_confirmed"] == round(2 / 3, 4)  # (3, 2) listed on an abstention; (3, 1) already linked
+    assert e["linker_cost"]["linker_calls"] == 3 and e["linker_cost"]["p50_ms"] == 2.0
+    assert sum(r["type"] == "pep_abstain" for r in rows) == 3
+    md = ext.markdown({"k": 5, "peps": report})
+    assert "| x | 1 | 1 | 1.000 | 0.333 (0.333) | 2 (1) | 1 | 0.667 | 0 / 2 | 3 | 2.0 / 4.0 |" in md
+
+
+def test_external_without_data_skips_with_missing_ok(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    args = ["--data", str(missing), "--skip-mab", "--out", str(tmp_path), "--name", "peps", "--no-progress"]
+    assert external_main(args) == 2  # without --missing-ok a missing folder is an error
+    assert external_main([*args, "--missing-ok"]) == 0
+    report = json.loads((tmp_path / "peps.json").read_text())
+    assert "peps" not in report and "not found" in report["skipped"]["peps"]
+    assert "peps: skipped" in (tmp_path / "peps.md").read_text()
 
 
 @pytest.mark.skipif(not (DEFAULT_DATA / "memoryagentbench").is_dir(), reason="external data not present")
