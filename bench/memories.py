@@ -63,8 +63,13 @@ class ScenarioRun:
     confirmed: list[tuple[int, int]] = field(default_factory=list)  # abstentions the agent confirmed (in edges too)
     via: dict[str, list[list[str]]] = field(default_factory=dict)  # question id -> per item, searches that found it
     remembers: int = 0  # remember calls made for the scenario's notes
-    # ms per remember that called the automatic linker (None: the memory has no linker)
+    # ms per remember that called the automatic linker (None: the memory has no linker): candidate
+    # search and decision, and the decision alone
     linker_ms: list[float] | None = None
+    linker_decide_ms: list[float] | None = None
+    # remembers on which ``--auto-supersede llm`` (the LLM behind this linker) would ask the LLM:
+    # the linker was called and abstained, or said none to a note with a change cue
+    llm_gate: int = 0
 
 
 VECTORS = ("auto", "on", "off")
@@ -208,8 +213,10 @@ class EvoMemMemory:
         self._stack: contextlib.AsyncExitStack | None = None
         self._current: _CurrentService | None = None
         self._embedder: Any = None
-        # the last scenario's linker time per remember (``MemoryService.linker_ms``), read when its session ends
+        # the last scenario's linker time per remember (``MemoryService.linker_ms`` and
+        # ``linker_decide_ms``), read when its session ends
         self.last_linker_ms: list[float] = []
+        self.last_linker_decide_ms: list[float] = []
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -241,11 +248,12 @@ class EvoMemMemory:
         service = build_embedded(self.settings())
         self._share_embedder(service)
         self._current.service = service
-        self.last_linker_ms = []
+        self.last_linker_ms, self.last_linker_decide_ms = [], []
         try:
             yield self
         finally:
             self.last_linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
+            self.last_linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
             self._current.service = None
             with contextlib.suppress(Exception):
                 service.store.close()  # type: ignore[attr-defined]
@@ -282,8 +290,11 @@ class EvoMemMemory:
         with self.session():
             run = await self._run(scenario, ns, k)
         if self.linker is not None:
-            run.linker_ms = self.last_linker_ms
+            run.linker_ms, run.linker_decide_ms = self.last_linker_ms, self.last_linker_decide_ms
         return run
+
+    def _linker_calls(self) -> int:
+        return len(getattr(self._current.service, "linker_ms", ())) if self._current is not None else 0
 
     async def _run(self, scenario: Mapping[str, Any], ns: str, k: int) -> ScenarioRun:
         ids: dict[int, str] = {}
@@ -292,6 +303,7 @@ class EvoMemMemory:
         methods: dict[int, str] = {}
         abstentions: dict[int, list[int | None]] = {}
         confirmed: list[tuple[int, int]] = []
+        llm_gate = 0
         notes: Any = scenario["notes"]
         if len(notes) > 1000:  # the external sets: one scenario of thousands of notes
             from tqdm import tqdm
@@ -303,7 +315,10 @@ class EvoMemMemory:
                 args["scope"] = note["scope"]
             if self.linker is None and note["supersedes"] is not None:
                 args["supersedes"] = ids[note["supersedes"]]
+            calls = self._linker_calls()
             out = await self.call("remember", args)
+            if self._linker_calls() > calls and _opens_llm_gate(out.get("link_decision") or {}, note["text"]):
+                llm_gate += 1
             ids[note["i"]] = out["id"]
             back[out["id"]] = note["i"]
             if out.get("supersedes"):
@@ -327,6 +342,7 @@ class EvoMemMemory:
             abstentions=abstentions,
             confirmed=confirmed,
             remembers=len(ids),
+            llm_gate=llm_gate,
         )
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns})
@@ -339,6 +355,16 @@ class EvoMemMemory:
                 got = await self.call("get_node", {"node_id": ids[note["i"]]})
                 run.statuses[note["i"]] = got["node"]["status"]  # type: ignore[index]
         return run
+
+
+def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
+    """Whether ``--auto-supersede llm`` would ask the LLM after this linker decision
+    (``evomem.adapters.llm_linker.unsure_or_cued``): an abstention, or none for a cued note."""
+    from evomem.adapters.llm_linker import unsure_or_cued
+    from evomem.domain.linking import LinkDecision
+
+    kind = decision.get("kind")
+    return kind in ("link", "abstain", "none") and unsure_or_cued(LinkDecision(kind=kind), text, None, [])
 
 
 def can_abstain(linker: str) -> bool:

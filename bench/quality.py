@@ -254,8 +254,11 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     if not runs or runs[0].linker_ms is None:
         return None
     ms = [x for run in runs for x in run.linker_ms or ()]
+    decide = [x for run in runs for x in run.linker_decide_ms or ()]
     remembers = sum(run.remembers for run in runs)
     stats = summary(ms) if ms else {"p50_ms": None, "p95_ms": None, "n": 0}
+    dstats = summary(decide) if decide else {"p50_ms": None, "p95_ms": None, "n": 0}
+    gate = sum(run.llm_gate for run in runs)
     return {
         "remembers": remembers,
         "linker_calls": len(ms),
@@ -264,6 +267,11 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
         "p95_ms": stats["p95_ms"],
         "max_ms": round(max(ms), 3) if ms else None,
         "total_s": round(sum(ms) / 1000, 3),
+        "decide_p50_ms": dstats["p50_ms"],
+        "decide_p95_ms": dstats["p95_ms"],
+        # remembers on which --auto-supersede llm (the LLM behind this linker) would ask the LLM
+        "llm_gate": gate,
+        "llm_gate_share": _rate(gate, remembers),
     }
 
 
@@ -737,7 +745,7 @@ def _wording_tables(set_name: str, block: Mapping[str, Any], k: int) -> list[str
 
 
 def _ms(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}"
+    return "—" if x is None else f"{x:.2f}"
 
 
 def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: linker time per remember") -> list[str]:
@@ -748,19 +756,26 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
     out = [
         title,
         "",
-        "Time of the remembers that called the linker (`MemoryService.linker_ms`: candidate search and link "
-        "decision, in process). A remember with no active candidate of a compatible scope does not call it; "
-        "*share*: remembers that did. The `+bm25` twin (paraphrase set) finds candidates by BM25 alone, without "
-        "embedding the note for the vector neighbours. `+confirm` memories: in the JSON (`linker_cost`).",
+        "Time of the remembers that called the linker, in process. *Decision*: the linker's own time "
+        "(`MemoryService.linker_decide_ms`). *With candidates*: candidate search (BM25, and with vectors the "
+        "note's embedding and its neighbours; `remember` reuses that embedding for the note's own vector) plus "
+        "the decision (`linker_ms`). A remember with no active candidate of a compatible scope does not call it; "
+        "*share*: remembers that did. *LLM asked*: remembers on which `--auto-supersede llm`, the LLM behind "
+        "this linker, would call the model (the linker abstained, or said none to a note with a change cue); "
+        "each such call costs the model's latency on top. The `+bm25` twin (paraphrase set) finds candidates by "
+        "BM25 alone. `+confirm` memories: in the JSON (`linker_cost`).",
         "",
-        "| memory | set | remembers | linker calls | share | p50 ms | p95 ms | max ms | total s |",
+        "| memory | set | remembers | linker calls | share | decision p50 / p95 ms | with candidates p50 / p95 ms "
+        "| max ms | LLM asked (share) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for mem, per in mems.items():
         for set_name, c in per.items():
+            gate = f"{c.get('llm_gate', 0)} ({c.get('llm_gate_share') or 0:.3f})" if "scored" in mem else "—"
             out.append(
                 f"| {mem} | {set_name} | {c['remembers']} | {c['linker_calls']} | {c['call_share']:.3f} "
-                f"| {_ms(c['p50_ms'])} | {_ms(c['p95_ms'])} | {_ms(c['max_ms'])} | {c['total_s']:.2f} |"
+                f"| {_ms(c.get('decide_p50_ms'))} / {_ms(c.get('decide_p95_ms'))} "
+                f"| {_ms(c['p50_ms'])} / {_ms(c['p95_ms'])} | {_ms(c['max_ms'])} | {gate} |"
             )
     return [*out, ""]
 

@@ -438,13 +438,15 @@ def test_cli_writes_report_table_rows_and_plots(tmp_path: Path) -> None:
 
 def test_linker_cost_counts_calls_and_percentiles() -> None:
     runs = [
-        ScenarioRun(items={}, remembers=4, linker_ms=[1.0, 3.0, 2.0]),
-        ScenarioRun(items={}, remembers=2, linker_ms=[10.0]),
+        ScenarioRun(items={}, remembers=4, linker_ms=[1.0, 3.0, 2.0], linker_decide_ms=[0.1, 0.3, 0.2], llm_gate=1),
+        ScenarioRun(items={}, remembers=2, linker_ms=[10.0], linker_decide_ms=[5.0], llm_gate=2),
     ]
     cost = linker_cost(runs)
     assert cost is not None
     assert cost["remembers"] == 6 and cost["linker_calls"] == 4 and cost["call_share"] == round(4 / 6, 4)
     assert cost["p50_ms"] == 2.5 and cost["p95_ms"] == 10.0 and cost["max_ms"] == 10.0
+    assert cost["decide_p50_ms"] == 0.25 and cost["decide_p95_ms"] == 5.0
+    assert cost["llm_gate"] == 3 and cost["llm_gate_share"] == 0.5
     assert linker_cost([ScenarioRun(items={}, remembers=3)]) is None  # no linker: no cost
     empty = linker_cost([ScenarioRun(items={}, remembers=1, linker_ms=[])])
     assert empty is not None and empty["linker_calls"] == 0 and empty["p50_ms"] is None
@@ -463,6 +465,8 @@ def test_cli_reports_linker_time_per_remember(tmp_path: Path) -> None:
         for c in per.values():
             assert 0 < c["linker_calls"] <= c["remembers"] and 0 < c["call_share"] <= 1
             assert 0 <= c["p50_ms"] <= c["p95_ms"] <= c["max_ms"]
+            assert 0 <= c["decide_p50_ms"] <= c["p50_ms"] and c["decide_p95_ms"] <= c["max_ms"]
+            assert 0 <= c["llm_gate"] <= c["linker_calls"]
         assert per["all"]["linker_calls"] == per["odr"]["linker_calls"] + per["vdr"]["linker_calls"]
         entry = report["sets"]["odr"]["memories"][f"evomem-auto:{linker}"]
         assert entry["linker_cost"] == per["odr"]
@@ -560,6 +564,7 @@ def test_pep_abstentions_are_counted_apart_from_links(tmp_path: Path, monkeypatc
             abstentions={3: [2, 1], 5: [2], 4: [1]},  # 3: listed, 5: gold not listed, 4: replaces nothing
             remembers=5,
             linker_ms=[1.0, 2.0, 4.0],
+            linker_decide_ms=[0.5, 0.25, 1.0],
         )
 
     monkeypatch.setattr(ext, "_feed_peps", fake_feed)
@@ -569,9 +574,10 @@ def test_pep_abstentions_are_counted_apart_from_links(tmp_path: Path, monkeypatc
     assert e["precision"] == 1.0 and e["recall"] == round(1 / 3, 4)
     assert e["recall_if_confirmed"] == round(2 / 3, 4)  # (3, 2) listed on an abstention; (3, 1) already linked
     assert e["linker_cost"]["linker_calls"] == 3 and e["linker_cost"]["p50_ms"] == 2.0
+    assert e["linker_cost"]["decide_p50_ms"] == 0.5
     assert sum(r["type"] == "pep_abstain" for r in rows) == 3
     md = ext.markdown({"k": 5, "peps": report})
-    assert "| x | 1 | 1 | 1.000 | 0.333 (0.333) | 2 (1) | 1 | 0.667 | 0 / 2 | 3 | 2.0 / 4.0 |" in md
+    assert "| x | 1 | 1 | 1.000 | 0.333 (0.333) | 2 (1) | 1 | 0.667 | 0 / 2 | 3 | 0.50 / 1.00 | 2.00 / 4.00 |" in md
 
 
 def test_external_without_data_skips_with_missing_ok(tmp_path: Path) -> None:

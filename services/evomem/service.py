@@ -105,7 +105,10 @@ class MemoryService:
         self.queue = queue
         self.vectors = vectors  # None: BM25 only (lite mode, or no embedding model installed)
         self.config = config or ServiceConfig()
-        self.linker_ms: deque[float] = deque(maxlen=10_000)  # linker time per remember (benchmarks)
+        # Linker time per remember that called it (benchmarks): candidate search + decision, and
+        # the decision alone (the note's embedding, part of the search, is reused by ``vectors.add``).
+        self.linker_ms: deque[float] = deque(maxlen=10_000)
+        self.linker_decide_ms: deque[float] = deque(maxlen=10_000)
 
     # ------------------------------------------------------------------ helpers
 
@@ -291,12 +294,15 @@ class MemoryService:
         candidates = self.link_candidates(text, namespace, scope)
         if not candidates:
             return LinkDecision(kind="none", reason="no active decision with a compatible scope matches")
+        deciding = time.perf_counter()
         try:
             result = decide_link(self.linker, text, scope, candidates)
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
             log.warning("linker %s failed: %s", getattr(self.linker, "name", "?"), exc)
             result = LinkDecision(kind="none", reason=f"linker failed: {exc}")
-        self.linker_ms.append((time.perf_counter() - started) * 1000)
+        done = time.perf_counter()
+        self.linker_ms.append((done - started) * 1000)
+        self.linker_decide_ms.append((done - deciding) * 1000)
         return result
 
     # ------------------------------------------------------------------ recall
