@@ -247,7 +247,7 @@ def test_the_catalogue_tells_which_aspect_a_well_known_product_is():
 
 
 def test_a_terse_candidate_takes_the_aspect_of_its_option():
-    """"The ledger runs on Auth0" names no aspect; Auth0 is a login provider, so a database
+    """ "The ledger runs on Auth0" names no aspect; Auth0 is a login provider, so a database
     decision does not replace it and a login-provider decision does."""
     terse_auth, db = node("The ledger runs on Auth0."), node(LEDGER_DB)
     assert_link(run("We moved the ledger login provider to Okta.", terse_auth, db), terse_auth)
