@@ -771,6 +771,41 @@ def test_linker_gives_the_same_decision(scored_linker: Any, case: str, text: str
         assert {c for c, _ in got.candidates} == {LEDGER_AUTH.id, LEDGER_DB.id} and got.proposal is None
 
 
+def test_an_abstention_over_the_linker_service_becomes_possible_supersedes(tmp_path: Path) -> None:
+    """The gateway's wiring (storage and a scored linker service over gRPC): the linker's
+    abstention reaches remember's response and the stored node, as in the embedded server."""
+    db = SQLiteStore(tmp_path / "gw.db")
+    storage = _serve(
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(db), s),
+        "evomem.v1.StorageService",
+    )
+    gstore, history = GrpcStore(f"127.0.0.1:{storage.port}"), GrpcStore(f"127.0.0.1:{storage.port}")
+    linking = _serve(
+        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(
+            LinkerServicer(ScoredLinker(lookup=history.get_many)), s
+        ),
+        "evomem.v1.LinkerService",
+    )
+    glinker = GrpcLinker(f"127.0.0.1:{linking.port}")
+    try:
+        svc = MemoryService(gstore, extractor=LiteCronista(), linker=glinker)
+        auth = svc.remember(LEDGER_AUTH.raw_text).node
+        dbn = svc.remember(LEDGER_DB.raw_text).node
+        unsure = svc.remember("From here on the ledger runs on Zorblax.")
+        assert unsure.decision is not None and unsure.decision.kind == "abstain"
+        assert unsure.linked_to is None and set(unsure.node.possible_supersedes) == {auth.id, dbn.id}
+        assert set(db.get(unsure.node.id).possible_supersedes) == {auth.id, dbn.id}  # type: ignore[union-attr]
+        sure = svc.remember("We moved the ledger database from Postgres to SQLite.")
+        assert sure.linked_to == dbn.id and sure.link is not None and sure.link.method == "scored"
+    finally:
+        glinker.close()
+        gstore.close()
+        history.close()
+        linking.stop(0)
+        storage.stop(0)
+        db.close()
+
+
 # ============================================================================ MemoryService contract
 
 
