@@ -123,19 +123,24 @@ def extractor(request: pytest.FixtureRequest) -> Iterator[Extractor]:
     running.stop(0)
 
 
-@pytest.fixture(params=["heuristic", "grpc"])
-def linker(request: pytest.FixtureRequest) -> Iterator[Linker]:
-    if request.param == "heuristic":
-        yield HeuristicLinker()
-        return
+def _linker_service(inner: Any) -> Iterator[GrpcLinker]:
+    """``inner`` behind a real linker service on loopback, and a client to it."""
     running = _serve(
-        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(HeuristicLinker()), s),
+        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(inner), s),
         "evomem.v1.LinkerService",
     )
     client = GrpcLinker(f"127.0.0.1:{running.port}")
     yield client
     client.close()
     running.stop(0)
+
+
+@pytest.fixture(params=["heuristic", "grpc"])
+def linker(request: pytest.FixtureRequest) -> Iterator[Linker]:
+    if request.param == "heuristic":
+        yield HeuristicLinker()
+        return
+    yield from _linker_service(HeuristicLinker())
 
 
 def raises_exactly(cls: type[EvoMemError], fn: Callable[[], object]) -> EvoMemError:
@@ -738,14 +743,7 @@ def scored_linker(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "scored":
         yield ScoredLinker()
         return
-    running = _serve(
-        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(ScoredLinker()), s),
-        "evomem.v1.LinkerService",
-    )
-    client = GrpcLinker(f"127.0.0.1:{running.port}")
-    yield client
-    client.close()
-    running.stop(0)
+    yield from _linker_service(ScoredLinker())
 
 
 LEDGER_AUTH = _node("Decision: the ledger uses Auth0 as its auth provider.")
