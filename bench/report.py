@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     r = args.results
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    speed = r / "full" / "speed.md" if (r / "full" / "speed.md").exists() else r / "speed.md"
+    # The newer of make bench's speed suite (10k, 100k) and bench-full's (adds 1M).
+    runs = [p for p in (r / "full" / "speed.md", r / "speed.md") if p.exists()]
+    speed = max(runs, key=lambda p: p.stat().st_mtime) if runs else r / "speed.md"
     when = ""
     if (r / "quality.json").exists():
         when = json.loads((r / "quality.json").read_text()).get("date", "")
@@ -81,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         "Recall and remember through each path, next to the raw FTS5 query (and insert) on the same data "
         "in the same run. `× floor` is the ratio of medians.\n\n",
     )
-    if (r / "full" / "speed.png").exists() or (r / "speed.png").exists():
-        png = "../bench/results/full/speed.png" if (r / "full" / "speed.png").exists() else "../bench/results/speed.png"
+    if speed.with_suffix(".png").exists():
+        png = "../" + speed.with_suffix(".png").as_posix()
         text += f"![latency against store size]({png})\n\n"
     text += section("Multi-service gateway against the embedded server", r / "gateway.md")
     text += section("External sets (MemoryAgentBench; `make bench-full`)", r / "external.md")

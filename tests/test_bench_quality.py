@@ -600,3 +600,23 @@ def test_memoryagentbench_small_set_loads() -> None:
     assert first_hit_current([Item(q["obsolete_options"][0], status="superseded"), Item(q["gold_option"])], q) == (
         "current"
     )
+
+
+def test_the_report_shows_the_newer_speed_run(tmp_path: Path) -> None:
+    """make bench (10k, 100k) after an older bench-full (1M): BENCHMARKS.md shows the newer run."""
+    import os
+
+    from bench.report import main as report_main
+
+    results = tmp_path / "results"
+    (results / "full").mkdir(parents=True)
+    (results / "full" / "speed.md").write_text("| 1,000,000 | old run |\n")
+    (results / "speed.md").write_text("| 100,000 | new run |\n")
+    os.utime(results / "full" / "speed.md", (1_000_000_000, 1_000_000_000))
+    out = tmp_path / "BENCHMARKS.md"
+    assert report_main(["--results", str(results), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "new run" in text and "old run" not in text
+    os.utime(results / "speed.md", (999_000_000, 999_000_000))  # now the bench-full run is newer
+    assert report_main(["--results", str(results), "--out", str(out)]) == 0
+    assert "old run" in out.read_text()
