@@ -263,6 +263,7 @@ async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> Scenario
                 back[out["id"]] = p["pep"]
                 if out.get("supersedes"):
                     run.edges.append((p["pep"], back[out["supersedes"]]))  # type: ignore[union-attr]
+                    run.link_evidence[p["pep"]] = list((out.get("link") or {}).get("evidence") or [])
                 decision = out.get("link_decision") or {}
                 if decision.get("kind") == "abstain":
                     listed = out["node"].get("possible_supersedes") or [
@@ -321,6 +322,10 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
             "still_valid_hidden": len(hidden),
             "linker_cost": linker_cost([run]),
             "runtime_s": round(time.perf_counter() - started, 3),
+            # links the gold set does not have, with what the linker read (a reader can judge them)
+            "wrong_links": [
+                {"new": n, "old": o, "evidence": run.link_evidence.get(n, [])[:3]} for n, o in sorted(pred - set(gold))
+            ],
         }
         for n, o in sorted(pred | set(gold)):
             rows.append(
@@ -410,6 +415,16 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"| {_ms(c.get('p50_ms'))} / {_ms(c.get('p95_ms'))} | {e['runtime_s']:.0f} s |"
             )
         out.append("")
+        for linker, e in peps["linkers"].items():
+            wrong = e.get("wrong_links") or []
+            if not wrong or len(wrong) > 10:
+                continue  # none, or too many to read one by one (the rows file has them all)
+            out.append(f"Links by {linker} that the gold set (the PEP headers) does not have, and its evidence:")
+            out.append("")
+            for w in wrong:
+                said = "; ".join(w["evidence"]) or "no evidence recorded"
+                out.append(f"- PEP {w['new']} → PEP {w['old']}: {said[:300]}")
+            out.append("")
     return "\n".join(out)
 
 

@@ -70,6 +70,7 @@ class ScenarioRun:
     # remembers on which ``--auto-supersede llm`` (the LLM behind this linker) would ask the LLM:
     # the linker was called and abstained, or said none to a note with a change cue
     llm_gate: int = 0
+    link_evidence: dict[int, list[str]] = field(default_factory=dict)  # new note -> its link's evidence
 
 
 VECTORS = ("auto", "on", "off")

@@ -557,9 +557,11 @@ def test_pep_abstentions_are_counted_apart_from_links(tmp_path: Path, monkeypatc
     (tmp_path / "peps" / "pep_chains.jsonl").write_text("".join(json.dumps(c) + "\n" for c in chains))
 
     async def fake_feed(linker: str, peps: list) -> ScenarioRun:  # type: ignore[type-arg]
+        wrong = [(2, 1)] if linker == "y" else []  # y also links PEP 2 to PEP 1, not a gold edge
         return ScenarioRun(
             items={},
-            edges=[(3, 1)],  # one gold edge of PEP 3 linked
+            edges=[(3, 1), *wrong],  # one gold edge of PEP 3 linked
+            link_evidence={3: ["explicit reference: gold"], 2: ["explicit reference: PEP 2 replaces PEP 1"]},
             statuses={p["pep"]: "active" for p in peps},
             abstentions={3: [2, 1], 5: [2], 4: [1]},  # 3: listed, 5: gold not listed, 4: replaces nothing
             remembers=5,
@@ -568,15 +570,20 @@ def test_pep_abstentions_are_counted_apart_from_links(tmp_path: Path, monkeypatc
         )
 
     monkeypatch.setattr(ext, "_feed_peps", fake_feed)
-    report, rows = run_peps(tmp_path, ["x"])
+    report, rows = run_peps(tmp_path, ["x", "y"])
     e = report["linkers"]["x"]
+    assert e["wrong_links"] == []
+    assert report["linkers"]["y"]["wrong_links"] == [
+        {"new": 2, "old": 1, "evidence": ["explicit reference: PEP 2 replaces PEP 1"]}
+    ]
     assert e["abstentions"] == {"total": 3, "on_gold": 2, "on_gold_target_listed": 1, "no_gold": 1}
     assert e["precision"] == 1.0 and e["recall"] == round(1 / 3, 4)
     assert e["recall_if_confirmed"] == round(2 / 3, 4)  # (3, 2) listed on an abstention; (3, 1) already linked
     assert e["linker_cost"]["linker_calls"] == 3 and e["linker_cost"]["p50_ms"] == 2.0
     assert e["linker_cost"]["decide_p50_ms"] == 0.5
-    assert sum(r["type"] == "pep_abstain" for r in rows) == 3
+    assert sum(r["type"] == "pep_abstain" and r["linker"] == "x" for r in rows) == 3
     md = ext.markdown({"k": 5, "peps": report})
+    assert "- PEP 2 → PEP 1: explicit reference: PEP 2 replaces PEP 1" in md and "Links by x" not in md
     assert "| x | 1 | 1 | 1.000 | 0.333 (0.333) | 2 (1) | 1 | 0.667 | 0 / 2 | 3 | 0.50 / 1.00 | 2.00 / 4.00 |" in md
 
 
