@@ -286,3 +286,42 @@ def test_linker_candidates_include_paraphrases(tmp_path: Path, embedder: OnnxEmb
 
 def test_vec_problem_is_none_here() -> None:
     assert vec_problem() is None  # the test environment installs the vectors extra
+
+
+def test_bm25_and_the_vector_search_run_at_the_same_time(svc: MemoryService) -> None:
+    """The vector half of a search runs on a pool thread while BM25 runs in the caller's, so
+    hybrid recall costs about the slower of the two; the answer is the same as one after the other."""
+    import threading
+
+    for t in (OLD, NEW, *DISTRACTORS):
+        svc.remember(t)
+    seen: dict[str, str] = {}
+    search, nearest = svc.store.search, svc.vectors.nearest  # type: ignore[union-attr]
+
+    def bm25(*a: object, **kw: object) -> object:
+        seen["bm25"] = threading.current_thread().name
+        return search(*a, **kw)  # type: ignore[arg-type]
+
+    def near(*a: object, **kw: object) -> object:
+        seen["vector"] = threading.current_thread().name
+        return nearest(*a, **kw)  # type: ignore[arg-type]
+
+    svc.store.search, svc.vectors.nearest = bm25, near  # type: ignore[method-assign, union-attr]
+    out = svc.recall("ledger accounting entries", k=3)
+    assert seen["bm25"] == threading.current_thread().name
+    assert seen["vector"].startswith("evomem-nearest") and seen["vector"] != seen["bm25"]
+    assert texts(out) and texts(out)[0] in (OLD, NEW)
+
+    class Inline:  # one search after the other, in the caller's thread
+        def submit(self, fn: object, *a: object) -> object:
+            from concurrent.futures import Future
+
+            f: Future[object] = Future()
+            f.set_result(fn(*a))  # type: ignore[operator]
+            return f
+
+    svc._pool = Inline  # type: ignore[assignment, method-assign]
+    serial = svc.recall("ledger accounting entries", k=3)
+    assert [(e.head.id, e.best.node_id, e.best.via) for e, _ in serial.results] == [
+        (e.head.id, e.best.node_id, e.best.via) for e, _ in out.results
+    ]

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
@@ -105,6 +107,8 @@ class MemoryService:
         self.queue = queue
         self.vectors = vectors  # None: BM25 only (lite mode, or no embedding model installed)
         self.config = config or ServiceConfig()
+        self._vector_pool: ThreadPoolExecutor | None = None  # started by the first hybrid search
+        self._pool_lock = threading.Lock()
         # Linker time per remember that called it (benchmarks): candidate search + decision, and
         # the decision alone (the note's embedding, part of the search, is reused by ``vectors.add``).
         self.linker_ms: deque[float] = deque(maxlen=10_000)
@@ -264,8 +268,9 @@ class MemoryService:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
         vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
         terms = textrules.query_terms(text)
-        hits = self.store.search(terms, namespace=namespace, limit=self.config.link_candidates, active_only=True)
-        near = self._nearest(text, namespace, self.config.link_vector_candidates)
+        hits, near = self._search(
+            terms, text, namespace, self.config.link_candidates, self.config.link_vector_candidates, active_only=True
+        )
         nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near)])
         if near:
             vhits = [
@@ -276,6 +281,35 @@ class MemoryService:
             hits = fuse(hits, vhits)[: self.config.link_candidates]
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
         return [n for n in out if scope_compatible(scope, n.scope)]
+
+    def _search(
+        self,
+        terms: Sequence[str],
+        text: str,
+        namespace: str,
+        limit: int,
+        vector_limit: int,
+        *,
+        active_only: bool = False,
+    ) -> tuple[list[SearchHit], list[tuple[str, float]]]:
+        """BM25 hits and the nearest notes by meaning, the two searched at the same time: the
+        vector half (embedding the text, scanning the index) runs on a pool thread while BM25
+        runs here. Both spend their time in C (SQLite, onnxruntime) without the GIL, so hybrid
+        recall costs about the slower of the two rather than their sum."""
+        if self.vectors is None or vector_limit < 1:
+            return self.store.search(terms, namespace=namespace, limit=limit, active_only=active_only), []
+        future = self._pool().submit(self._nearest, text, namespace, vector_limit)
+        try:
+            hits = self.store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
+        finally:
+            near = future.result()  # never raises: _nearest turns a failure into no neighbours
+        return hits, near
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._vector_pool is None:
+                self._vector_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="evomem-nearest")
+            return self._vector_pool
 
     def _nearest(self, text: str, namespace: str, limit: int) -> list[tuple[str, float]]:
         """Vector neighbours, or nothing: a vector failure (model missing, index busy) costs
@@ -341,9 +375,9 @@ class MemoryService:
             return RecallOutcome(echo, terms, [], self._ms(started), notes)
         filtered = want_scope is not None or bool(want_tags)
         limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
-        hits = self.store.search(terms, namespace=ns, limit=limit)
-        if self.vectors is not None:
-            hits = self._hybrid(hits, echo, ns, min(limit, max(20, k * self.config.vector_fanout)))
+        hits, near = self._search(terms, echo, ns, limit, min(limit, max(20, k * self.config.vector_fanout)))
+        if near:
+            hits = self._hybrid(hits, near)
         heads = self.store.heads(h.chain_root for h in hits)
         kept = select_hits(hits, heads, k=k, scope=want_scope, tags=want_tags)
         nodes = self.store.get_many(h.node_id for h in kept)
@@ -357,13 +391,10 @@ class MemoryService:
             notes.append(f"{len(dropped)} matching chain(s) hidden because their current version was forgotten")
         return RecallOutcome(echo, terms, results, self._ms(started), notes)
 
-    def _hybrid(self, hits: list[SearchHit], query: str, namespace: str, limit: int) -> list[SearchHit]:
+    def _hybrid(self, hits: list[SearchHit], near: Sequence[tuple[str, float]]) -> list[SearchHit]:
         """BM25 hits fused (RRF) with the nearest versions by meaning. Forgotten versions are
         left out, as full-text search leaves them out; every version counts otherwise, since
         resolution sends an old version's hit to its chain's head."""
-        near = self._nearest(query, namespace, limit)
-        if not near:
-            return hits
         nodes = self.store.get_many(i for i, _ in near)
         vhits = [
             SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
