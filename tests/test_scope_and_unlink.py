@@ -44,10 +44,17 @@ def test_scope_is_inferred_per_family(family, text, evidence):
         "The analytics exporter uses Postgres.",
         "The test runner service moved to Go.",
         "We moved the ledger from Postgres to SQLite.",
+        # the CI as what is decided, not where: "for the CI" names the aspect
+        "Switched the reporting pipeline to GitLab CI for the CI; Buildkite cost too much.",
     ],
 )
 def test_component_names_are_not_scopes(text):
     assert infer_scope(text) is None
+
+
+def test_ci_as_a_place_is_the_tests_scope():
+    got = infer_scope("In CI, the ledger tests run on SQLite.")
+    assert got is not None and got.scope == "tests" and got.evidence == "In CI"
 
 
 def test_default_scope_is_unscoped_or_production():

@@ -51,7 +51,9 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     (
         "tests",
         re.compile(
-            rf"\b{_P}(?:test\s+suites?|unit\s+tests|integration\s+tests|e2e\s+tests|test\s+environment|tests?|ci)\b"
+            rf"\b(?:{_P}(?:test\s+suites?|unit\s+tests|integration\s+tests|e2e\s+tests|test\s+environment|tests?)|"
+            # "In CI, ..." is a place; "GitLab CI for the CI" is the thing decided, not a scope.
+            r"(?:in|on|within|inside|under)\s+(?:the\s+|our\s+)?ci)\b"
             r"(?!\s+(?:service|team|runner service|pipeline|pipelines|server|runners?|jobs?))",
             re.I,
         ),
