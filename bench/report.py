@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import platform
+import re
 from pathlib import Path
 
 HEADER = """# Benchmarks
@@ -37,8 +38,66 @@ def section(title: str, path: Path, note: str = "") -> str:
     if not path.exists():
         return f"## {title}\n\nNot run yet (`{path}` is missing).\n\n"
     body = path.read_text().strip()
-    body = "\n".join(line.replace("# ", "### ", 1) if line.startswith("# ") else line for line in body.splitlines())
+    # Every heading of the part goes two levels down, under this page's "## title".
+    body = "\n".join("##" + line if re.match(r"#+ ", line) else line for line in body.splitlines())
     return f"## {title}\n\n{note}{body}\n\n"
+
+
+def _f(x: object, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"  # type: ignore[str-format]
+
+
+def headline(r: Path) -> str:
+    """One table per linker, from quality.json and peps.json: what automatic linking is judged on."""
+    qpath, ppath = r / "quality.json", r / "peps.json"
+    if not qpath.exists():
+        return ""
+    q = json.loads(qpath.read_text())
+    peps = json.loads(ppath.read_text()).get("peps", {}).get("linkers", {}) if ppath.exists() else {}
+    sets = q.get("sets", {})
+    linkers = [m.split(":", 1)[1] for m in q.get("memories", []) if m.startswith("evomem-auto:") and "+" not in m]
+    if not linkers or "odr" not in sets or "vdr" not in sets:
+        return ""
+    lines = [
+        "## Headline: automatic linking, every linker in one run",
+        "",
+        "From the tables below (one `make bench` run). ODR: the share of questions answered with an obsolete decision "
+        "when the linker alone made the links (no `supersedes` from the agent). Hidden: still-valid "
+        "decisions whose status is not active at the end. Cost: linker decision time per remember "
+        "(p50 / p95 ms, all sets; with vectors on, the candidate search adds the note's embedding, which "
+        "`remember` needs anyway).",
+        "",
+        "| linker | ODR set: ODR | VDR: link precision | VDR: link recall | VDR: abstained | VDR: still-valid "
+        "hidden | VDR: other-scope decisions hidden | PEP: precision | PEP: recall | decision p50 / p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for lk in linkers:
+        name = f"evomem-auto:{lk}"
+        odr = sets["odr"]["memories"].get(name, {})
+        vdr = sets["vdr"]["memories"].get(name, {})
+        links, hidden = vdr.get("links", {}), vdr.get("hidden", {})
+        valid, scoped = hidden.get("still_valid_decisions", {}), hidden.get("scope_decisions", {})
+        pep = peps.get(lk, {})
+        cost = q.get("linker_cost", {}).get(name, {}).get("all", {})
+        lines.append(
+            f"| {lk} | {_f(odr.get('main', {}).get('odr'))} | {_f(links.get('precision'))} "
+            f"| {_f(links.get('recall'))} | {links.get('abstentions', {}).get('total', 0)} "
+            f"| {valid.get('hidden', '—')} / {valid.get('total', '—')} "
+            f"| {scoped.get('hidden', '—')} / {scoped.get('total', '—')} "
+            f"| {_f(pep.get('precision'))} | {_f(pep.get('recall'))} "
+            f"| {_f(cost.get('decide_p50_ms'), 2)} / {_f(cost.get('decide_p95_ms'), 2)} |"
+        )
+    para = sets.get("para", {}).get("memories", {})
+    hyb, bm = para.get("evomem-agent", {}), para.get("evomem-agent+bm25", {})
+    if hyb and bm:
+        h, b = hyb["by_wording"]["all"], bm["by_wording"]["all"]
+        lines += [
+            "",
+            f"Paraphrase set, agent links: the decision in force is in the top 5 for {_f(h['hit_rate'])} of the "
+            f"questions with hybrid recall (BM25 + vectors) against {_f(b['hit_rate'])} with BM25 alone "
+            f"({h['questions']} questions; {h.get('vector_only_hits', 0)} hits found by the vectors alone).",
+        ]
+    return "\n".join(lines) + "\n\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if (r / "quality.json").exists():
         when = json.loads((r / "quality.json").read_text()).get("date", "")
     text = HEADER + f"Machine of the latest run: {machine}. {('Quality run: ' + when) if when else ''}\n\n"
+    text += headline(r)
     text += section(
         "Quality: obsolete decisions (ODR), hidden valid decisions (VDR) and paraphrases",
         r / "quality.md",

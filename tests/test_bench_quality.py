@@ -627,3 +627,22 @@ def test_the_report_shows_the_newer_speed_run(tmp_path: Path) -> None:
     os.utime(results / "speed.md", (999_000_000, 999_000_000))  # now the bench-full run is newer
     assert report_main(["--results", str(results), "--out", str(out)]) == 0
     assert "old run" in out.read_text()
+
+
+def test_the_report_opens_with_a_headline_per_linker(tmp_path: Path) -> None:
+    """BENCHMARKS.md starts with one row per automatic linker, read from quality.json and peps.json."""
+    from bench.report import main as report_main
+
+    results = tmp_path / "results"
+    assert quality_main(["--out", str(results), "--limit", "2", "--sets", "odr,vdr", "--no-progress"]) == 0
+    peps = {"peps": {"linkers": {"scored": {"precision": 0.875, "recall": 0.149}}}}
+    (results / "peps.json").write_text(json.dumps(peps))
+    out = tmp_path / "BENCHMARKS.md"
+    assert report_main(["--results", str(results), "--out", str(out)]) == 0
+    text = out.read_text()
+    head = text[text.index("## Headline") : text.index("## Quality")]
+    report = json.loads((results / "quality.json").read_text())
+    odr = report["sets"]["odr"]["memories"]["evomem-auto:scored"]["main"]["odr"]
+    row = next(line for line in head.splitlines() if line.startswith("| scored |"))
+    assert row.startswith(f"| scored | {odr:.3f} |") and "| 0.875 | 0.149 |" in row
+    assert any(line.startswith("| heuristic |") for line in head.splitlines())
