@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-full images base-images clean help protos test-deps
+.PHONY: run test lint format bench bench-full bench-llm images base-images clean help protos test-deps
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -71,6 +71,11 @@ bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.external --skip-peps --out bench/results
 	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
 	$(PY) -m bench.report
+
+# The llm linker behind the scored linker, against llama.cpp serving the tiny random-weights
+# model (its cost; quality needs a real model: python -m bench.llm --model your.gguf).
+bench-llm: $(VENV)/.installed-test
+	$(PY) -m bench.llm --out bench/results/llm
 
 # Stand-in base images for machines without a container registry (docker/base/README.md).
 base-images:

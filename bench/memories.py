@@ -71,6 +71,8 @@ class ScenarioRun:
     # the linker was called and abstained, or said none to a note with a change cue
     llm_gate: int = 0
     link_evidence: dict[int, list[str]] = field(default_factory=dict)  # new note -> its link's evidence
+    llm_calls: int | None = None  # calls the llm linker made to its model (None: not the llm linker)
+    llm_ms: list[float] = field(default_factory=list)  # the time of each of those calls
 
 
 VECTORS = ("auto", "on", "off")
@@ -79,6 +81,15 @@ VECTORS = ("auto", "on", "off")
 def available_linkers() -> list[str]:
     """Linkers that run without outside services (the llm linker needs an endpoint)."""
     return [m for m in AUTO_SUPERSEDE if m not in ("off", "llm")]
+
+
+@dataclass(frozen=True)
+class LLMEndpoint:
+    """What ``--auto-supersede llm`` needs: a model at an OpenAI-compatible endpoint."""
+
+    model: str
+    base_url: str
+    timeout_s: int = 30
 
 
 def has_vectors_setting() -> bool:
@@ -194,9 +205,13 @@ class EvoMemMemory:
         vectors: str = "auto",
         confirm_abstentions: bool = False,
         sets: Sequence[str] | None = None,
+        llm: LLMEndpoint | None = None,
     ) -> None:
-        if linker is not None and linker not in available_linkers():
+        if linker == "llm" and llm is None:
+            raise BenchError("the llm linker needs an endpoint: --llm-model M --llm-base-url URL")
+        if linker is not None and linker != "llm" and linker not in available_linkers():
             raise BenchError(f"unknown linker {linker!r}; available: {', '.join(available_linkers()) or 'none'}")
+        self.llm = llm
         if vectors not in VECTORS:
             raise BenchError(f"vectors must be one of {', '.join(VECTORS)}, got {vectors!r}")
         if vectors != "auto" and not has_vectors_setting():
@@ -218,6 +233,8 @@ class EvoMemMemory:
         # ``linker_decide_ms``), read when its session ends
         self.last_linker_ms: list[float] = []
         self.last_linker_decide_ms: list[float] = []
+        self.last_llm_calls: int | None = None
+        self.last_llm_ms: list[float] = []
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -250,9 +267,14 @@ class EvoMemMemory:
         self._share_embedder(service)
         self._current.service = service
         self.last_linker_ms, self.last_linker_decide_ms = [], []
+        self.last_llm_calls, self.last_llm_ms = None, []
         try:
             yield self
         finally:
+            linker = getattr(service, "linker", None)
+            calls = getattr(linker, "llm_calls", None)
+            self.last_llm_calls = calls if isinstance(calls, int) else None
+            self.last_llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
             self.last_linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
             self.last_linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
             self._current.service = None
@@ -276,6 +298,9 @@ class EvoMemMemory:
         kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": self.linker or "off"}
         if has_vectors_setting():
             kw["vectors"] = self.vectors
+        if self.linker == "llm" and self.llm is not None:
+            llm = self.llm
+            kw.update(linker_model=llm.model, linker_base_url=llm.base_url, linker_timeout_s=llm.timeout_s)
         return Settings(**kw)
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -292,6 +317,7 @@ class EvoMemMemory:
             run = await self._run(scenario, ns, k)
         if self.linker is not None:
             run.linker_ms, run.linker_decide_ms = self.last_linker_ms, self.last_linker_decide_ms
+            run.llm_calls, run.llm_ms = self.last_llm_calls, self.last_llm_ms
         return run
 
     def _linker_calls(self) -> int:
@@ -372,6 +398,8 @@ def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (it has ``decide``; linkers with only ``propose`` never do)."""
     from evomem.bootstrap import build_linker
 
+    if linker == "llm":  # the LLM behind the scored linker: both abstain
+        return True
     return callable(getattr(build_linker(linker), "decide", None))
 
 
@@ -386,21 +414,24 @@ def build_memories(
     scope_field: bool = True,
     sets: Sequence[str] | None = None,
     confirm: bool = True,
+    llm: LLMEndpoint | None = None,
 ) -> list[Any]:
     """The memories of one run, in report order. ``names`` filters them (``evomem-auto`` = every linker).
 
     ``confirm``: add ``evomem-auto:<linker>+confirm`` for every linker that can abstain. When
     ``sets`` includes the paraphrase set (and evomem has the ``vectors`` setting), every EvoMem
-    memory gets a ``+bm25`` twin that runs on that set only.
+    memory gets a ``+bm25`` twin that runs on that set only. ``llm``: the endpoint for the
+    ``llm`` linker (needed when ``linkers`` has it).
     """
     bm25_twins = (sets is None or PARA_SET in sets) and has_vectors_setting()
 
     def evomem(linker: str | None) -> list[Any]:
-        out: list[Any] = [EvoMemMemory(linker=linker, scope_field=scope_field)]
+        kw: dict[str, Any] = {"linker": linker, "scope_field": scope_field, "llm": llm}
+        out: list[Any] = [EvoMemMemory(**kw)]
         if confirm and linker is not None and can_abstain(linker):
-            out.append(EvoMemMemory(linker=linker, scope_field=scope_field, confirm_abstentions=True))
+            out.append(EvoMemMemory(**kw, confirm_abstentions=True))
         if bm25_twins:
-            out.append(EvoMemMemory(linker=linker, scope_field=scope_field, vectors="off", sets=(PARA_SET,)))
+            out.append(EvoMemMemory(**kw, vectors="off", sets=(PARA_SET,)))
         return out
 
     all_memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), *evomem(None)]

@@ -49,7 +49,15 @@ from typing import Any
 from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.judge import OUTCOMES, DeterministicJudge, Judge, JudgeError, LLMJudge, Verdict
-from bench.memories import BenchError, K, ScenarioRun, available_linkers, build_memories, has_vectors_setting
+from bench.memories import (
+    BenchError,
+    K,
+    LLMEndpoint,
+    ScenarioRun,
+    available_linkers,
+    build_memories,
+    has_vectors_setting,
+)
 from bench.stats import mcnemar_exact, summary, wilson
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -259,6 +267,9 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     stats = summary(ms) if ms else {"p50_ms": None, "p95_ms": None, "n": 0}
     dstats = summary(decide) if decide else {"p50_ms": None, "p95_ms": None, "n": 0}
     gate = sum(run.llm_gate for run in runs)
+    llm_calls = [run.llm_calls for run in runs if run.llm_calls is not None]
+    llm_ms = [x for run in runs for x in run.llm_ms]
+    lstats = summary(llm_ms) if llm_ms else {"p50_ms": None, "p95_ms": None}
     return {
         "remembers": remembers,
         "linker_calls": len(ms),
@@ -272,6 +283,10 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
         # remembers on which --auto-supersede llm (the LLM behind this linker) would ask the LLM
         "llm_gate": gate,
         "llm_gate_share": _rate(gate, remembers),
+        # the llm linker: calls it made to its model (None for the other linkers)
+        "llm_calls": sum(llm_calls) if llm_calls else None,
+        "llm_call_p50_ms": lstats["p50_ms"],
+        "llm_call_p95_ms": lstats["p95_ms"],
     }
 
 
@@ -762,7 +777,9 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
         "the decision (`linker_ms`). A remember with no active candidate of a compatible scope does not call it; "
         "*share*: remembers that did. *LLM asked*: remembers on which `--auto-supersede llm`, the LLM behind "
         "this linker, would call the model (the linker abstained, or said none to a note with a change cue); "
-        "each such call costs the model's latency on top. The `+bm25` twin (paraphrase set) finds candidates by "
+        "each such call costs the model's latency on top; for `evomem-auto:llm` itself, the calls it made "
+        "and their p50 / p95. "
+        "The `+bm25` twin (paraphrase set) finds candidates by "
         "BM25 alone. `+confirm` memories: in the JSON (`linker_cost`).",
         "",
         "| memory | set | remembers | linker calls | share | decision p50 / p95 ms | with candidates p50 / p95 ms "
@@ -771,7 +788,15 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
     ]
     for mem, per in mems.items():
         for set_name, c in per.items():
-            gate = f"{c.get('llm_gate', 0)} ({c.get('llm_gate_share') or 0:.3f})" if "scored" in mem else "—"
+            if c.get("llm_calls") is not None:  # the llm linker itself: the model calls it made
+                gate = (
+                    f"{c['llm_calls']} ({_rate(c['llm_calls'], c['remembers']):.3f}) made, each "
+                    f"{_ms(c.get('llm_call_p50_ms'))} / {_ms(c.get('llm_call_p95_ms'))} ms"
+                )
+            elif "scored" in mem:
+                gate = f"{c.get('llm_gate', 0)} ({c.get('llm_gate_share') or 0:.3f})"
+            else:
+                gate = "—"
             out.append(
                 f"| {mem} | {set_name} | {c['remembers']} | {c['linker_calls']} | {c['call_share']:.3f} "
                 f"| {_ms(c.get('decide_p50_ms'))} / {_ms(c.get('decide_p95_ms'))} "
@@ -1010,6 +1035,8 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(available_linkers()),
         help=f"comma list of automatic linkers to run (available: {', '.join(available_linkers())})",
     )
+    ap.add_argument("--llm-model", default="", help="model for the llm linker (adds evomem-auto:llm)")
+    ap.add_argument("--llm-base-url", default="", help="OpenAI-compatible base URL (…/v1) for the llm linker")
     ap.add_argument(
         "--no-scope-field",
         action="store_true",
@@ -1027,9 +1054,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sets, sources = _load_sets(args)
         linkers = [x.strip() for x in args.linkers.split(",") if x.strip()]
+        llm = None
+        if args.llm_model or args.llm_base_url:
+            if not (args.llm_model and args.llm_base_url):
+                raise BenchError("the llm linker needs both --llm-model and --llm-base-url")
+            llm = LLMEndpoint(args.llm_model, args.llm_base_url)
+            linkers += [] if "llm" in linkers else ["llm"]
         names = [x.strip() for x in args.memories.split(",") if x.strip()]
         memories = build_memories(
-            names, linkers=linkers, scope_field=not args.no_scope_field, sets=args.sets, confirm=not args.no_confirm
+            names,
+            linkers=linkers,
+            scope_field=not args.no_scope_field,
+            sets=args.sets,
+            confirm=not args.no_confirm,
+            llm=llm,
         )
         judge: Judge = (
             LLMJudge(args.judge_model, args.judge_base_url, timeout=args.judge_timeout)

@@ -137,6 +137,20 @@ def main(argv: list[str] | None = None) -> int:
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
         "heuristic first as the baseline; run by `make bench` (skipped, and said so, without the data).\n\n",
     )
+    llm = r / "llm" / "quality.md"
+    if llm.exists() and "## Cost" in llm.read_text():
+        cost = llm.read_text()[llm.read_text().index("## Cost") :]
+        cost = "\n".join(line for line in cost.splitlines() if not line.startswith("## Cost"))
+        text += (
+            "## The llm linker's cost (`make bench-llm`)\n\n"
+            "`--auto-supersede llm` on the ODR and VDR sets against a local llama.cpp server "
+            "(`python -m llama_cpp.server`) serving the tiny random-weights GGUF the project writes: "
+            "how many remembers call the model, and the time of those calls, next to the scored linker "
+            "it sits behind. The tiny model answers at random, so this run measures the protocol's cost, "
+            "not quality; `python -m bench.llm --model your.gguf` measures both with a real model. A "
+            "real local model costs what it costs per call (the prototype measured about 1.5 s on a 27B "
+            "model) on the *made* calls only.\n\n" + cost.strip() + "\n\n"
+        )
     text += section(
         "Speed against the FTS5 floor",
         speed,

@@ -24,23 +24,22 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
-from procutil import free_port, stop_process
 
-ROOT = Path(__file__).resolve().parents[1]
-MAKE_TINY_GGUF = ROOT / "scripts" / "make_tiny_gguf.py"
-START_TIMEOUT_S = 60.0
+from bench.procs import LlamaServer, free_port, make_tiny_model, stop_process
+
+# The real server and the tiny model live in bench.procs (the LLM linker's benchmark starts
+# them too); the tests import them from here.
+__all__ = ["FakeChatServer", "LlamaServer", "Reply", "answer_reply", "chat_reply", "free_port"]
+__all__ += ["make_tiny_model", "require_llama_cpp", "stop_process"]
+
 INSTALL_HINT = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'llama-cpp-python[server]==0.3.36' gguf"
 
 
@@ -52,88 +51,6 @@ def require_llama_cpp() -> None:
     if os.environ.get("EVOMEM_REQUIRE_LLAMA") == "1":
         pytest.fail(message)
     pytest.skip(message)
-
-
-def make_tiny_model(directory: Path, seed: int = 0) -> Path:
-    """Write the tiny random-weights GGUF with the project's script (needs the ``gguf`` package)."""
-    out = Path(directory) / f"tiny-{seed}.gguf"
-    proc = subprocess.run(
-        [sys.executable, str(MAKE_TINY_GGUF), str(out), "--seed", str(seed)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"{MAKE_TINY_GGUF.name} failed (is `gguf` installed? pip install gguf):\n{proc.stderr[-2000:]}"
-        )
-    return out
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` on loopback, serving one model."""
-
-    def __init__(self, model: Path, workdir: Path, *, n_ctx: int = 4096, threads: int = 2) -> None:
-        self.model = Path(model)
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.n_ctx = n_ctx
-        self.threads = threads
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = self.workdir / "llama-server.log"
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> LlamaServer:
-        cmd = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(self.model),
-            "--model_alias",
-            "tiny",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(self.n_ctx),
-            "--n_threads",
-            str(self.threads),
-            "--n_threads_batch",
-            str(self.threads),
-        ]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=1) as resp:
-                    if resp.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"llama_cpp.server did not answer within {START_TIMEOUT_S}s:\n{self.log_tail()}")
-
-    def log_tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            stop_process(self.proc)
-        self.proc = None
 
 
 # ----------------------------------------------------------------------------- the fake

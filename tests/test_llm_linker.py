@@ -563,3 +563,20 @@ def test_the_factory_builds_the_gated_llm_linker(fake):
     assert isinstance(build_llm_linker("m", fake.base_url, cascade=False), LLMLinker)
     with pytest.raises(ValueError):
         build_llm_linker("m", "ftp://host/v1")
+
+
+def test_the_llm_benchmark_runs_against_a_real_server(tmp_path):
+    """`make bench-llm`: bench.llm serves the tiny model and runs the llm linker on the quality
+    set next to the scored linker; the cost table counts the model calls it made."""
+    require_llama_cpp()
+    from bench.llm import main as bench_llm
+
+    out = tmp_path / "llm"
+    assert bench_llm(["--limit", "2", "--sets", "vdr", "--out", str(out), "--no-progress"]) == 0
+    report = json.loads((out / "quality.json").read_text())
+    cost = report["linker_cost"]
+    llm, scored = cost["evomem-auto:llm"]["all"], cost["evomem-auto:scored"]["all"]
+    assert llm["linker_calls"] == scored["linker_calls"] > 0
+    # the llm linker asks the model exactly where the scored linker's gate opens
+    assert llm["llm_calls"] == scored["llm_gate"] and scored["llm_calls"] is None
+    assert "| evomem-auto:llm | all |" in (out / "quality.md").read_text()

@@ -41,6 +41,7 @@ import math
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -494,6 +495,7 @@ class CascadeLinker:
         self.max_candidates = max_candidates
         self.name = f"cascade({cheap.name}>{llm.name})"
         self.llm_calls = 0
+        self.llm_ms: deque[float] = deque(maxlen=10_000)  # time of each LLM call (benchmarks)
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         return self.decide(text, scope, candidates).proposal
@@ -510,7 +512,9 @@ class CascadeLinker:
         ):
             return cheap
         self.llm_calls += 1
+        started = time.perf_counter()
         decision = decide_with(self.llm, text, scope, candidates)
+        self.llm_ms.append((time.perf_counter() - started) * 1000)
         if decision.kind == "abstain" and cheap.proposal is not None:
             first = cheap.proposal.target_id
             ids = [cid for cid, _ in decision.candidates]
