@@ -48,7 +48,7 @@ from typing import Any
 
 from bench.judge import DeterministicJudge, Item
 from bench.memories import BenchError, EvoMemMemory, FlatMemory, K, ScenarioRun, available_linkers
-from bench.quality import _ms, answer_metrics, linker_cost
+from bench.quality import _f3, _ms, answer_metrics, linker_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "external"
@@ -274,7 +274,7 @@ async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> Scenario
                 got = await memory.call("get_node", {"node_id": node_id})
                 run.statuses[pep] = got["node"]["status"]  # type: ignore[index]
         run.remembers = len(ids)
-    run.linker_ms, run.linker_decide_ms = memory.last_linker_ms, memory.last_linker_decide_ms
+    memory.add_timings(run)
     return run
 
 
@@ -349,10 +349,6 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
 
 
 # ----------------------------------------------------------------------------- outputs
-
-
-def _f3(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
 
 
 def markdown(report: Mapping[str, Any]) -> str:

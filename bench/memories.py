@@ -229,12 +229,8 @@ class EvoMemMemory:
         self._stack: contextlib.AsyncExitStack | None = None
         self._current: _CurrentService | None = None
         self._embedder: Any = None
-        # the last scenario's linker time per remember (``MemoryService.linker_ms`` and
-        # ``linker_decide_ms``), read when its session ends
-        self.last_linker_ms: list[float] = []
-        self.last_linker_decide_ms: list[float] = []
-        self.last_llm_calls: int | None = None
-        self.last_llm_ms: list[float] = []
+        # the last scenario's service, kept when its session ends for its timings (``add_timings``)
+        self._last_service: Any = None
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -258,25 +254,16 @@ class EvoMemMemory:
         One database per scenario, not one namespace per scenario in a shared database: FTS5's
         bm25 statistics are table-wide, so in a shared database the ranking (of recall and of the
         linker's candidates) in one namespace would depend on which other scenarios were loaded.
-        When it ends, ``last_linker_ms`` holds the service's ``linker_ms``: the milliseconds of
-        every remember that called the linker (candidate search and decision; a remember with no
-        candidate never calls it).
+        When it ends, ``add_timings`` can still read the service's linker timings.
         """
         assert self._current is not None, "use the memory inside 'async with'"
         service = build_embedded(self.settings())
         self._share_embedder(service)
         self._current.service = service
-        self.last_linker_ms, self.last_linker_decide_ms = [], []
-        self.last_llm_calls, self.last_llm_ms = None, []
+        self._last_service = service
         try:
             yield self
         finally:
-            linker = getattr(service, "linker", None)
-            calls = getattr(linker, "llm_calls", None)
-            self.last_llm_calls = calls if isinstance(calls, int) else None
-            self.last_llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
-            self.last_linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
-            self.last_linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
             self._current.service = None
             with contextlib.suppress(Exception):
                 service.store.close()  # type: ignore[attr-defined]
@@ -315,10 +302,22 @@ class EvoMemMemory:
         ns = f"{scenario['set']}{scenario['index']}"
         with self.session():
             run = await self._run(scenario, ns, k)
-        if self.linker is not None:
-            run.linker_ms, run.linker_decide_ms = self.last_linker_ms, self.last_linker_decide_ms
-            run.llm_calls, run.llm_ms = self.last_llm_calls, self.last_llm_ms
+        self.add_timings(run)
         return run
+
+    def add_timings(self, run: ScenarioRun) -> None:
+        """The last scenario's linker time per remember into ``run``: ``MemoryService.linker_ms``
+        (candidate search and decision of every remember that called the linker; a remember
+        with no candidate never calls it), ``linker_decide_ms``, and the llm linker's model calls."""
+        service = self._last_service
+        if self.linker is None or service is None:
+            return
+        linker = getattr(service, "linker", None)
+        calls = getattr(linker, "llm_calls", None)
+        run.linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
+        run.linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
+        run.llm_calls = calls if isinstance(calls, int) else None
+        run.llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
 
     def _linker_calls(self) -> int:
         return len(getattr(self._current.service, "linker_ms", ())) if self._current is not None else 0

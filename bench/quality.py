@@ -253,6 +253,11 @@ def hidden_metrics(scenarios: Sequence[Mapping[str, Any]], runs: Sequence[Scenar
     return {g: {"hidden": h, "total": t} for g, (h, t) in groups.items()}
 
 
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    """``bench.stats.summary``, or None for p50 and p95 when nothing was timed."""
+    return summary(values) if values else {"p50_ms": None, "p95_ms": None}
+
+
 def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     """Linker time per remember: how many remembers called the linker, and p50/p95 of those calls.
 
@@ -262,14 +267,12 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     if not runs or runs[0].linker_ms is None:
         return None
     ms = [x for run in runs for x in run.linker_ms or ()]
-    decide = [x for run in runs for x in run.linker_decide_ms or ()]
     remembers = sum(run.remembers for run in runs)
-    stats = summary(ms) if ms else {"p50_ms": None, "p95_ms": None, "n": 0}
-    dstats = summary(decide) if decide else {"p50_ms": None, "p95_ms": None, "n": 0}
+    stats = _percentiles(ms)
+    dstats = _percentiles([x for run in runs for x in run.linker_decide_ms or ()])
     gate = sum(run.llm_gate for run in runs)
     llm_calls = [run.llm_calls for run in runs if run.llm_calls is not None]
-    llm_ms = [x for run in runs for x in run.llm_ms]
-    lstats = summary(llm_ms) if llm_ms else {"p50_ms": None, "p95_ms": None}
+    lstats = _percentiles([x for run in runs for x in run.llm_ms])
     return {
         "remembers": remembers,
         "linker_calls": len(ms),

@@ -12,6 +12,8 @@ import platform
 import re
 from pathlib import Path
 
+from bench.quality import _f3, _ms
+
 HEADER = """# Benchmarks
 
 EvoMem exists to stop agents from acting on obsolete decisions, so it ships the benchmark
@@ -41,10 +43,6 @@ def section(title: str, path: Path, note: str = "") -> str:
     # Every heading of the part goes two levels down, under this page's "## title".
     body = "\n".join("##" + line if re.match(r"#+ ", line) else line for line in body.splitlines())
     return f"## {title}\n\n{note}{body}\n\n"
-
-
-def _f(x: object, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"  # type: ignore[str-format]
 
 
 def headline(r: Path) -> str:
@@ -80,12 +78,12 @@ def headline(r: Path) -> str:
         pep = peps.get(lk, {})
         cost = q.get("linker_cost", {}).get(name, {}).get("all", {})
         lines.append(
-            f"| {lk} | {_f(odr.get('main', {}).get('odr'))} | {_f(links.get('precision'))} "
-            f"| {_f(links.get('recall'))} | {links.get('abstentions', {}).get('total', 0)} "
+            f"| {lk} | {_f3(odr.get('main', {}).get('odr'))} | {_f3(links.get('precision'))} "
+            f"| {_f3(links.get('recall'))} | {links.get('abstentions', {}).get('total', 0)} "
             f"| {valid.get('hidden', '—')} / {valid.get('total', '—')} "
             f"| {scoped.get('hidden', '—')} / {scoped.get('total', '—')} "
-            f"| {_f(pep.get('precision'))} | {_f(pep.get('recall'))} "
-            f"| {_f(cost.get('decide_p50_ms'), 2)} / {_f(cost.get('decide_p95_ms'), 2)} |"
+            f"| {_f3(pep.get('precision'))} | {_f3(pep.get('recall'))} "
+            f"| {_ms(cost.get('decide_p50_ms'))} / {_ms(cost.get('decide_p95_ms'))} |"
         )
     para = sets.get("para", {}).get("memories", {})
     hyb, bm = para.get("evomem-agent", {}), para.get("evomem-agent+bm25", {})
@@ -93,8 +91,8 @@ def headline(r: Path) -> str:
         h, b = hyb["by_wording"]["all"], bm["by_wording"]["all"]
         lines += [
             "",
-            f"Paraphrase set, agent links: the decision in force is in the top 5 for {_f(h['hit_rate'])} of the "
-            f"questions with hybrid recall (BM25 + vectors) against {_f(b['hit_rate'])} with BM25 alone "
+            f"Paraphrase set, agent links: the decision in force is in the top 5 for {_f3(h['hit_rate'])} of the "
+            f"questions with hybrid recall (BM25 + vectors) against {_f3(b['hit_rate'])} with BM25 alone "
             f"({h['questions']} questions; {h.get('vector_only_hits', 0)} hits found by the vectors alone).",
         ]
     return "\n".join(lines) + "\n\n"
@@ -137,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
         "heuristic first as the baseline; run by `make bench` (skipped, and said so, without the data).\n\n",
     )
-    llm = r / "llm" / "quality.md"
-    if llm.exists() and "## Cost" in llm.read_text():
-        cost = llm.read_text()[llm.read_text().index("## Cost") :]
+    llm_md = (r / "llm" / "quality.md").read_text() if (r / "llm" / "quality.md").exists() else ""
+    if "## Cost" in llm_md:
+        cost = llm_md[llm_md.index("## Cost") :]
         cost = "\n".join(line for line in cost.splitlines() if not line.startswith("## Cost"))
         text += (
             "## The llm linker's cost (`make bench-llm`)\n\n"
