@@ -1,0 +1,428 @@
+"""Train the pair linker (``evomem.domain.linkers.pair``) and write its weights file.
+
+    python -m bench.train_linker                       # default data, seed 7, writes pair_model.json
+    python -m bench.train_linker --check               # cross-validated numbers only, writes nothing
+    python -m bench.train_linker --gen-seeds 0         # frozen files only, no extra generated sets
+
+The pair dataset. For every scenario of every development file (default: ``bench/data/odr.jsonl``,
+``vdr.jsonl``, ``para.jsonl``, every ``bench/devdata/*.jsonl``) and of the generated sets
+(``bench.scenarios`` and ``bench.paraphrase`` with ``--gen-seeds``), the notes are replayed in
+order as the service would see them: for note i the candidates are the earlier notes still active
+under the gold links (a note a gold edge replaced is superseded), in a compatible scope (the
+note's scope field, else the scope the service infers from its text), ranked by BM25 fused with
+the embedding similarity (reciprocal rank, as the service's hybrid search), the first 20. Each
+(note, candidate) pair is one row of ``pair_features``; its label is 1 when the candidate is the
+note's gold ``supersedes``. Every note kind is replayed (decision, context, distractor, noise,
+scope notes), so most rows are negatives. Blind data (``bench/blind``, ``shared/data/external``)
+is refused.
+
+Training: logistic regression with L2 (Newton steps, numpy; training only), each source file
+weighted to the same total weight so the generators' thousands of pairs do not drown the
+hand-written sets (the files under ``bench/devdata`` together weigh as much as all the generated
+data together). Calibration: grouped k-fold by scenario (fold order from ``--seed``) gives an
+out-of-fold probability for every pair; ``link_at`` is the lowest threshold at which the notes
+whose best candidate reaches it are linked to the right predecessor with precision >= 0.98, pooled
+and on every source with at least 30 gold edges; ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
+predecessors listed minus a quarter of abstentions on notes that replace nothing. The final model
+is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
+out-of-fold precision/recall per source).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import paraphrase as para
+from bench import scenarios as scen
+from bench.bm25 import BM25
+from evomem.domain.linkers import pair as pl
+from evomem.domain.model import MemoryNode
+from evomem.domain.scope import compatible, infer_scope
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILES = [
+    ROOT / "bench/data/odr.jsonl",
+    ROOT / "bench/data/vdr.jsonl",
+    ROOT / "bench/data/para.jsonl",
+]
+DEVDATA = ROOT / "bench/devdata"
+BLIND = ("bench/blind", "data/external")
+CANDIDATES = 20
+PRECISION = 0.98
+FOLDS = 5
+L2 = 1.0
+MIN_GOLD_FOR_CALIBRATION = 30
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def dev_files(extra: Sequence[str] = ()) -> list[Path]:
+    files = [*DEFAULT_FILES, *sorted(DEVDATA.glob("*.jsonl")), *(Path(x) for x in extra)]
+    for f in files:
+        if any(b in str(f.resolve()) for b in BLIND):
+            raise SystemExit(f"refusing blind data: {f}")
+    return files
+
+
+def load_jsonl(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:  # a file being written: skip a half line
+                continue
+    return out
+
+
+def _scope(note: dict[str, Any]) -> str | None:
+    if note.get("scope"):
+        return str(note["scope"])
+    inferred = infer_scope(note["text"])
+    return inferred.scope if inferred is not None else None
+
+
+def replay(scenario: dict[str, Any], linker: pl.PairLinker) -> list[dict[str, Any]]:
+    """One entry per note that had candidates: its candidates' rows, labels and the gold index."""
+    notes = sorted(scenario["notes"], key=lambda n: n["i"])
+    nodes: dict[int, MemoryNode] = {}
+    active: dict[int, bool] = {}
+    out = []
+    for n in notes:
+        i = n["i"]
+        scope = _scope(n)
+        prior = [nodes[j] for j in sorted(nodes) if active[j] and compatible(scope, nodes[j].scope)]
+        if prior:
+            ranked = _rank(n["text"], prior, linker)[:CANDIDATES]
+            rows = linker.features(n["text"], scope, ranked)
+            gold = n.get("supersedes")
+            labels = [int(c.id == f"n{gold}") for c in ranked]
+            out.append(
+                {
+                    "note": i,
+                    "kind": n.get("kind"),
+                    "gold": gold,
+                    "gold_in": gold is not None and any(labels),
+                    "cands": [int(c.id[1:]) for c in ranked],
+                    "rows": rows,
+                    "labels": labels,
+                }
+            )
+        sup = n.get("supersedes")
+        nodes[i] = MemoryNode(
+            id=f"n{i}",
+            raw_text=n["text"],
+            scope=scope,
+            created_at=(i + 1) * 1000,
+            supersedes=f"n{sup}" if sup is not None else None,
+        )
+        active[i] = True
+        if sup is not None and sup in active:
+            active[sup] = False
+    return out
+
+
+def _rank(text: str, prior: list[MemoryNode], linker: pl.PairLinker) -> list[MemoryNode]:
+    """BM25 and embedding ranks fused by reciprocal rank (the service's hybrid candidate search)."""
+    bm = BM25([p.raw_text for p in prior]).scores(text)
+    by_bm = sorted((k for k in bm if bm[k] > 0), key=lambda k: -bm[k])
+    score: dict[int, float] = {k: 1 / (60 + r) for r, k in enumerate(by_bm)}
+    if linker.embedder is not None:
+        vs = linker._embed([text, *(p.raw_text for p in prior)])
+        sims = [pl._dot(vs[0], v) for v in vs[1:]]
+        for r, k in enumerate(sorted(range(len(prior)), key=lambda k: -sims[k])[:10]):
+            score[k] = score.get(k, 0.0) + 1 / (60 + r)
+    return [prior[k] for k in sorted(score, key=lambda k: -score[k])]
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def fit(x: Any, y: Any, w: Any, l2: float = L2) -> tuple[Any, Any, Any, float]:
+    """Weighted L2 logistic regression by Newton steps. Returns (weights, mean, scale, intercept)."""
+    import numpy as np
+
+    mean = (x * w[:, None]).sum(0) / w.sum()
+    scale = np.sqrt(((x - mean) ** 2 * w[:, None]).sum(0) / w.sum())
+    scale[scale < 1e-6] = 1.0
+    mean[0], scale[0] = 0.0, 1.0
+    z = (x - mean) / scale
+    z[:, 0] = 0.0  # the bias column: the intercept below carries it
+    z = np.hstack([z, np.ones((len(z), 1))])
+    beta = np.zeros(z.shape[1])
+    reg = np.full(z.shape[1], l2)
+    reg[-1] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-(z @ beta)))
+        g = z.T @ (w * (p - y)) + reg * beta
+        h = (z * (w * p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
+        step = np.linalg.solve(h, g)
+        beta -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return beta[:-1], mean, scale, float(beta[-1])
+
+
+GBT = {"n_estimators": 200, "max_depth": 3, "learning_rate": 0.1, "subsample": 0.8, "min_samples_leaf": 20}
+
+
+def fit_gbt(x: Any, y: Any, w: Any, seed: int) -> Any:
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    est = GradientBoostingClassifier(init="zero", random_state=seed, **GBT)
+    est.fit(x, y, sample_weight=w)
+    return est
+
+
+def export_gbt(est: Any) -> list[dict[str, list[float]]]:
+    trees = []
+    for (t,) in est.estimators_:
+        tr = t.tree_
+        trees.append(
+            {
+                "f": [int(f) if left >= 0 else -1 for f, left in zip(tr.feature, tr.children_left, strict=True)],
+                "t": [round(float(v), 6) for v in tr.threshold],
+                "l": [int(v) for v in tr.children_left],
+                "r": [int(v) for v in tr.children_right],
+                "v": [round(float(v), 6) for v in tr.value[:, 0, 0]],
+            }
+        )
+    return trees
+
+
+def _prob(beta: Any, mean: Any, scale: Any, b0: float, x: Any) -> Any:
+    import numpy as np
+
+    z = (x - mean) / scale
+    z[:, 0] = 0.0
+    return 1 / (1 + np.exp(-(z @ beta + b0)))
+
+
+def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[tuple[float, bool, bool, bool]]:
+    """Per note: (best p, best is gold, note has a gold edge, gold among the top 3)."""
+    out = []
+    for e, ps in zip(entries, probs, strict=True):
+        order = sorted(range(len(ps)), key=lambda k: -ps[k])
+        best = order[0]
+        top3 = {e["cands"][k] for k in order[: pl.MAX_LISTED]}
+        out.append((ps[best], e["cands"][best] == e["gold"], e["gold"] is not None, e["gold"] in top3))
+    return out
+
+
+def link_threshold(dec: list[tuple[float, bool, bool, bool]], precision: float = PRECISION) -> float:
+    """The lowest threshold t at which the notes whose best candidate has p >= t are linked to their
+    gold predecessor with precision >= ``precision`` (1.0 when no threshold does)."""
+    tp = fp = 0
+    t = 1.0
+    for p, ok, _, _ in sorted(dec, key=lambda d: -d[0]):
+        tp += ok
+        fp += not ok
+        if tp / (tp + fp) >= precision:
+            t = p
+    return t
+
+
+def abstain_threshold(dec: list[tuple[float, bool, bool, bool]], link_at: float) -> float:
+    best, best_t = -1e9, link_at
+    for t in sorted({round(d[0], 3) for d in dec if d[0] < link_at}, reverse=True):
+        gain = sum(1 for p, _, g, top in dec if g and top and t <= p < link_at)
+        cost = sum(1 for p, _, g, _ in dec if not g and t <= p < link_at)
+        v = gain - 0.25 * cost
+        if v > best:
+            best, best_t = v, t
+    return max(0.02, best_t)
+
+
+def metrics(dec: list[tuple[float, bool, bool, bool]], link_at: float, abstain_at: float, gold_total: int) -> dict:
+    links = [d for d in dec if d[0] >= link_at]
+    tp = sum(d[1] and d[2] for d in links)
+    abst = [d for d in dec if abstain_at <= d[0] < link_at]
+    listed = sum(1 for d in abst if d[2] and d[3])
+    return {
+        "notes": len(dec),
+        "gold": gold_total,
+        "links": len(links),
+        "precision": round(tp / len(links), 4) if links else None,
+        "recall": round(tp / gold_total, 4) if gold_total else None,
+        "abstentions": len(abst),
+        "abstentions_no_gold": sum(1 for d in abst if not d[2]),
+        "recall_if_confirmed": round((tp + listed) / gold_total, 4) if gold_total else None,
+    }
+
+
+def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
+    """Out-of-fold decisions of the development files (never blind data) for reading errors."""
+    items = {name: its for name, its, _ in sources}
+    pos = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for name, k, entries in groups:
+            notes = {n["i"]: n for n in items[name][k]["notes"]}
+            for e in entries:
+                ps = oof[pos : pos + len(e["rows"])].tolist()
+                pos += len(e["rows"])
+                order = sorted(range(len(ps)), key=lambda j: -ps[j])
+                row = {
+                    "source": name,
+                    "scenario": k,
+                    "note": notes[e["note"]]["text"],
+                    "kind": e["kind"],
+                    "gold": notes[e["gold"]]["text"] if e["gold"] is not None else None,
+                    "top": [[round(ps[j], 3), notes[e["cands"][j]]["text"]] for j in order[:3]],
+                    "ok": e["cands"][order[0]] == e["gold"],
+                }
+                fh.write(json.dumps(row) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import numpy as np
+
+    ap = argparse.ArgumentParser(prog="python -m bench.train_linker", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=7, help="fold assignment seed")
+    ap.add_argument("--gen-seeds", type=int, default=1, help="extra generated sets per generator (seeds 1001, ...)")
+    ap.add_argument("--data", action="append", default=[], help="another development JSONL file")
+    ap.add_argument("--out", default=str(pl.MODEL_FILE))
+    ap.add_argument("--no-embeddings", action="store_true", help="train without the embedding features")
+    ap.add_argument("--model", choices=("gbt", "lr"), default="gbt", help="gradient-boosted trees or logistic regression")
+    ap.add_argument("--dump", default="", help="write the out-of-fold decisions (development data) to this file")
+    ap.add_argument("--check", action="store_true", help="cross-validate and print; write nothing")
+    args = ap.parse_args(argv)
+    started = time.perf_counter()
+    embedder = None
+    if not args.no_embeddings:
+        from evomem.adapters.embedding import OnnxEmbedder
+
+        embedder = OnnxEmbedder(threads=1)
+    dummy = pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)
+    linker = pl.PairLinker(embedder, model=dummy)
+    sources: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = []
+    for f in dev_files(args.data):
+        items = load_jsonl(f)
+        sources.append((f.stem, items, {"file": str(f.relative_to(ROOT)), "sha256": _sha256(f), "n": len(items)}))
+    for k in range(args.gen_seeds):
+        seed = 1001 + k
+        sources.append((f"gen-odr-{seed}", scen.generate(120, seed), {"generator": scen.GENERATOR, "seed": seed}))
+        sources.append(
+            (f"gen-vdr-{seed}", scen.generate(80, seed, vdr=True), {"generator": scen.GENERATOR, "seed": seed})
+        )
+        sources.append((f"gen-para-{seed}", para.generate(72, seed), {"generator": para.GENERATOR, "seed": seed}))
+    groups: list[tuple[str, int, list[dict[str, Any]]]] = []  # (source, scenario idx, entries)
+    for name, items, _ in sources:
+        for k, s in enumerate(items):
+            groups.append((name, k, replay(s, linker)))
+        print(f"{name}: {len(items)} scenarios", file=sys.stderr)
+    written = {name for name, _, meta in sources if "file" in meta and meta["file"].startswith("bench/devdata")}
+    family = {name: ("written" if name in written else "generated") for name, _, _ in sources}
+    family_sources = {f: sum(1 for v in family.values() if v == f) for f in set(family.values())}
+    xs, ys, ws, gid = [], [], [], []
+    per_source_rows: dict[str, int] = {}
+    for g, (name, _, entries) in enumerate(groups):
+        for e in entries:
+            per_source_rows[name] = per_source_rows.get(name, 0) + len(e["rows"])
+    for g, (name, _, entries) in enumerate(groups):
+        for e in entries:
+            for r, lab in zip(e["rows"], e["labels"], strict=True):
+                xs.append(r)
+                ys.append(lab)
+                ws.append(1000.0 / per_source_rows[name] / family_sources[family[name]])
+                gid.append(g)
+    x, y, w, gid_a = np.array(xs), np.array(ys, dtype=float), np.array(ws), np.array(gid)
+    rng = random.Random(args.seed)
+    order = list(range(len(groups)))
+    rng.shuffle(order)
+    fold = {g: k % FOLDS for k, g in enumerate(order)}
+    fold_a = np.array([fold[g] for g in gid_a])
+    oof = np.zeros(len(y))
+    for k in range(FOLDS):
+        tr, te = fold_a != k, fold_a == k
+        if args.model == "gbt":
+            oof[te] = fit_gbt(x[tr], y[tr], w[tr], args.seed).predict_proba(x[te])[:, 1]
+        else:
+            beta, mean, scale, b0 = fit(x[tr], y[tr], w[tr])
+            oof[te] = _prob(beta, mean, scale, b0, x[te].copy())
+    # per note decisions from the out-of-fold probabilities
+    pos = 0
+    by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
+    gold_by_source: dict[str, int] = {}
+    for name, _, entries in groups:
+        for e in entries:
+            ps = oof[pos : pos + len(e["rows"])].tolist()
+            pos += len(e["rows"])
+            by_source.setdefault(name, []).extend(decisions([e], [ps]))
+    for name, items, _ in sources:
+        gold_by_source[name] = sum(1 for s in items for n in s["notes"] if n.get("supersedes") is not None)
+    pooled = [d for v in by_source.values() for d in v]
+    if args.dump:
+        _dump(args.dump, groups, sources, oof)
+    # precision >= the target on every source with enough gold edges, and pooled
+    link_at = max(
+        [link_threshold(pooled)]
+        + [link_threshold(by_source[n]) for n in by_source if gold_by_source.get(n, 0) >= MIN_GOLD_FOR_CALIBRATION]
+    )
+    abstain_at = abstain_threshold(pooled, link_at)
+    report = {
+        name: metrics(by_source[name], link_at, abstain_at, gold_by_source[name]) for name in by_source
+    }
+    report["all"] = metrics(pooled, link_at, abstain_at, sum(gold_by_source.values()))
+    print(json.dumps({"link_at": link_at, "abstain_at": abstain_at, "oof": report}, indent=1))
+    if args.model == "gbt":
+        est = fit_gbt(x, y, w, args.seed)
+        body: dict[str, Any] = {"kind": "gbt", "rate": GBT["learning_rate"], "intercept": 0.0, "trees": export_gbt(est)}
+        check = pl.PairModel(kind="gbt", link_at=1, abstain_at=1, trees=tuple(body["trees"]), rate=body["rate"])
+        ref = est.predict_proba(x[:500])[:, 1]
+        got = np.array([check.prob(r) for r in x[:500].tolist()])
+        assert np.abs(ref - got).max() < 1e-4, "exported trees disagree with the fitted model"
+        for f, b in sorted(zip(pl.FEATURES, est.feature_importances_.tolist(), strict=True), key=lambda t: -t[1]):
+            print(f"  {f:16s} {b:.3f}", file=sys.stderr)
+    else:
+        beta, mean, scale, b0 = fit(x, y, w)
+        body = {
+            "kind": "lr",
+            "weights": [round(v, 6) for v in beta.tolist()],
+            "mean": [round(v, 6) for v in mean.tolist()],
+            "scale": [round(v, 6) for v in scale.tolist()],
+            "intercept": round(b0, 6),
+        }
+        for f, b in sorted(zip(pl.FEATURES, beta.tolist(), strict=True), key=lambda t: -abs(t[1])):
+            print(f"  {f:16s} {b:+.3f}", file=sys.stderr)
+    if args.check:
+        return 0
+    out = {
+        "model": f"{pl.NAME}/{pl.VERSION}",
+        **body,
+        "features": list(pl.FEATURES),
+        "link_at": round(link_at, 4),
+        "abstain_at": round(abstain_at, 4),
+        "training": {
+            "script": "bench/train_linker.py",
+            "seed": args.seed,
+            "folds": FOLDS,
+            "model": args.model,
+            "hyperparameters": GBT if args.model == "gbt" else {"l2": L2},
+            "precision_target": PRECISION,
+            "embedder": getattr(embedder, "name", None),
+            "candidates_per_note": CANDIDATES,
+            "sources": {name: meta for name, _, meta in sources},
+            "pairs": int(len(y)),
+            "positives": int(y.sum()),
+            "out_of_fold": report,
+            "seconds": round(time.perf_counter() - started, 1),
+        },
+    }
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,428 @@
+"""The pair linker: an open-vocabulary model of "does this note replace that decision".
+
+Every active candidate with a compatible scope (the service finds them by BM25 and embeddings,
+whatever they are about) is scored as a pair (new note, candidate) by a logistic regression
+over features that name no product, component or topic (``pair_features``):
+
+- embedding similarity of the whole notes and of their decision parts (``decision_text``:
+  the "Decision" section, the Status paragraph or the first paragraph of a long document),
+  and the candidate's rank by that similarity among the candidates;
+- word overlap of the two decision parts (all content words, and names/values);
+- the candidate's words in a *leaving* position of the note ("instead of X", "from X",
+  "no longer X", "X is out", "replaces X"), a leaving position that names something else,
+  the candidate's names restated outside one, new names the note brings;
+- a revert ("back to X") to a word of the candidate's chain, a change cue, a hedge;
+- an explicit reference to the candidate's identifier ("supersedes ADR-12");
+- recency and search rank among the candidates, scope, and lengths.
+
+The weights live in ``pair_model.json`` next to this module, written by
+``bench/train_linker.py`` with what they were trained on (files and sha256, seed, thresholds,
+cross-validated precision and recall). Inference is plain Python: a dot product per pair.
+
+Three outcomes: ``link`` when the best pair's probability reaches ``link_at`` (calibrated for
+precision >= 0.98 on development data); ``abstain`` with up to 3 likely predecessors when the
+best reaches ``abstain_at`` or a candidate's words stand in a leaving position of the note;
+``none`` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evomem.domain.linkers import decision_text as dt
+from evomem.domain.linking import LinkDecision, LinkProposal
+from evomem.domain.model import MemoryNode
+from evomem.domain.scope import compatible as scope_compatible
+from evomem.domain.scope import is_default
+
+NAME = "pair"
+VERSION = "1"
+MODEL_FILE = Path(__file__).with_name("pair_model.json")
+MAX_LISTED = 3
+HISTORY_DEPTH = 3
+
+Lookup = Callable[[Iterable[str]], Mapping[str, MemoryNode]]
+
+_IDENT = re.compile(r"^\W{0,6}(?:title:\s*)?([A-Za-z]{2,8})[-\s:#_]{0,3}0*(\d{1,5})\b")
+_REF_VERB = re.compile(r"\b(?:supersed\w*|replac\w*|obsolet\w*|deprecat\w*|overrid\w*|amend\w*|updat\w*|revis\w*)\b", re.I)
+
+FEATURES = (
+    "bias",
+    "has_emb",
+    "cos_full",
+    "cos_dec",
+    "cos_rank",
+    "cos_gap",
+    "jacc",
+    "shared",
+    "shared_dist",
+    "cov_cand",
+    "leave_hit",
+    "leave_hit_dist",
+    "leave_other",
+    "restate",
+    "new_value",
+    "back_hit",
+    "change",
+    "hedge",
+    "question",
+    "cand_hedge",
+    "explicit_ref",
+    "search_rank",
+    "recency_rank",
+    "scoped_same",
+    "note_long",
+    "cand_long",
+    "title_jacc",
+    "leave_x_cos",
+    "change_x_cos",
+    "n_cands",
+    "newer_similar",
+    "margin",
+    "cand_chained",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the features need from one text (cached per text)."""
+
+    text: str
+    part: str  # decision part
+    toks: frozenset[str]  # content tokens of the decision part
+    dist: frozenset[str]  # names/values of the decision part
+    leaving: frozenset[str]
+    back_to: frozenset[str]
+    title: frozenset[str]
+    change: bool
+    hedge: bool
+    question: bool
+    ident: str | None
+    long: bool
+
+
+def read(text: str) -> _Read:
+    part = dt.decision_part(text)
+    m = _IDENT.match(text[:120])
+    ident = f"{m.group(1).lower()} {int(m.group(2))}" if m else None
+    return _Read(
+        text=text,
+        part=part,
+        toks=frozenset(dt.content(dt.tokens(part))),
+        dist=frozenset(dt.distinctive(part)),
+        leaving=frozenset(dt.leaving_windows(part)),
+        back_to=frozenset(dt.back_to_windows(part)),
+        title=frozenset(dt.content(dt.tokens(dt.title(text)))),
+        change=dt.CHANGE.search(part) is not None,
+        hedge=dt.HEDGE.search(part) is not None,
+        question=part.rstrip().endswith("?"),
+        ident=ident,
+        long=len(text) > dt.SHORT_NOTE_CHARS,
+    )
+
+
+def _jacc(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _refers(note: _Read, ident: str | None) -> bool:
+    """The note names the candidate's identifier ("ADR 12", "PEP-215") with a replacing verb."""
+    if ident is None or ident == note.ident:
+        return False
+    prefix, num = ident.split()
+    pat = re.compile(rf"\b{re.escape(prefix)}\W{{0,3}}0*{num}\b", re.I)
+    for sent in dt.sentences(note.text):
+        if pat.search(sent) and _REF_VERB.search(sent):
+            return True
+    return False
+
+
+def pair_features(
+    note: _Read,
+    cands: Sequence[_Read],
+    cos_full: Sequence[float | None],
+    cos_dec: Sequence[float | None],
+    created: Sequence[int],
+    scopes: tuple[str | None, Sequence[str | None]],
+    history: Sequence[frozenset[str]],
+    chained: Sequence[bool] = (),
+) -> list[list[float]]:
+    """One feature vector (in ``FEATURES`` order) per candidate."""
+    n = len(cands)
+    chained = list(chained) or [False] * n
+    has_emb = all(c is not None for c in cos_dec) and n > 0
+    dec = [float(c) if c is not None else 0.0 for c in cos_dec]
+    full = [float(c) if c is not None else 0.0 for c in cos_full]
+    order = sorted(range(n), key=lambda i: -dec[i])
+    cos_rank = {i: r for r, i in enumerate(order)}
+    best = max(dec) if dec else 0.0
+    by_time = sorted(range(n), key=lambda i: -created[i])
+    recency = {i: r for r, i in enumerate(by_time)}
+    scope, cand_scopes = scopes
+    note_leave_dist = note.leaving & note.dist
+    sim = dec if has_emb else [_jacc(note.toks, c.toks) for c in cands]
+    rows: list[list[float]] = []
+    for i, c in enumerate(cands):
+        shared = note.toks & c.toks
+        shared_dist = note.dist & c.dist
+        left = note.leaving & c.toks
+        left_dist = note.leaving & c.dist
+        restate = (c.dist - c.toks.intersection(note.leaving)) & (note.toks - note.leaving) if c.dist else set()
+        new = note.dist - c.toks
+        back = bool(note.back_to & (c.toks | history[i])) if note.back_to else False
+        x_cos = dec[i] if has_emb else _jacc(note.toks, c.toks)
+        row = [
+            1.0,
+            1.0 if has_emb else 0.0,
+            full[i],
+            dec[i],
+            1.0 / (1 + cos_rank[i]) if has_emb else 0.0,
+            (best - dec[i]) if has_emb else 0.0,
+            _jacc(note.toks, c.toks),
+            math.log1p(len(shared)),
+            math.log1p(len(shared_dist)),
+            len(shared) / len(c.toks) if c.toks else 0.0,
+            1.0 if left else 0.0,
+            1.0 if left_dist else 0.0,
+            1.0 if note_leave_dist and not (note_leave_dist & c.toks) else 0.0,
+            len(restate) / len(c.dist) if c.dist else 0.0,
+            len(new) / len(note.dist) if note.dist else 0.0,
+            1.0 if back else 0.0,
+            1.0 if note.change else 0.0,
+            1.0 if note.hedge else 0.0,
+            1.0 if note.question else 0.0,
+            1.0 if c.hedge or c.question else 0.0,
+            1.0 if _refers(note, c.ident) else 0.0,
+            1.0 / (1 + i),
+            1.0 / (1 + recency[i]),
+            1.0 if not is_default(scope) and not is_default(cand_scopes[i]) else 0.0,
+            1.0 if note.long else 0.0,
+            1.0 if c.long else 0.0,
+            _jacc(note.title, c.title) if note.long and c.long else 0.0,
+            (1.0 if left else 0.0) * x_cos,
+            (1.0 if note.change else 0.0) * x_cos,
+            math.log1p(n),
+            float(sum(1 for j in range(n) if created[j] > created[i] and sim[j] >= sim[i] - 0.05)),
+            sim[i] - max((sim[j] for j in range(n) if j != i), default=0.0),
+            1.0 if chained[i] else 0.0,
+        ]
+        rows.append(row)
+    return rows
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@dataclass(frozen=True, slots=True)
+class PairModel:
+    """The pair model, one of two kinds (``kind`` in the JSON file):
+
+    - ``lr``: standardised logistic regression, p = sigmoid(b + sum w * (x - mean) / scale);
+    - ``gbt``: gradient-boosted trees, p = sigmoid(init + rate * sum of the trees' leaves), each
+      tree as parallel arrays (feature, threshold, left, right, value; feature -1 is a leaf).
+    """
+
+    kind: str
+    link_at: float
+    abstain_at: float
+    weights: tuple[float, ...] = ()
+    mean: tuple[float, ...] = ()
+    scale: tuple[float, ...] = ()
+    intercept: float = 0.0
+    trees: tuple[Mapping[str, Sequence[float]], ...] = ()
+    rate: float = 0.1
+    features: tuple[str, ...] = FEATURES
+    meta: Mapping[str, Any] | None = None
+
+    @classmethod
+    def load(cls, path: Path | str = MODEL_FILE) -> PairModel:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if tuple(data["features"]) != FEATURES:
+            raise ValueError(f"{path}: features {data['features']} do not match this linker's {FEATURES}")
+        return cls(
+            kind=data["kind"],
+            link_at=float(data["link_at"]),
+            abstain_at=float(data["abstain_at"]),
+            weights=tuple(data.get("weights", ())),
+            mean=tuple(data.get("mean", ())),
+            scale=tuple(data.get("scale", ())),
+            intercept=float(data.get("intercept", 0.0)),
+            trees=tuple(data.get("trees", ())),
+            rate=float(data.get("rate", 0.1)),
+            features=tuple(data["features"]),
+            meta=data.get("training"),
+        )
+
+    def prob(self, x: Sequence[float]) -> float:
+        z = self.intercept
+        if self.kind == "gbt":
+            total = 0.0
+            for t in self.trees:
+                feature, threshold, left, right, value = t["f"], t["t"], t["l"], t["r"], t["v"]
+                k = 0
+                while feature[k] >= 0:
+                    k = int(left[k]) if x[int(feature[k])] <= threshold[k] else int(right[k])
+                total += value[k]
+            return _sigmoid(z + self.rate * total)
+        for w, v, m, s in zip(self.weights, x, self.mean, self.scale, strict=True):
+            z += w * (v - m) / s
+        return _sigmoid(z)
+
+
+class PairLinker:
+    """Link, abstain or none from a learned pair model (see the module docstring).
+
+    ``embedder``: anything with ``encode(texts) -> vectors`` (L2-normalised rows), as the scored
+    linker takes; without one the embedding features are 0 and the model leans on words.
+    ``lookup``: the store's ``get_many``, to read a candidate's earlier versions (reverts).
+    """
+
+    def __init__(
+        self,
+        embedder: object | None = None,
+        *,
+        lookup: Lookup | None = None,
+        model: PairModel | None = None,
+        link_at: float | None = None,
+        abstain_at: float | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.lookup = lookup
+        self.model = model or PairModel.load()
+        self.link_at = self.model.link_at if link_at is None else link_at
+        self.abstain_at = self.model.abstain_at if abstain_at is None else abstain_at
+        emb = getattr(embedder, "name", None) if embedder is not None else None
+        self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "")
+        self._reads: dict[str, _Read] = {}
+        self._vectors: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ protocol
+
+    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
+        decision = self.decide(text, scope, candidates)
+        return decision.proposal if decision.kind == "link" else None
+
+    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+        nodes = [c for c in candidates if c.status == "active" and scope_compatible(scope, c.scope)]
+        if not nodes:
+            return LinkDecision(kind="none", reason="no active candidate with a compatible scope")
+        probs, rows = self.score(text, scope, nodes)
+        ranked = sorted(range(len(nodes)), key=lambda i: -probs[i])
+        b = ranked[0]
+        listed = tuple((nodes[i].id, round(probs[i], 3)) for i in ranked[:MAX_LISTED])
+        leave = FEATURES.index("leave_hit")
+        if probs[b] >= self.link_at:
+            return LinkDecision(kind="link", proposal=self._proposal(nodes[b], probs[b], rows[b]), reason="pair model")
+        plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0]
+        if plausible:
+            listed = tuple((nodes[i].id, round(probs[i], 3)) for i in plausible[:MAX_LISTED])
+            return LinkDecision(kind="abstain", candidates=listed, reason="plausible predecessor below the link threshold")
+        return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(
+        self, text: str, scope: str | None, nodes: Sequence[MemoryNode]
+    ) -> tuple[list[float], list[list[float]]]:
+        """The model's probability and feature vector for each (note, candidate) pair."""
+        rows = self.features(text, scope, nodes)
+        return [self.model.prob(r) for r in rows], rows
+
+    def features(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> list[list[float]]:
+        note = self._read(text)
+        cands = [self._read(c.raw_text) for c in nodes]
+        cos_full: list[float | None] = [None] * len(nodes)
+        cos_dec: list[float | None] = [None] * len(nodes)
+        if self.embedder is not None:
+            try:
+                vs = self._embed([text, note.part, *(c.raw_text for c in nodes), *(c.part for c in cands)])
+                k = len(nodes)
+                cos_full = [_dot(vs[0], v) for v in vs[2 : 2 + k]]
+                cos_dec = [_dot(vs[1], v) for v in vs[2 + k :]]
+            except Exception:  # an embedder failure only loses these features
+                pass
+        history = self._history(nodes) if note.back_to else [frozenset()] * len(nodes)
+        return pair_features(
+            note,
+            cands,
+            cos_full,
+            cos_dec,
+            [c.created_at for c in nodes],
+            (scope, [c.scope for c in nodes]),
+            history,
+            [c.supersedes is not None for c in nodes],
+        )
+
+    def _read(self, text: str) -> _Read:
+        r = self._reads.get(text)
+        if r is None:
+            if len(self._reads) > 4096:
+                self._reads.clear()
+            r = self._reads[text] = read(text)
+        return r
+
+    def _embed(self, texts: list[str]) -> list[Any]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            vectors = self.embedder.encode(missing)  # type: ignore[union-attr]
+            if len(self._vectors) + len(missing) > 4096:
+                self._vectors.clear()
+            for t, v in zip(missing, vectors, strict=True):
+                self._vectors[t] = [float(x) for x in v]
+        return [self._vectors[t] for t in texts]
+
+    def _history(self, nodes: Sequence[MemoryNode]) -> list[frozenset[str]]:
+        """Content words of each candidate's earlier versions (for "back to X")."""
+        out: list[set[str]] = [set() for _ in nodes]
+        if self.lookup is None:
+            return [frozenset()] * len(nodes)
+        heads = {k: n.supersedes for k, n in enumerate(nodes) if n.supersedes}
+        for _ in range(HISTORY_DEPTH):
+            if not heads:
+                break
+            try:
+                found = self.lookup(set(heads.values()))  # type: ignore[arg-type]
+            except Exception:
+                break
+            nxt: dict[int, str | None] = {}
+            for k, pid in heads.items():
+                prev = found.get(pid)  # type: ignore[arg-type]
+                if prev is None:
+                    continue
+                out[k] |= self._read(prev.raw_text).toks
+                if prev.supersedes:
+                    nxt[k] = prev.supersedes
+            heads = nxt
+        return [frozenset(s) for s in out]
+
+    # ------------------------------------------------------------------ output
+
+    def _proposal(self, node: MemoryNode, p: float, row: Sequence[float]) -> LinkProposal:
+        f = dict(zip(FEATURES, row, strict=True))
+        evidence = [f"pair model p={p:.3f} (link at {self.link_at:.3f})"]
+        if f["has_emb"]:
+            evidence.append(f"decision cosine: {f['cos_dec']:.3f}")
+        if f["leave_hit"]:
+            evidence.append("the note puts the candidate's words in a leaving position")
+        if f["explicit_ref"]:
+            evidence.append("the note names the candidate's identifier with a replacing verb")
+        if f["back_hit"]:
+            evidence.append("the note goes back to a word of the candidate's chain")
+        evidence.append(f"shared words: {math.expm1(f['shared']):.0f}")
+        return LinkProposal(
+            target_id=node.id, confidence=round(min(0.99, p), 3), method=NAME, evidence=tuple(evidence), by=self.name
+        )
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(sum(x * y for x, y in zip(a, b, strict=False)))
