@@ -385,9 +385,9 @@ class EvoMemMemory:
 
 def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
     """Whether ``--auto-supersede llm`` would ask the LLM after this linker decision
-    (``evomem.adapters.llm_linker.unsure_or_cued``): an abstention, or none for a cued note."""
-    from evomem.adapters.llm_linker import unsure_or_cued
-    from evomem.domain.linking import LinkDecision
+    (``evomem.domain.linkers.cascade.unsure_or_cued``): an abstention, or none for a cued note."""
+    from evomem.domain.linkers.cascade import unsure_or_cued
+    from evomem.domain.model import LinkDecision
 
     kind = decision.get("kind")
     return kind in ("link", "abstain", "none") and unsure_or_cued(LinkDecision(kind=kind), text, None, [])

@@ -40,12 +40,13 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
-from evomem.domain.linking import HeuristicLinker, LinkProposal, ScoredLinker
-from evomem.domain.linking import decide as decide_link
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.scored import ScoredLinker
 from evomem.domain.model import (
     ID_PATTERN,
     Extraction,
     ExtractionState,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
@@ -760,7 +761,7 @@ def test_linker_gives_the_same_decision(scored_linker: Any, case: str, text: str
     """link / abstain (with its candidates) / none cross the linker service unchanged."""
     candidates = [LEDGER_AUTH, LEDGER_DB]
     expected = ScoredLinker().decide(text, None, candidates)
-    got = decide_link(scored_linker, text, None, candidates)
+    got = scored_linker.decide(text, None, candidates)
     assert got == expected
     assert got.kind == kind
     if kind == "link":

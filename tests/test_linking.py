@@ -12,8 +12,10 @@ from contextlib import closing
 import pytest
 
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.domain.linking import HeuristicLinker, content_words, scopes_compatible
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.vocabulary import content_words
 from evomem.domain.model import MemoryNode
+from evomem.domain.scope import compatible as scopes_compatible
 
 OLD = "The ledger service stores account balances in Postgres with nightly backups."
 NEW = "Moved the ledger account balances from Postgres to SQLite with hourly backups."

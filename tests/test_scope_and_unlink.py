@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evomem.domain.errors import InvalidArgument
-from evomem.domain.linking import LinkDecision
+from evomem.domain.model import LinkDecision
 from evomem.domain.scope import compatible, infer_scope
 from evomem.service import MemoryService
 

@@ -19,10 +19,11 @@ import grpc
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import from_rpc_error
 from evomem.domain.errors import EvoMemError, Unavailable
-from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    LinkDecision,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
