@@ -394,12 +394,13 @@ def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
 
 
 def can_abstain(linker: str) -> bool:
-    """Whether the linker can abstain (it has ``decide``; linkers with only ``propose`` never do)."""
+    """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
     from evomem.bootstrap import build_linker
 
     if linker == "llm":  # the LLM behind the scored linker: both abstain
         return True
-    return callable(getattr(build_linker(linker), "decide", None))
+    built = build_linker(linker)
+    return built is not None and built.abstains
 
 
 #: The set on which every EvoMem memory also runs with ``vectors="off"`` (hybrid against BM25 alone).

@@ -363,6 +363,8 @@ def test_a_refused_connection_abstains(old):
 def test_the_cascade_asks_the_llm_only_for_a_change_cue_with_candidates(fake, old):
     fake.reply = good_answer(old.id)
     cascade = CascadeLinker(HeuristicLinker(), linker_for(fake))
+    assert isinstance(cascade, Linker) and cascade.abstains  # the LLM behind it can abstain
+    assert not HeuristicLinker().abstains and ScoredLinker().abstains
 
     quiet = cascade.decide("The ledger account balances live in Postgres with nightly backups.", None, [old])
     assert quiet.kind == "none" and fake.requests == []

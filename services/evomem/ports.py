@@ -106,6 +106,7 @@ class Linker(Protocol):
     can be linked, whatever the caller passes."""
 
     name: str
+    abstains: bool  # whether ``decide`` can answer abstain (the heuristic never does)
 
     def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
         """The full answer: link (with a proposal), abstain (with the candidates the note may

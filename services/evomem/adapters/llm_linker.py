@@ -234,6 +234,8 @@ def validate_evidence(value: object, sources: Sequence[str]) -> tuple[str, ...]:
 class LLMLinker:
     """Asks an OpenAI-compatible chat endpoint; validates; abstains on anything doubtful."""
 
+    abstains = True
+
     def __init__(
         self,
         model: str,

@@ -180,6 +180,7 @@ class GrpcLinker(_Client):
     """The ``Linker`` port over the linker service."""
 
     service = "linker"
+    abstains = True  # the remote linker may (DecideLink carries abstentions)
 
     def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(address, timeout_s=timeout_s)

@@ -83,6 +83,7 @@ class CascadeLinker:
         self.trust_cheap_at = trust_cheap_at
         self.max_candidates = max_candidates
         self.name = f"cascade({cheap.name}>{llm.name})"
+        self.abstains = cheap.abstains or llm.abstains
         self.llm_calls = 0
         self.llm_ms: deque[float] = deque(maxlen=10_000)  # time of each LLM call (benchmarks)
 

@@ -31,6 +31,7 @@ class HeuristicLinker:
     """Change cue + overlapping vocabulary, as the prototype described."""
 
     name = f"{NAME}/{VERSION}"
+    abstains = False
 
     def __init__(self, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP) -> None:
         self.min_shared = min_shared

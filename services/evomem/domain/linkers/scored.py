@@ -174,6 +174,8 @@ class ScoredLinker:
     whose first line carries that identifier is a link on its own.
     """
 
+    abstains = True
+
     def __init__(
         self,
         embedder: Embedder | None = None,
