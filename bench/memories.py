@@ -385,21 +385,22 @@ class EvoMemMemory:
 
 def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
     """Whether ``--auto-supersede llm`` would ask the LLM after this linker decision
-    (``evomem.adapters.llm_linker.unsure_or_cued``): an abstention, or none for a cued note."""
-    from evomem.adapters.llm_linker import unsure_or_cued
-    from evomem.domain.linking import LinkDecision
+    (``evomem.domain.linkers.cascade.unsure_or_cued``): an abstention, or none for a cued note."""
+    from evomem.domain.linkers.cascade import unsure_or_cued
+    from evomem.domain.model import LinkDecision
 
     kind = decision.get("kind")
     return kind in ("link", "abstain", "none") and unsure_or_cued(LinkDecision(kind=kind), text, None, [])
 
 
 def can_abstain(linker: str) -> bool:
-    """Whether the linker can abstain (it has ``decide``; linkers with only ``propose`` never do)."""
+    """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
     from evomem.bootstrap import build_linker
 
     if linker == "llm":  # the LLM behind the scored linker: both abstain
         return True
-    return callable(getattr(build_linker(linker), "decide", None))
+    built = build_linker(linker)
+    return built is not None and built.abstains
 
 
 #: The set on which every EvoMem memory also runs with ``vectors="off"`` (hybrid against BM25 alone).

@@ -11,7 +11,7 @@ import pytest
 
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
-from evomem.domain.linking import HeuristicLinker
+from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.service import MemoryService, ServiceConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,12 +40,15 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
-from evomem.domain.linking import HeuristicLinker, LinkProposal, ScoredLinker
-from evomem.domain.linking import decide as decide_link
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.scored import ScoredLinker
 from evomem.domain.model import (
     ID_PATTERN,
     Extraction,
     ExtractionState,
+    LinkDecision,
+    LinkKind,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
@@ -760,13 +763,35 @@ def test_linker_gives_the_same_decision(scored_linker: Any, case: str, text: str
     """link / abstain (with its candidates) / none cross the linker service unchanged."""
     candidates = [LEDGER_AUTH, LEDGER_DB]
     expected = ScoredLinker().decide(text, None, candidates)
-    got = decide_link(scored_linker, text, None, candidates)
+    got = scored_linker.decide(text, None, candidates)
     assert got == expected
     assert got.kind == kind
     if kind == "link":
         assert got.proposal is not None and got.proposal.target_id == LEDGER_DB.id
     if kind == "abstain":
         assert {c for c, _ in got.candidates} == {LEDGER_AUTH.id, LEDGER_DB.id} and got.proposal is None
+
+
+def test_every_link_kind_maps_to_the_proto_enum_and_back() -> None:
+    """LinkKind and linker.proto's LinkDecisionKind name the same three answers; an unknown
+    wire value (UNSPECIFIED) and an unknown kind are errors, never a silent "none"."""
+    from evomem.adapters.grpc import convert
+    from evomem.v1 import linker_pb2
+
+    wire = {v for k, v in linker_pb2.LinkDecisionKind.items() if k != "LINK_DECISION_KIND_UNSPECIFIED"}
+    seen = set()
+    for kind in LinkKind:
+        proposal = LinkProposal("01J0", 0.9, "scored", ("e",), "scored/1") if kind is LinkKind.LINK else None
+        decision = LinkDecision(kind=kind, proposal=proposal, candidates=(("01J0", 0.5),), reason="r")
+        msg = convert.decision_to_pb(decision, "scored/1")
+        seen.add(msg.kind)
+        assert convert.decision_from_pb(msg) == decision
+    assert seen == wire
+    with pytest.raises(ValueError, match="unknown link decision kind"):
+        convert.decision_from_pb(linker_pb2.DecideLinkResponse())
+    assert LinkDecision(kind="abstain").kind is LinkKind.ABSTAIN  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="LinkKind"):
+        LinkDecision(kind="maybe")  # type: ignore[arg-type]
 
 
 def test_an_abstention_over_the_linker_service_becomes_possible_supersedes(tmp_path: Path) -> None:

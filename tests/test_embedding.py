@@ -23,12 +23,12 @@ import pytest
 from evomem.adapters.embedding import (
     DIM,
     INSTALL_HINT,
-    Embedder,
     EmbeddingModelUnavailable,
     HashingEmbedder,
     OnnxEmbedder,
     resolve_model_files,
 )
+from evomem.ports import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA = "pip install 'evomem[embeddings]'"

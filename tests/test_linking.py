@@ -12,8 +12,13 @@ from contextlib import closing
 import pytest
 
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.domain.linking import HeuristicLinker, content_words, scopes_compatible
+from evomem.domain import subject
+from evomem.domain import text as textrules
+from evomem.domain.linkers import vocabulary as vocab
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.vocabulary import content_words
 from evomem.domain.model import MemoryNode
+from evomem.domain.scope import compatible as scopes_compatible
 
 OLD = "The ledger service stores account balances in Postgres with nightly backups."
 NEW = "Moved the ledger account balances from Postgres to SQLite with hourly backups."
@@ -214,3 +219,41 @@ def test_scopes_are_compatible_only_within_one_scope_or_the_default_scope():
     assert scopes_compatible("prod", "production")
     assert scopes_compatible("staging", "staging")
     assert not scopes_compatible("staging", "production")
+
+
+# ----------------------------------------------------------------------------- the shared vocabulary
+
+
+def test_the_named_differences_are_built_from_the_one_list():
+    """Each reader's list is the one list plus a documented difference, never a copy."""
+    assert vocab.HEURISTIC_KEEPS <= vocab.STOPWORDS and vocab.QUERY_KEEPS <= vocab.STOPWORDS
+    assert vocab.HEURISTIC_DROPS - {"team"} <= vocab.CUE_WORDS
+    assert vocab.HEURISTIC_STOPWORDS == (vocab.STOPWORDS - vocab.HEURISTIC_KEEPS) | vocab.HEURISTIC_DROPS
+    assert (vocab.STOPWORDS - vocab.QUERY_KEEPS) | {"whose"} == vocab.QUERY_STOPWORDS
+    assert set(vocab.CHANGE_PHRASES) >= vocab.HEURISTIC_CUE_SKIPS
+    assert subject.CHANGE_CUE is vocab.CHANGE_CUE and subject.STOPWORDS is vocab.STOPWORDS
+    assert textrules.QUERY_STOPWORDS is vocab.QUERY_STOPWORDS
+
+
+@pytest.mark.parametrize(
+    ("text", "heuristic", "decision"),
+    [
+        ("We moved the ledger to SQLite.", "moved", "moved"),  # shared
+        ("Updated the ledger backups to hourly.", "Updated", None),  # an edit: the heuristic's only
+        ("The new ledger store is SQLite.", "new", None),
+        ("The ledger is not Postgres any more.", "not Postgres any more", "any more"),
+        ("From here on the ledger runs on SQLite.", None, "From here on"),  # a time marker: the reader's only
+        ("Kafka is back for the audit log.", None, "is back"),
+        ("Upgraded the ledger from v1.2 to 2.0.", "Upgraded", "from v1.2 to"),
+    ],
+)
+def test_the_two_change_cues_differ_only_as_documented(text: str, heuristic: str | None, decision: str | None):
+    h, d = vocab.HEURISTIC_CHANGE_CUE.search(text), vocab.CHANGE_CUE.search(text)
+    assert (h.group(0) if h else None) == heuristic
+    assert (d.group(0) if d else None) == decision
+
+
+def test_function_words_the_heuristic_keeps_count_as_content():
+    assert content_words("two replicas via Kafka") == {"two", "replicas", "via", "kafka"}
+    assert "via" in vocab.STOPWORDS  # the reader drops it from a subject
+    assert textrules.query_terms("decided before the migration") == ["decided", "before", "migration"]

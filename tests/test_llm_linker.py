@@ -19,15 +19,15 @@ import pytest
 
 from evomem.adapters.llm_linker import (
     API_KEY_ENV,
-    CascadeLinker,
     LLMLinkDecision,
     LLMLinker,
     build_grammar,
-    build_llm_linker,
-    unsure_or_cued,
 )
-from evomem.domain.linking import HeuristicLinker, LinkDecision, LinkProposal, ScoredLinker, scopes_compatible
-from evomem.domain.model import MemoryNode, Status, new_id
+from evomem.domain.linkers.cascade import CascadeLinker, unsure_or_cued
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.scored import ScoredLinker
+from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode, Status, new_id
+from evomem.domain.scope import compatible as scopes_compatible
 from evomem.ports import Linker
 from tests.llama_support import (
     FakeChatServer,
@@ -363,6 +363,8 @@ def test_a_refused_connection_abstains(old):
 def test_the_cascade_asks_the_llm_only_for_a_change_cue_with_candidates(fake, old):
     fake.reply = good_answer(old.id)
     cascade = CascadeLinker(HeuristicLinker(), linker_for(fake))
+    assert isinstance(cascade, Linker) and cascade.abstains  # the LLM behind it can abstain
+    assert not HeuristicLinker().abstains and ScoredLinker().abstains
 
     quiet = cascade.decide("The ledger account balances live in Postgres with nightly backups.", None, [old])
     assert quiet.kind == "none" and fake.requests == []
@@ -521,7 +523,6 @@ def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
     from pathlib import Path
 
     from evomem.adapters.grpc.clients import GrpcLinker
-    from evomem.domain.linking import decide as decide_link
     from tests.procutil import stop_process
     from tests.test_grpc_services import wait_health
 
@@ -542,9 +543,9 @@ def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
         wait_health(f"127.0.0.1:{port}", "evomem.v1.LinkerService", proc)
         client = GrpcLinker(f"127.0.0.1:{port}", timeout_s=60)
         auth, db = node(SCORED_AUTH), node(SCORED_DB)
-        sure = decide_link(client, "We moved the ledger database from Postgres to SQLite.", None, [auth, db])
+        sure = client.decide("We moved the ledger database from Postgres to SQLite.", None, [auth, db])
         assert sure.kind == "link" and sure.proposal.method == "scored" and sure.proposal.target_id == db.id
-        asked = decide_link(client, "From here on the ledger runs on Zorblax.", None, [auth, db])
+        asked = client.decide("From here on the ledger runs on Zorblax.", None, [auth, db])
         assert asked.kind in ("link", "abstain", "none"), asked
         if asked.proposal is not None:
             assert asked.proposal.method == "llm" and asked.proposal.target_id in {auth.id, db.id}
@@ -555,14 +556,17 @@ def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
         stop_process(proc)
 
 
-def test_the_factory_builds_the_gated_llm_linker(fake):
-    linker = build_llm_linker("m", fake.base_url, timeout_s=3)
+def test_the_composition_root_builds_the_gated_llm_linker(fake):
+    from evomem.bootstrap import build_linker
+    from evomem.settings import Settings
+
+    settings = Settings(auto_supersede="llm", linker_model="m", linker_base_url=fake.base_url, linker_timeout_s=3)
+    linker = build_linker("llm", settings)
     assert isinstance(linker, CascadeLinker) and isinstance(linker.llm, LLMLinker)
     assert isinstance(linker.cheap, ScoredLinker) and linker.needs_llm is unsure_or_cued
     assert linker.llm.read_timeout_s == 3 and linker.llm.structured == "grammar"
-    assert isinstance(build_llm_linker("m", fake.base_url, cascade=False), LLMLinker)
     with pytest.raises(ValueError):
-        build_llm_linker("m", "ftp://host/v1")
+        LLMLinker("m", "ftp://host/v1")
 
 
 def test_the_llm_benchmark_runs_against_a_real_server(tmp_path):

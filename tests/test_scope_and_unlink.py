@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evomem.domain.errors import InvalidArgument
-from evomem.domain.linking import LinkDecision
+from evomem.domain.model import LinkDecision
 from evomem.domain.scope import compatible, infer_scope
 from evomem.service import MemoryService
 
@@ -150,6 +150,7 @@ class AbstainingLinker:
     """Stands in for a linker that is unsure (a unit-test fake: the real linkers abstain on their own data)."""
 
     name = "abstainer/test"
+    abstains = True
 
     def decide(self, text, scope, candidates):
         return LinkDecision(kind="abstain", candidates=tuple((c.id, 0.5) for c in candidates[:2]), reason="unsure")

@@ -16,8 +16,9 @@ from evomem.adapters.embedding import HashingEmbedder
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.bootstrap import build_linker
 from evomem.domain.cronista import LiteCronista
-from evomem.domain.linking import HeuristicLinker, LinkDecision, ScoredLinker, decide
-from evomem.domain.model import MemoryNode
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.scored import ScoredLinker
+from evomem.domain.model import LinkDecision, MemoryNode
 from evomem.domain.subject import analyse, lowercase_vocabulary
 from evomem.service import MemoryService
 from evomem.settings import AUTO_SUPERSEDE, Settings
@@ -390,7 +391,7 @@ def test_works_with_no_embedder_and_no_lookup():
     linker = ScoredLinker()
     assert linker.embedder is None and linker.lookup is None and linker.name == "scored/1"
     old = node(LEDGER_DB)
-    assert_link(decide(linker, "We moved the ledger database from Postgres to SQLite.", None, [old]), old)
+    assert_link(linker.decide("We moved the ledger database from Postgres to SQLite.", None, [old]), old)
     assert linker.propose("We moved the ledger database from Postgres to SQLite.", None, [old]) is not None
     assert linker.propose("Ledger Postgres backups took 4 minutes.", None, [old]) is None
 

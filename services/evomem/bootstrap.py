@@ -14,8 +14,9 @@ import threading
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
-from evomem.domain.linking import HeuristicLinker, ScoredLinker
-from evomem.ports import Linker, Store, Vectors
+from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.scored import ScoredLinker
+from evomem.ports import Embedder, Linker, Store, Vectors
 from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import VECTORS, Settings
 
@@ -111,21 +112,26 @@ def start_background(
 
 
 def build_linker(
-    mode: str, settings: Settings | None = None, store: Store | None = None, embedder: object | None = None
+    mode: str, settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None
 ) -> Linker | None:
     """The linker for ``--auto-supersede``. ``store``: lets the scored linker read the earlier
     versions of a candidate's chain (what a terse "Ledger runs on SQLite" is about)."""
     if mode == "llm":
-        from evomem.adapters.llm_linker import build_llm_linker
+        from evomem.adapters.llm_linker import LLMLinker
+        from evomem.domain.linkers.cascade import CascadeLinker, unsure_or_cued
 
         if settings is None or not settings.linker_model or not settings.linker_base_url:
             raise ValueError("the llm linker needs a model and a base URL")
-        return build_llm_linker(
-            settings.linker_model,
-            settings.linker_base_url,
-            structured=settings.linker_structured,
-            timeout_s=float(settings.linker_timeout_s),
-            cheap=ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder),
+        # The LLM behind the scored linker, asked only when that one is unsure.
+        return CascadeLinker(
+            ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder),
+            LLMLinker(
+                settings.linker_model,
+                settings.linker_base_url,
+                structured=settings.linker_structured,
+                timeout_s=float(settings.linker_timeout_s),
+            ),
+            unsure_or_cued,
         )
     if mode == "off":
         return None

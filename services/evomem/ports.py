@@ -1,20 +1,32 @@
 """Ports: what the core needs from the outside world, as ``typing.Protocol``s.
 
-Adapters in ``evomem.adapters`` implement them (SQLite, in-memory, and in the
-multi-service wiring gRPC clients, Redis, Triton, OpenAI-compatible HTTP). The
-application service (``evomem.service``) only ever sees these names.
+The application service (``evomem.service``) and the domain only ever see these names. What
+implements them:
+
+- ``Store``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore`` (the
+  storage service).
+- ``Extractor``: ``domain.cronista.LiteCronista``; ``adapters.grpc.clients.GrpcExtractor``.
+- ``Linker``: ``domain.linkers.heuristic.HeuristicLinker``, ``domain.linkers.scored.ScoredLinker``,
+  ``domain.linkers.cascade.CascadeLinker``; ``adapters.llm_linker.LLMLinker`` (OpenAI-compatible
+  HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
+- ``JobQueue``: ``adapters.redis_queue.RedisQueue`` (Redis Streams).
+- ``Vectors``: ``adapters.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec);
+  ``adapters.grpc.clients.GrpcVectors``.
+- ``Embedder``: ``adapters.embedding.OnnxEmbedder`` (and the unit tests' ``HashingEmbedder``);
+  ``adapters.semantic.SemanticIndex`` is one too, through its cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from evomem.domain.linking import LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    LinkDecision,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
@@ -88,11 +100,35 @@ class Extractor(Protocol):
 
 @runtime_checkable
 class Linker(Protocol):
-    """Decides whether a new note replaces one of the candidate decisions."""
+    """Decides whether a new note replaces one of the candidate decisions.
+
+    Every linker checks status and scope itself: only active, scope-compatible candidates
+    can be linked, whatever the caller passes."""
+
+    name: str
+    abstains: bool  # whether ``decide`` can answer abstain (the heuristic never does)
+
+    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+        """The full answer: link (with a proposal), abstain (with the candidates the note may
+        replace, best first) or none."""
+        ...
+
+    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
+        """The link only: ``decide``'s proposal when it links, else None (the ProposeLink RPC)."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts in, one L2-normalised vector per text out, in order (the scored linker's
+    similarity feature; ``SemanticIndex`` embeds notes with one). ``name`` identifies the
+    vector space: vectors of different names are never compared."""
 
     name: str
 
-    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None: ...
+    def encode(self, texts: Sequence[str]) -> Any:
+        """A sequence of vectors (rows of floats; a float32 numpy array in the ONNX adapter)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,10 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
-from evomem.domain.linking import LinkDecision
-from evomem.domain.linking import decide as decide_link
 from evomem.domain.model import (
     ExtractionState,
+    LinkDecision,
+    LinkKind,
     LinkMethod,
     LinkProvenance,
     MemoryNode,
@@ -217,7 +217,7 @@ class MemoryService:
             link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
         elif self.linker is not None:
             decision = self._decide_link(text, ns, note_scope)
-            if decision.kind == "link" and decision.proposal is not None:
+            if decision.kind is LinkKind.LINK and decision.proposal is not None:
                 proposal = decision.proposal
                 target = proposal.target_id
                 link = LinkProvenance(
@@ -226,7 +226,7 @@ class MemoryService:
                     by=proposal.by,
                     evidence=proposal.evidence,
                 )
-            elif decision.kind == "abstain" and decision.candidates:
+            elif decision.kind is LinkKind.ABSTAIN and decision.candidates:
                 note = replace(note, possible_supersedes=tuple(c for c, _ in decision.candidates))
                 warnings.append(
                     "possible_supersedes: this note may replace "
@@ -327,13 +327,13 @@ class MemoryService:
         started = time.perf_counter()
         candidates = self.link_candidates(text, namespace, scope)
         if not candidates:
-            return LinkDecision(kind="none", reason="no active decision with a compatible scope matches")
+            return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")
         deciding = time.perf_counter()
         try:
-            result = decide_link(self.linker, text, scope, candidates)
+            result = self.linker.decide(text, scope, candidates)
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
             log.warning("linker %s failed: %s", getattr(self.linker, "name", "?"), exc)
-            result = LinkDecision(kind="none", reason=f"linker failed: {exc}")
+            result = LinkDecision(kind=LinkKind.NONE, reason=f"linker failed: {exc}")
         done = time.perf_counter()
         self.linker_ms.append((done - started) * 1000)
         self.linker_decide_ms.append((done - deciding) * 1000)

@@ -44,7 +44,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from evomem.domain.errors import Unavailable
 
@@ -74,16 +74,6 @@ INSTALL_HINT = (
 
 class EmbeddingModelUnavailable(Unavailable):
     """The model files (or onnxruntime/tokenizers) are not installed; the message says how to get them."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Texts in, one L2-normalised float32 row per text out. ``name`` identifies the vector space."""
-
-    name: str
-    dim: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 # ---------------------------------------------------------------------------- model files

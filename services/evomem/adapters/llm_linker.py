@@ -24,9 +24,10 @@ substrings of the note or a candidate are dropped. A timeout, a refused connecti
 error, garbage, an unknown id or a low confidence make it *abstain*: it never guesses. An
 abstention carries the candidate ids, so the caller can mark the note ``possible_supersedes``.
 
-``CascadeLinker`` puts a cheap linker in front. ``build_llm_linker`` puts the scored linker
-there and asks the LLM only when it is unsure: it abstained, or it found nothing although the
-note carries a change cue (``linking.CHANGE_CUE``), and there are eligible candidates.
+This module is the adapter only: the prompt, the HTTP call and the validation of the answer.
+When to ask the LLM is policy: ``evomem.domain.linkers.cascade.CascadeLinker`` puts the scored
+linker in front and asks the LLM only when it is unsure (``unsure_or_cued``), which is what
+``--auto-supersede llm`` wires (``evomem.bootstrap.build_linker``).
 
 Only the standard library is used (``http.client``); the API key comes from
 ``EVOMEM_LINKER_API_KEY`` and is sent as ``Authorization: Bearer``.
@@ -41,15 +42,14 @@ import math
 import os
 import re
 import time
-from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
-from evomem.domain.linking import CHANGE_CUE, LinkDecision, LinkProposal, ScoredLinker, scopes_compatible
-from evomem.domain.linking import decide as decide_with
-from evomem.domain.model import MemoryNode
+from evomem.domain.linkers.cascade import MAX_OFFERED, eligible_candidates
+from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
+from evomem.domain.scope import compatible as scopes_compatible
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ STRUCTURED_MODES = ("grammar", "json_schema", "none")
 DECISIONS = ("supersedes", "none", "unsure")
 
 DEFAULT_TIMEOUT_S = 10.0
-DEFAULT_MAX_CANDIDATES = 8
+DEFAULT_MAX_CANDIDATES = MAX_OFFERED
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_MIN_CONFIDENCE = 0.5
 MAX_NOTE_CHARS = 2000
@@ -69,8 +69,6 @@ MAX_EVIDENCE_CHARS = 200
 GRAMMAR_EVIDENCE_CHARS = 80  # the grammar's bound on one evidence string
 MAX_RESPONSE_BYTES = 1 << 20
 RAW_KEEP_CHARS = 500  # how much of a bad reply a decision keeps, for logs and tests
-
-DecisionKind = Literal["link", "abstain", "none"]
 
 SYSTEM_PROMPT = (
     "You maintain a memory of engineering decisions. Decide whether the NEW NOTE replaces "
@@ -86,7 +84,7 @@ SYSTEM_PROMPT = (
 
 @dataclass(frozen=True, slots=True)
 class LLMLinkDecision(LinkDecision):
-    """``evomem.domain.linking.LinkDecision`` plus what the LLM linker knows about the call.
+    """``evomem.domain.model.LinkDecision`` plus what the LLM linker knows about the call.
 
     ``kind``: ``"link"`` (``proposal`` says which node it supersedes, how sure, why),
     ``"abstain"`` (it could not decide safely: ``candidates`` are the ``(id, score)`` pairs it
@@ -114,20 +112,6 @@ class LinkerAnswerError(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def eligible_candidates(scope: str | None, candidates: Sequence[MemoryNode], limit: int) -> list[MemoryNode]:
-    """Active, scope-compatible candidates, in the caller's order, without duplicates."""
-    out: list[MemoryNode] = []
-    seen: set[str] = set()
-    for cand in candidates:
-        if cand.id in seen or cand.status != "active" or not scopes_compatible(scope, cand.scope):
-            continue
-        seen.add(cand.id)
-        out.append(cand)
-        if len(out) >= limit:
-            break
-    return out
 
 
 def _clip(text: str, limit: int) -> str:
@@ -250,6 +234,8 @@ def validate_evidence(value: object, sources: Sequence[str]) -> tuple[str, ...]:
 class LLMLinker:
     """Asks an OpenAI-compatible chat endpoint; validates; abstains on anything doubtful."""
 
+    abstains = True
+
     def __init__(
         self,
         model: str,
@@ -327,19 +313,19 @@ class LLMLinker:
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         offered_ids = tuple(c.id for c in offered)
         if not offered:
-            return LLMLinkDecision(kind="none", reason="no eligible candidates")
+            return LLMLinkDecision(kind=LinkKind.NONE, reason="no eligible candidates")
         everyone = tuple((cid, 0.0) for cid in offered_ids)  # no score: the model named none of them
 
-        def finish(kind: DecisionKind, reason: str, **kw: Any) -> LLMLinkDecision:
+        def finish(kind: LinkKind, reason: str, **kw: Any) -> LLMLinkDecision:
             ms = round((time.perf_counter() - started) * 1000, 3)
-            if kind == "abstain":
+            if kind is LinkKind.ABSTAIN:
                 log.info("llm linker abstains (%s) after %.1f ms", reason, ms)
             return LLMLinkDecision(kind=kind, reason=reason, latency_ms=ms, **kw)
 
         try:
             content = self._complete(self.build_request(text, scope, offered))
         except LinkerTransportError as exc:
-            return finish("abstain", f"transport: {exc}", candidates=everyone)
+            return finish(LinkKind.ABSTAIN, f"transport: {exc}", candidates=everyone)
         raw = content[:RAW_KEEP_CHARS] if isinstance(content, str) else None
         try:
             answer = parse_answer(content)
@@ -362,19 +348,19 @@ class LLMLinker:
             sources = [text, *(c.raw_text for c in offered)]
             evidence = validate_evidence(answer.get("evidence"), sources)
         except LinkerAnswerError as exc:
-            return finish("abstain", f"invalid answer: {exc}", candidates=everyone, raw=raw)
+            return finish(LinkKind.ABSTAIN, f"invalid answer: {exc}", candidates=everyone, raw=raw)
 
         said = {"answer": decision, "raw": raw}
         named = ((target, round(confidence, 3)),) if target else everyone
         if decision == "none":
-            return finish("none", f"model: none (confidence {confidence:g})", **said)
+            return finish(LinkKind.NONE, f"model: none (confidence {confidence:g})", **said)
         if decision == "unsure":
-            return finish("abstain", f"model: unsure (confidence {confidence:g})", candidates=named, **said)
+            return finish(LinkKind.ABSTAIN, f"model: unsure (confidence {confidence:g})", candidates=named, **said)
         if target is None:
-            return finish("abstain", "model: supersedes without a target_id", candidates=everyone, **said)
+            return finish(LinkKind.ABSTAIN, "model: supersedes without a target_id", candidates=everyone, **said)
         if confidence < self.min_confidence:
             why = f"model: supersedes with confidence {confidence:g} < {self.min_confidence:g}"
-            return finish("abstain", why, candidates=named, **said)
+            return finish(LinkKind.ABSTAIN, why, candidates=named, **said)
         proposal = LinkProposal(
             target_id=target,
             confidence=round(confidence, 3),
@@ -382,7 +368,7 @@ class LLMLinker:
             evidence=evidence,
             by=self.name,
         )
-        return finish("link", f"model: supersedes (confidence {confidence:g})", proposal=proposal, **said)
+        return finish(LinkKind.LINK, f"model: supersedes (confidence {confidence:g})", proposal=proposal, **said)
 
     # -- HTTP
 
@@ -445,100 +431,3 @@ class LLMLinker:
             if size > MAX_RESPONSE_BYTES:
                 raise LinkerTransportError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
             chunks.append(chunk)
-
-
-# ----------------------------------------------------------------------------- the cascade
-
-
-Gate = Callable[[LinkDecision, str, str | None, Sequence[MemoryNode]], bool]
-
-
-def has_change_cue(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
-    """The heuristic's gate: the LLM is worth asking only when the note says something changed."""
-    return CHANGE_CUE.search(text) is not None
-
-
-def unsure_or_cued(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
-    """The scored linker's gate: ask the LLM when the cheap linker abstains, or finds nothing
-    although the note says something changed (a paraphrase it could not read). A link from
-    the scored linker stands: it links only when sure (measured precision 1.0, docs/BENCHMARKS.md)."""
-    if cheap.kind == "abstain":
-        return True
-    return cheap.kind == "none" and CHANGE_CUE.search(text) is not None
-
-
-class CascadeLinker:
-    """A cheap linker first; the LLM only when ``needs_llm`` says so and candidates exist.
-
-    ``needs_llm(cheap_decision, text, scope, offered)`` is the gate: ``has_change_cue`` (any
-    note with a change cue, whatever the cheap linker said) or ``unsure_or_cued`` (only when
-    the cheap linker abstains, or says none to a note with a change cue). When the gate stays
-    shut, or there are no eligible candidates, the answer is the cheap linker's. When it
-    opens, the LLM decides, and its abstention stands: the cheap linker's guess is not used
-    instead, only listed first among the candidates. With ``trust_cheap_at``, a cheap link at
-    least that confident is accepted without asking the LLM.
-    """
-
-    def __init__(
-        self,
-        cheap: Any,
-        llm: Any,
-        needs_llm: Gate = has_change_cue,
-        *,
-        trust_cheap_at: float | None = None,
-        max_candidates: int = DEFAULT_MAX_CANDIDATES,
-    ) -> None:
-        self.cheap = cheap
-        self.llm = llm
-        self.needs_llm = needs_llm
-        self.trust_cheap_at = trust_cheap_at
-        self.max_candidates = max_candidates
-        self.name = f"cascade({cheap.name}>{llm.name})"
-        self.llm_calls = 0
-        self.llm_ms: deque[float] = deque(maxlen=10_000)  # time of each LLM call (benchmarks)
-
-    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
-        return self.decide(text, scope, candidates).proposal
-
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
-        cheap = decide_with(self.cheap, text, scope, candidates)
-        offered = eligible_candidates(scope, candidates, self.max_candidates)
-        if not offered or not self.needs_llm(cheap, text, scope, offered):
-            return cheap
-        if (
-            self.trust_cheap_at is not None
-            and cheap.proposal is not None
-            and cheap.proposal.confidence >= self.trust_cheap_at
-        ):
-            return cheap
-        self.llm_calls += 1
-        started = time.perf_counter()
-        decision = decide_with(self.llm, text, scope, candidates)
-        self.llm_ms.append((time.perf_counter() - started) * 1000)
-        if decision.kind == "abstain" and cheap.proposal is not None:
-            first = cheap.proposal.target_id
-            ids = [cid for cid, _ in decision.candidates]
-            if first in ids:  # the cheap guess goes first among the candidates, never in force
-                i = ids.index(first)
-                ordered = (decision.candidates[i], *decision.candidates[:i], *decision.candidates[i + 1 :])
-                return replace(decision, candidates=ordered)
-        return decision
-
-
-def build_llm_linker(
-    model: str,
-    base_url: str,
-    *,
-    structured: str = "grammar",
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    cascade: bool = True,
-    cheap: Any = None,
-) -> CascadeLinker | LLMLinker:
-    """What ``--auto-supersede llm --linker-model M --linker-base-url URL`` builds: the LLM
-    behind the scored linker (``cheap``; a ``ScoredLinker()`` without chain history when not
-    given), asked only when that one is unsure (``unsure_or_cued``). ``cascade=False``: the
-    LLM alone, on every note with candidates."""
-    llm = LLMLinker(model, base_url, structured=structured, timeout_s=timeout_s)
-    if not cascade:
-        return llm
-    return CascadeLinker(cheap if cheap is not None else ScoredLinker(), llm, unsure_or_cued)

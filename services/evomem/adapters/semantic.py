@@ -22,9 +22,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.embedding import Embedder
 from evomem.adapters.vector_index import VectorIndex
 from evomem.domain.model import MemoryNode
+from evomem.ports import Embedder
 
 if TYPE_CHECKING:
     import numpy as np

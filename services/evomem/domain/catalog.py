@@ -3,7 +3,7 @@
 "From here on the webhook relay runs on CBOR" names the component but not the aspect. When
 the memory holds the relay's serialization format *and* its login provider, only knowing
 that CBOR is a serialization format tells which decision the note replaces. An LLM knows
-that; the scored linker (``evomem.domain.linking.ScoredLinker``) reads it here.
+that; the scored linker (``evomem.domain.linkers.scored.ScoredLinker``) reads it here.
 
 The catalogue maps a product's name to the concepts of ``evomem.domain.subject.CONCEPTS``
 (``@database``, ``@queue``, ...). It is general knowledge of the field, written from what

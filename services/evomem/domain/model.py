@@ -167,3 +167,45 @@ def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------- link decisions
+
+
+class LinkKind(StrEnum):
+    """What a linker answers (``LinkDecisionKind`` in ``protos/evomem/v1/linker.proto``)."""
+
+    LINK = "link"  # the note replaces ``proposal.target_id``
+    ABSTAIN = "abstain"  # plausible candidates, not sure: the note is stored with ``possible_supersedes``
+    NONE = "none"  # the note replaces nothing
+
+
+@dataclass(frozen=True, slots=True)
+class LinkProposal:
+    """A link a linker proposes: the node the note replaces, how sure it is, and why."""
+
+    target_id: str
+    confidence: float
+    method: str  # heuristic, scored, llm: becomes the link's ``LinkProvenance.method``
+    evidence: tuple[str, ...]
+    by: str  # the linker's name and version
+
+
+@dataclass(frozen=True, slots=True)
+class LinkDecision:
+    """A linker's full answer: link (with a proposal), abstain (with candidates), or none.
+
+    Abstaining is not the same as "no link": the linker saw plausible candidates but is not
+    sure enough, so the note is stored unlinked and marked ``possible_supersedes`` for the
+    agent to confirm with one ``supersede`` call. ``kind`` accepts the enum's values as
+    strings ("link") and is always a ``LinkKind`` after construction; any other value is a
+    ``ValueError``.
+    """
+
+    kind: LinkKind
+    proposal: LinkProposal | None = None
+    candidates: tuple[tuple[str, float], ...] = ()  # (node id, score), best first
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", LinkKind(self.kind))

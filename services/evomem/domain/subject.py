@@ -1,6 +1,6 @@
 """Reading a short decision note: what it is about, which option it names, and in which role.
 
-The scored linker (``evomem.domain.linking.ScoredLinker``) needs, for the new note and for
+The scored linker (``evomem.domain.linkers.scored.ScoredLinker``) needs, for the new note and for
 every candidate, what plain word overlap cannot give:
 
 - **is it a decision?** A decision cue (picked, uses, runs on, moved, switched, went back,
@@ -37,6 +37,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS
 from evomem.domain.scope import infer_scope, normalise
 
 #: Longer notes are documents, not decision notes: only explicit references are read there.
@@ -44,29 +45,8 @@ LONG_NOTE_CHARS = 1200
 
 # ----------------------------------------------------------------------------- vocabulary
 
-STOP = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because been before
-    being below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers him his how i if in into is it it's its itself just let me more most my
-    no nor not of off on once only or other our ours out over own same she should so some such than
-    that the their theirs them then there these they this those through to too under until up very was
-    we were what when where which while who whom why will with would you your yours us shall may might
-    must one two three per via onto upon across within without lot lots etc""".split()
-)
-
-#: Words that say a decision is made, changed or undone; never part of a subject.
-CUE_WORDS = frozenset(
-    """pick picks picked picking choose chose chosen chooses decide decided decides decision decisions
-    select selected selects adopt adopted adopts adopting standardise standardised standardize standardized
-    settle settled settles agree agreed agrees go goes going went gone use uses used using run runs ran
-    running move moves moved moving migrate migrates migrated migrating migration switch switches switched
-    switching replace replaces replaced replacing replacement change changes changed changing revert
-    reverts reverted reverting roll rolls rolled rolling back return returns returned returning drop drops
-    dropped ditch ditched abandon abandoned retire retired retiring deprecate deprecated keep keeps kept
-    stay stays stayed instead longer anymore now new old upgrade upgraded upgrades downgrade downgraded
-    update updated port ported rewrote rewritten consolidate consolidated opt opted prefer preferred
-    lives live hosted host hosts""".split()
-)
+# The stopwords, the cue words and the change cue are the shared ones (``vocabulary``); the
+# lists below are this reader's own.
 
 #: Words that carry no subject in a decision note: time, meeting and bookkeeping words.
 FILLER = frozenset(
@@ -317,15 +297,6 @@ _LABEL_BEFORE = re.compile(r"^\s*[^:.;!?\n]{2,60}:\s*$")
 _COPULA_AFTER = re.compile(r"^\s+(?:is|are)\s+(?:the|our|now)\b", re.I)
 _LOWER_LEAD = re.compile(r"(?:^|[:;.]\s+)([a-z][\w.+-]{1,30})\s+(?:is|are)\s+(?:the|our|back)\b")
 
-#: Change cues: the note says something changed (explicitly or by a time marker).
-CHANGE_CUE = re.compile(
-    r"\b(?:moved|move|moving|migrated|migrate|migrating|switched|switch|switching|replaced|replace|replacing|"
-    r"changed|change|changing|no longer|instead|reverted|revert|rolled back|roll back|went back|go back|"
-    r"going back|back (?:on|to)|is back|are back|returns? to|returned to|dropped|ditched|abandoned|retired|"
-    r"deprecated|superseded|supersedes|from now on|from here on|going forward|as of|now|anymore|any more|"
-    r"from \S+ to)\b",
-    re.I,
-)
 #: Words that make a decision tentative, conditional or negative. Read outside reason clauses
 #: and the clauses about a replaced option ("Postgres did not survive the drill" is fine).
 HEDGE = re.compile(
@@ -519,7 +490,7 @@ def _name_like(tok: str, initial: bool, vocab: frozenset[str]) -> bool:
         return len(tok) >= 2
     if not tok[0].isupper():
         return False
-    if low in STOP or low in CUE_WORDS or low in FILLER or low in COMMON_CAPITALISED:
+    if low in STOPWORDS or low in CUE_WORDS or low in FILLER or low in COMMON_CAPITALISED:
         return False
     return not (initial and low in vocab)
 
@@ -554,7 +525,7 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
             word = nxt.group(0)
             if gap != " " or not (word[0].isupper() or word[0].isdigit()):
                 break
-            if word.lower() in STOP or word.lower() in COMMON_CAPITALISED:
+            if word.lower() in STOPWORDS or word.lower() in COMMON_CAPITALISED:
                 break
             first = t.group(0)
             if word.lower() in CATEGORY_ACRONYMS and initial and first[1:].islower():
@@ -669,7 +640,7 @@ def _role(text: str, start: int, end: int, clauses: list[tuple[int, int]], reaso
     nxt = _NEXT_WORD.match(after)
     if nxt and nxt.group(1).islower() and not _BEFORE_CHOSEN.search(before):
         w = nxt.group(1).lower()
-        if w not in STOP and w not in CUE_WORDS and w not in _PREPOSITIONS:
+        if w not in STOPWORDS and w not in CUE_WORDS and w not in _PREPOSITIONS:
             return "modifier"  # "the ledger Postgres backups", "the latest SQLite release"
     return "chosen"
 
@@ -733,7 +704,7 @@ def _subject(
             core.add(w[1:])
             spans.setdefault(w[1:], text[s:e])
             continue
-        if w == "|" or len(w) < 2 or w in STOP or w in CUE_WORDS or w in FILLER or w in WEAK:
+        if w == "|" or len(w) < 2 or w in STOPWORDS or w in CUE_WORDS or w in FILLER or w in WEAK:
             continue
         if w.isdigit() or w in CATEGORY_ACRONYMS:
             continue
@@ -828,7 +799,7 @@ def analyse(
         for pattern in (_LOWER_SLOT, _LOWER_TO, _LOWER_WITH, _LOWER_LEAD):
             for m in pattern.finditer(text):
                 w, s = m.group(1), m.start(1)
-                if w in STOP or w in CUE_WORDS or w in FILLER or w in WEAK or (w,) in _CONCEPT_OF or s in taken:
+                if w in STOPWORDS or w in CUE_WORDS or w in FILLER or w in WEAK or (w,) in _CONCEPT_OF or s in taken:
                     continue
                 if w.endswith(("ed", "ing")):
                     continue
@@ -861,10 +832,10 @@ def analyse(
     # A later clause that reports on something ("Cron was hard to debug") is about the past.
     for ci, (cs, ce) in enumerate(clauses):
         first = _TOKEN.match(text, cs)
-        if ci > 0 and first and first.group(0).lower() not in STOP and _AFTER_REPORT.match(text[first.end() : ce]):
+        if ci > 0 and first and first.group(0).lower() not in STOPWORDS and _AFTER_REPORT.match(text[first.end() : ce]):
             prev_clauses.append((cs, ce))
             low = first.group(0).lower()
-            if low in vocab and low not in STOP and not any(x.start == cs for x in mentions):
+            if low in vocab and low not in STOPWORDS and not any(x.start == cs for x in mentions):
                 mentions.append(Mention(first.group(0), low, cs, first.end(), "prev"))
     mentions.sort(key=lambda x: x.start)
     hole = blocked + reasons + prev_clauses + [(m.start, m.end) for m in mentions if m.role != "subject"]

@@ -10,6 +10,7 @@ import re
 import unicodedata
 
 from evomem.domain.errors import EmptyNote, InvalidArgument, InvalidText, NoteTooLarge
+from evomem.domain.linkers.vocabulary import QUERY_STOPWORDS, words
 
 DEFAULT_MAX_NOTE_BYTES = 1_048_576  # 1 MiB of UTF-8
 
@@ -17,7 +18,6 @@ DEFAULT_MAX_NOTE_BYTES = 1_048_576  # 1 MiB of UTF-8
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9._:/@-]{0,63}$")
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 MAX_TAGS = 32
 MAX_QUERY_TERMS = 64
@@ -118,29 +118,17 @@ def clean_short(value: object, what: str, limit: int = 200) -> str | None:
     return value or None
 
 
-# Function words carry no topic; dropping them keeps BM25 from scoring every note that
-# says "the". A query made only of them is searched as it is.
-QUERY_STOPWORDS = frozenset(
-    """a an the and or not of to in on at for from by with as is are was were be been being do does did
-    what which who whom whose when where why how this that these those it its we our you your they their
-    i me my he she him her us them there here than then so if but into about over under up down any all
-    some can could should would will shall may might must has have had having no nor""".split()
-)
-
-
 def query_terms(query: object) -> list[str]:
     """Words of a search query, lowercased. Any string is accepted: operators and quotes
-    are just punctuation here, so FTS syntax in a question can never become an error."""
+    are just punctuation here, so FTS syntax in a question can never become an error.
+
+    Function words carry no topic; dropping them (``vocabulary.QUERY_STOPWORDS``) keeps BM25
+    from scoring every note that says "the". A query made only of them is searched as it is."""
     if not isinstance(query, str):
         raise InvalidArgument("query must be a string")
     terms: list[str] = []
-    for word in _WORD.findall(clean_free_text(query).lower()):
-        word = word.strip("_")
-        if word and word not in terms:
+    for word in words(clean_free_text(query)):
+        if word not in terms:
             terms.append(word)
     content = [t for t in terms if t not in QUERY_STOPWORDS]
     return (content or terms)[:MAX_QUERY_TERMS]
-
-
-def words(text: str) -> list[str]:
-    return [w.strip("_") for w in _WORD.findall(text.lower()) if w.strip("_")]

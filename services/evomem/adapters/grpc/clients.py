@@ -19,10 +19,11 @@ import grpc
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import from_rpc_error
 from evomem.domain.errors import EvoMemError, Unavailable
-from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    LinkDecision,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
@@ -179,6 +180,7 @@ class GrpcLinker(_Client):
     """The ``Linker`` port over the linker service."""
 
     service = "linker"
+    abstains = True  # the remote linker may (DecideLink carries abstentions)
 
     def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(address, timeout_s=timeout_s)

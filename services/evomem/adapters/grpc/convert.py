@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    LinkDecision,
+    LinkKind,
+    LinkProposal,
     LinkProvenance,
     MemoryNode,
     NewNote,
@@ -217,9 +219,9 @@ def proposal_from_pb(msg: linker_pb2.LinkProposal) -> LinkProposal:
 
 
 _KIND_TO_PB = {
-    "link": linker_pb2.LINK_DECISION_KIND_LINK,
-    "abstain": linker_pb2.LINK_DECISION_KIND_ABSTAIN,
-    "none": linker_pb2.LINK_DECISION_KIND_NONE,
+    LinkKind.LINK: linker_pb2.LINK_DECISION_KIND_LINK,
+    LinkKind.ABSTAIN: linker_pb2.LINK_DECISION_KIND_ABSTAIN,
+    LinkKind.NONE: linker_pb2.LINK_DECISION_KIND_NONE,
 }
 _KIND_FROM_PB = {v: k for k, v in _KIND_TO_PB.items()}
 

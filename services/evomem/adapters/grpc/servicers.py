@@ -7,7 +7,6 @@ import grpc
 from evomem.adapters.grpc import convert
 from evomem.adapters.grpc.errors import servicer_method
 from evomem.domain.errors import InvalidArgument, Unavailable
-from evomem.domain.linking import decide as decide_link
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store, Vectors
 from evomem.v1 import (
@@ -180,5 +179,5 @@ class LinkerServicer(linker_pb2_grpc.LinkerServiceServicer):
     def DecideLink(self, request: linker_pb2.ProposeLinkRequest, context: Ctx) -> linker_pb2.DecideLinkResponse:
         candidates = [convert.node_from_pb(c) for c in request.candidates]
         scope = request.scope if request.HasField("scope") else None
-        decision = decide_link(self.linker, request.text, scope, candidates)
+        decision = self.linker.decide(request.text, scope, candidates)
         return convert.decision_to_pb(decision, self.linker.name)

@@ -1,33 +1,21 @@
-"""Automatic supersession: the heuristic linker and the scored linker.
+"""The scored linker (``--auto-supersede scored``): subject + option + change cue (+ embedding).
 
-``ScoredLinker`` (``--auto-supersede scored``, below) is the safe one: it reads what each
-note decides (subject, option, the option it leaves, change cue; ``evomem.domain.subject``),
-links only a note that chooses another option for the same subject, abstains when unsure,
-and records its evidence as spans of the notes. The rest of this docstring is about the
-first version, the heuristic.
-
-A note that names no ``supersedes`` may still replace an active decision. The
-heuristic says it does when the note carries a *change cue* ("moved", "switched",
-"no longer", "went back to", "from X to Y", ...) and shares enough *content
-vocabulary* with an active decision in the same namespace. It never links across
-namespaces (the store only offers same-namespace candidates) and never across
-scopes that are explicit and different.
-
-It is cheap and has no dependencies, but it is not safe alone: the prototype
-measured link precision 0.70 and 8 of 80 still-valid decisions hidden. The linker
-is therefore off by default (``--auto-supersede off``).
+The safe one. It reads what each note decides (subject, option, the option it leaves, change
+cue: ``evomem.domain.subject``, with the product catalogue ``evomem.domain.catalog``), links
+only a note that chooses another option for the same subject, abstains when unsure, and
+records its evidence as spans of the notes. See ``ScoredLinker``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evomem.domain.catalog import product_kinds
-from evomem.domain.model import MemoryNode
-from evomem.domain.scope import compatible as scope_compatible
+from evomem.domain.linkers.vocabulary import words
+from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
+from evomem.domain.scope import compatible as scopes_compatible
 from evomem.domain.subject import (
     LONG_NOTE_CHARS,
     Facts,
@@ -39,121 +27,9 @@ from evomem.domain.subject import (
     name_concepts,
 )
 from evomem.domain.subject import references as analyse_references
-from evomem.domain.text import words
 
-NAME = "heuristic"
-VERSION = "1"
-
-CHANGE_CUE = re.compile(
-    r"\b(moved|move|moving|switched|switch|switching|migrated|migrate|migrating|replaced|replace|replacing|"
-    r"changed|change|now|no longer|instead|went back|go back|going back|reverted|revert|rolled back|"
-    r"dropped|drop|ditched|abandoned|retired|deprecated|superseded|supersedes|updated|upgraded|downgraded|"
-    r"anymore|from \w+ to \w+|not \w+ any ?more|new|rewrote|rewritten|ported)\b",
-    re.I,
-)
-
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because been before
-    being below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers him his how i if in into is it its itself just let me more most my
-    no nor not now of off on once only or other our ours out over own same she should so some such than
-    that the their theirs them then there these they this those through to too under until up very was
-    we were what when where which while who whom why will with would you your yours us use used using
-    moved move moving switched switch switching migrated migrate replaced replace changed change went
-    back instead longer anymore decided decide picked pick chose choose going go team new old""".split()
-)
-
-MIN_SHARED = 2
-MIN_OVERLAP = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class LinkProposal:
-    target_id: str
-    confidence: float
-    method: str
-    evidence: tuple[str, ...]
-    by: str
-
-
-@dataclass(frozen=True, slots=True)
-class LinkDecision:
-    """A linker's full answer: link (with a proposal), abstain (with candidates), or none.
-
-    Abstaining is not the same as "no link": the linker saw plausible candidates but is not
-    sure enough, so the note is stored unlinked and marked ``possible_supersedes`` for the
-    agent to confirm with one ``supersede`` call.
-    """
-
-    kind: str  # "link" | "abstain" | "none"
-    proposal: LinkProposal | None = None
-    candidates: tuple[tuple[str, float], ...] = ()  # (node id, score), best first
-    reason: str = ""
-
-
-def decide(linker: object, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
-    """Ask any linker for a decision; linkers with only ``propose`` never abstain."""
-    full = getattr(linker, "decide", None)
-    if callable(full):
-        return full(text, scope, candidates)  # type: ignore[no-any-return]
-    proposal = linker.propose(text, scope, candidates)  # type: ignore[attr-defined]
-    if proposal is None:
-        return LinkDecision(kind="none")
-    return LinkDecision(kind="link", proposal=proposal)
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in words(text) if len(w) > 1 and w not in STOPWORDS and not w.isdigit()}
-
-
-def scopes_compatible(a: str | None, b: str | None) -> bool:
-    """Links never cross scopes, explicit or inferred (see ``evomem.domain.scope``):
-    same scope, or both in the default scope (unscoped or production)."""
-    return scope_compatible(a, b)
-
-
-class HeuristicLinker:
-    """Change cue + overlapping vocabulary, as the prototype described."""
-
-    name = f"{NAME}/{VERSION}"
-
-    def __init__(self, min_shared: int = MIN_SHARED, min_overlap: float = MIN_OVERLAP) -> None:
-        self.min_shared = min_shared
-        self.min_overlap = min_overlap
-
-    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
-        cue = CHANGE_CUE.search(text)
-        if cue is None:
-            return None
-        mine = content_words(text)
-        if not mine:
-            return None
-        best: tuple[float, MemoryNode, set[str]] | None = None
-        for cand in candidates:
-            if cand.status != "active" or not scopes_compatible(scope, cand.scope):
-                continue
-            theirs = content_words(cand.raw_text)
-            shared = mine & theirs
-            if len(shared) < self.min_shared:
-                continue
-            overlap = len(shared) / min(len(mine), len(theirs))
-            if overlap < self.min_overlap:
-                continue
-            if best is None or overlap > best[0]:
-                best = (overlap, cand, shared)
-        if best is None:
-            return None
-        overlap, cand, shared = best
-        return LinkProposal(
-            target_id=cand.id,
-            confidence=round(min(1.0, overlap), 3),
-            method=NAME,
-            evidence=(f"change cue: {cue.group(0)!r}", "shared words: " + ", ".join(sorted(shared)[:12])),
-            by=self.name,
-        )
-
-
-# ----------------------------------------------------------------------------- the scored linker
+if TYPE_CHECKING:
+    from evomem.ports import Embedder
 
 SCORED_NAME = "scored"
 SCORED_VERSION = "1"
@@ -298,9 +174,11 @@ class ScoredLinker:
     whose first line carries that identifier is a link on its own.
     """
 
+    abstains = True
+
     def __init__(
         self,
-        embedder: object | None = None,
+        embedder: Embedder | None = None,
         *,
         lookup: Lookup | None = None,
         link_at: float = LINK_AT,
@@ -312,7 +190,7 @@ class ScoredLinker:
         self.link_at = link_at
         self.abstain_at = abstain_at
         self.margin = margin
-        model = getattr(embedder, "name", None) if embedder is not None else None
+        model = embedder.name if embedder is not None else None
         self.name = f"{SCORED_NAME}/{SCORED_VERSION}" + (f"+{model}" if model else "")
         self._vectors: dict[str, Any] = {}  # text -> embedding, bounded
 
@@ -320,17 +198,17 @@ class ScoredLinker:
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         decision = self.decide(text, scope, candidates)
-        return decision.proposal if decision.kind == "link" else None
+        return decision.proposal if decision.kind is LinkKind.LINK else None
 
     def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
         nodes = [c for c in candidates if c.status == "active" and scopes_compatible(scope, c.scope)]
         if not nodes:
-            return LinkDecision(kind="none", reason="no active candidate with a compatible scope")
+            return LinkDecision(kind=LinkKind.NONE, reason="no active candidate with a compatible scope")
         explicit = self._explicit_reference(text, nodes)
         if explicit is not None:
             return explicit
         if len(text) > LONG_NOTE_CHARS:
-            return LinkDecision(kind="none", reason="a long document: only explicit references are linked")
+            return LinkDecision(kind=LinkKind.NONE, reason="a long document: only explicit references are linked")
         history = self._history(nodes)
         vocab = lowercase_vocabulary(
             [text, *(c.raw_text for c in nodes), *(h.raw_text for hs in history.values() for h in hs)]
@@ -345,7 +223,7 @@ class ScoredLinker:
             ]
         note = analyse(text, vocab, scope=scope, known=known)
         if not note.is_decision:
-            return LinkDecision(kind="none", reason="the note decides nothing (no decision cue and option)")
+            return LinkDecision(kind=LinkKind.NONE, reason="the note decides nothing (no decision cue and option)")
         memory_kinds = self._option_concepts(cands)
         note = self._typed_note(note, memory_kinds)
         for c in cands:
@@ -354,7 +232,9 @@ class ScoredLinker:
                 c.notes.append(f"its aspect is what its option is ({c.facts.option.text}: {concept})")  # type: ignore[union-attr]
         scored = [c for c in cands if self._score(note, c, memory_kinds)]
         if not scored:
-            return LinkDecision(kind="none", reason="no candidate decision on the same subject with another option")
+            return LinkDecision(
+                kind=LinkKind.NONE, reason="no candidate decision on the same subject with another option"
+            )
         if self.embedder is not None:
             self._add_similarity(text, scored)
         if _one_topic(scored):
@@ -366,9 +246,9 @@ class ScoredLinker:
         contenders = [c for c in scored if c.score > top - self.margin]
         if not _one_topic(contenders):
             if top < self.abstain_at:
-                return LinkDecision(kind="none", reason="weak candidates on different subjects")
+                return LinkDecision(kind=LinkKind.NONE, reason="weak candidates on different subjects")
             return LinkDecision(
-                kind="abstain",
+                kind=LinkKind.ABSTAIN,
                 candidates=listed or ((scored[0].node.id, round(top, 3)),),
                 reason="candidates on different subjects fit the note about as well",
             )
@@ -396,10 +276,10 @@ class ScoredLinker:
             best.score = min(best.score, self.link_at - 0.01)
             best.notes.append(f"a newer note leaves its option ({left.text!r})")
         if best.score >= self.link_at:
-            return LinkDecision(kind="link", proposal=self._proposal(note, best), reason="; ".join(best.notes))
+            return LinkDecision(kind=LinkKind.LINK, proposal=self._proposal(note, best), reason="; ".join(best.notes))
         if best.score >= self.abstain_at:
-            return LinkDecision(kind="abstain", candidates=listed, reason="plausible but not sure")
-        return LinkDecision(kind="none", reason="no candidate scores high enough")
+            return LinkDecision(kind=LinkKind.ABSTAIN, candidates=listed, reason="plausible but not sure")
+        return LinkDecision(kind=LinkKind.NONE, reason="no candidate scores high enough")
 
     # ------------------------------------------------------------------ reading the candidates
 
@@ -524,7 +404,8 @@ class ScoredLinker:
     def _embed(self, texts: list[str]) -> list[Any]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if missing:
-            vectors = self.embedder.encode(missing)  # type: ignore[union-attr]
+            assert self.embedder is not None
+            vectors = self.embedder.encode(missing)
             if len(self._vectors) + len(missing) > 4096:
                 self._vectors.clear()
             for t, v in zip(missing, vectors, strict=True):
@@ -582,7 +463,7 @@ class ScoredLinker:
             if target is None or ref == own:
                 continue
             return LinkDecision(
-                kind="link",
+                kind=LinkKind.LINK,
                 proposal=LinkProposal(
                     target_id=target.id,
                     confidence=EXPLICIT_REFERENCE,

@@ -1,0 +1,115 @@
+"""The cascade: a cheap linker first, a second opinion (the LLM) only when a gate says so.
+
+``--auto-supersede llm`` is ``CascadeLinker(ScoredLinker, LLMLinker, unsure_or_cued)``
+(wired in ``evomem.bootstrap``): the scored linker answers, and the LLM is asked only when the
+scored linker is unsure (it abstained, or found nothing although the note carries a change
+cue) and there are eligible candidates. What to ask and when to trust the answer is policy,
+so it lives here; the LLM call itself is an adapter (``evomem.adapters.llm_linker``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE
+from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
+from evomem.domain.scope import compatible as scopes_compatible
+
+if TYPE_CHECKING:
+    from evomem.ports import Linker
+
+#: How many candidates a second opinion is offered (the LLM's prompt lists them all).
+MAX_OFFERED = 8
+
+Gate = Callable[[LinkDecision, str, str | None, Sequence[MemoryNode]], bool]
+
+
+def eligible_candidates(scope: str | None, candidates: Sequence[MemoryNode], limit: int) -> list[MemoryNode]:
+    """Active, scope-compatible candidates, in the caller's order, without duplicates."""
+    out: list[MemoryNode] = []
+    seen: set[str] = set()
+    for cand in candidates:
+        if cand.id in seen or cand.status != "active" or not scopes_compatible(scope, cand.scope):
+            continue
+        seen.add(cand.id)
+        out.append(cand)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def has_change_cue(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
+    """The heuristic's gate: the LLM is worth asking only when the note says something changed."""
+    return HEURISTIC_CHANGE_CUE.search(text) is not None
+
+
+def unsure_or_cued(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
+    """The scored linker's gate: ask the LLM when the cheap linker abstains, or finds nothing
+    although the note says something changed (a paraphrase it could not read). A link from
+    the scored linker stands: it links only when sure (measured precision 1.0, docs/BENCHMARKS.md)."""
+    if cheap.kind is LinkKind.ABSTAIN:
+        return True
+    return cheap.kind is LinkKind.NONE and HEURISTIC_CHANGE_CUE.search(text) is not None
+
+
+class CascadeLinker:
+    """A cheap linker first; the LLM only when ``needs_llm`` says so and candidates exist.
+
+    ``needs_llm(cheap_decision, text, scope, offered)`` is the gate: ``has_change_cue`` (any
+    note with a change cue, whatever the cheap linker said) or ``unsure_or_cued`` (only when
+    the cheap linker abstains, or says none to a note with a change cue). When the gate stays
+    shut, or there are no eligible candidates, the answer is the cheap linker's. When it
+    opens, the LLM decides, and its abstention stands: the cheap linker's guess is not used
+    instead, only listed first among the candidates. With ``trust_cheap_at``, a cheap link at
+    least that confident is accepted without asking the LLM.
+    """
+
+    def __init__(
+        self,
+        cheap: Linker,
+        llm: Linker,
+        needs_llm: Gate = has_change_cue,
+        *,
+        trust_cheap_at: float | None = None,
+        max_candidates: int = MAX_OFFERED,
+    ) -> None:
+        self.cheap = cheap
+        self.llm = llm
+        self.needs_llm = needs_llm
+        self.trust_cheap_at = trust_cheap_at
+        self.max_candidates = max_candidates
+        self.name = f"cascade({cheap.name}>{llm.name})"
+        self.abstains = cheap.abstains or llm.abstains
+        self.llm_calls = 0
+        self.llm_ms: deque[float] = deque(maxlen=10_000)  # time of each LLM call (benchmarks)
+
+    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
+        return self.decide(text, scope, candidates).proposal
+
+    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+        cheap = self.cheap.decide(text, scope, candidates)
+        offered = eligible_candidates(scope, candidates, self.max_candidates)
+        if not offered or not self.needs_llm(cheap, text, scope, offered):
+            return cheap
+        if (
+            self.trust_cheap_at is not None
+            and cheap.proposal is not None
+            and cheap.proposal.confidence >= self.trust_cheap_at
+        ):
+            return cheap
+        self.llm_calls += 1
+        started = time.perf_counter()
+        decision = self.llm.decide(text, scope, candidates)
+        self.llm_ms.append((time.perf_counter() - started) * 1000)
+        if decision.kind is LinkKind.ABSTAIN and cheap.proposal is not None:
+            first = cheap.proposal.target_id
+            ids = [cid for cid, _ in decision.candidates]
+            if first in ids:  # the cheap guess goes first among the candidates, never in force
+                i = ids.index(first)
+                ordered = (decision.candidates[i], *decision.candidates[:i], *decision.candidates[i + 1 :])
+                return replace(decision, candidates=ordered)
+        return decision
