@@ -268,6 +268,20 @@ def test_value_sets_render_what_they_say(chart: Chart) -> None:
     assert render(chart, VALUE_SETS["autoscaling on"]).kind("HorizontalPodAutoscaler")
 
 
+def test_names_fit_kubernetes_limits_with_the_longest_release_name(chart: Chart) -> None:
+    release = "r" * 53  # Helm's longest release name
+    out = chart.render(values={}, name=release)
+    manifests = [d for path, text in out.items() if path.endswith(".yaml") for d in yaml.safe_load_all(text) if d]
+    for manifest in manifests:
+        name = manifest["metadata"]["name"]
+        if manifest["kind"] in {"Service", "Pod", "ConfigMap", "Deployment"}:
+            assert len(name) <= 63, f"{manifest['kind']} {name}: {len(name)} characters"
+        if manifest["kind"] == "StatefulSet":  # its pods' controller-revision-hash label needs room
+            assert len(name) <= 52, f"StatefulSet {name}: {len(name)} characters"
+        for value in manifest["metadata"].get("labels", {}).values():
+            assert len(value) <= 63, f"{name}: label value {value!r}"
+
+
 # ---------------------------------------------------------------------------- storage: one writer
 
 

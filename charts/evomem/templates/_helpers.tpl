@@ -22,9 +22,10 @@ component reads (addresses, the linker's mode). Components call them with
 {{- end -}}
 {{- end -}}
 
-{{/* The name of one component's resources: <fullname>-<component>. */}}
+{{/* The name of one component's resources: <fullname>-<component>, the full name cut to 40
+   characters so that "<name>-headless" Services stay within 63 and StatefulSets within 52. */}}
 {{- define "evomem.componentName" -}}
-{{- printf "%s-%s" (include "evomem.fullname" .ctx | trunc 52 | trimSuffix "-") .component -}}
+{{- printf "%s-%s" (include "evomem.fullname" .ctx | trunc 40 | trimSuffix "-") .component -}}
 {{- end -}}
 
 {{- define "evomem.chart" -}}
