@@ -202,10 +202,12 @@ def test_structured_modes_shape_the_request(fake, old):
 
 
 def test_the_api_key_comes_from_the_environment(fake, old, monkeypatch):
+    from evomem.settings import Settings
+
     fake.reply = answer_reply(decision="none", target_id=None, confidence=0.9, evidence=[])
-    linker_for(fake).decide(NEW_TEXT, None, [old])
+    linker_for(fake, api_key=Settings.from_env().api_key()).decide(NEW_TEXT, None, [old])
     monkeypatch.setenv(API_KEY_ENV, "sk-test-123")
-    keyed = linker_for(fake)
+    keyed = linker_for(fake, api_key=Settings.from_env().api_key())  # the settings read the key, as bootstrap does
     keyed.decide(NEW_TEXT, None, [old])
 
     assert "authorization" not in fake.requests[0].headers

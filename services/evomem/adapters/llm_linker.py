@@ -38,7 +38,6 @@ import http.client
 import json
 import logging
 import math
-import os
 import re
 import time
 from collections import deque
@@ -290,7 +289,7 @@ class LLMLinker:
         self.max_candidates = max(1, int(max_candidates))
         self.max_tokens = max(16, int(max_tokens))
         self.min_confidence = float(min_confidence)
-        self._api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
+        self._api_key = api_key or None  # from the settings (EVOMEM_LINKER_API_KEY), never read here
         self._extra_headers = dict(extra_headers or {})
 
     def __repr__(self) -> str:  # never shows the key
@@ -533,12 +532,13 @@ def build_llm_linker(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     cascade: bool = True,
     cheap: Any = None,
+    api_key: str | None = None,
 ) -> CascadeLinker | LLMLinker:
     """What ``--auto-supersede llm --linker-model M --linker-base-url URL`` builds: the LLM
     behind the scored linker (``cheap``; a ``ScoredLinker()`` without chain history when not
     given), asked only when that one is unsure (``unsure_or_cued``). ``cascade=False``: the
     LLM alone, on every note with candidates."""
-    llm = LLMLinker(model, base_url, structured=structured, timeout_s=timeout_s)
+    llm = LLMLinker(model, base_url, structured=structured, timeout_s=timeout_s, api_key=api_key)
     if not cascade:
         return llm
     return CascadeLinker(cheap if cheap is not None else ScoredLinker(), llm, unsure_or_cued)
