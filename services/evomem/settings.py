@@ -243,8 +243,15 @@ class Settings(BaseSettings):
     )
 
     def __init__(self, **values: Any) -> None:
-        flags = {k: v for k, v in values.items() if k not in self.SECTIONS}
-        nested: dict[str, Any] = {k: v for k, v in values.items() if k in self.SECTIONS}
+        # A section is given as a mapping or a model; ``vectors`` and ``linker`` are also the
+        # flat keys of EVOMEM_VECTORS and EVOMEM_LINKER, given as plain values.
+        def is_section(k: str, v: Any) -> bool:
+            return k in self.SECTIONS and isinstance(v, Mapping | BaseModel)
+
+        flags = {k: v for k, v in values.items() if not is_section(k, v)}
+        nested: dict[str, Any] = {
+            k: v.model_dump() if isinstance(v, BaseModel) else dict(v) for k, v in values.items() if is_section(k, v)
+        }
         by_key = {_key(var): (section, name) for section, name, var in _leaves()}
         for key, value in flags.items():
             if key not in by_key:
