@@ -143,7 +143,7 @@ class Stack:
 
 
 def start_grpc(address: str, register: Callable[[Any], None], name: str) -> Any:
-    from evomem.entrypoints.services import create_server
+    from evomem.adapters.grpc.server import create_server
 
     running = create_server(address, register, (name,), metrics=False)
     running.set_serving(True)
