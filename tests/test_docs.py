@@ -153,7 +153,7 @@ def test_services_doc_lists_every_variable_with_its_setting_and_default() -> Non
     stale = sorted(set(rows) - env_names())
     assert not stale, f"docs/SERVICES.md lists variables nothing reads: {stale}"
     for var, path, default, _help in describe():
-        variable, setting, _read_by, documented, meaning = rows[var]
+        _variable, setting, _read_by, documented, meaning = rows[var]
         assert setting == f"`{path}`", (var, setting, path)
         assert meaning, f"{var} has no meaning in docs/SERVICES.md"
         if default not in (None, ""):
