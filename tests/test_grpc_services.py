@@ -519,6 +519,29 @@ def test_every_service_refuses_a_misspelt_choice_at_start_up(command: str) -> No
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("command", ["storage", "cronista", "linker", "worker"])
+def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> None:
+    """Without grpc (hidden here by a module that fails to import) a service says which extra to install."""
+    hidden = tmp_path / "hide" / "grpc"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'grpc\'", name="grpc")\n')
+    path = os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])
+    env = _clean_env(
+        PYTHONPATH=path,
+        EVOMEM_DB=str(tmp_path / "x.db"),
+        EVOMEM_REDIS_URL="redis://127.0.0.1:1/0",
+        EVOMEM_STORAGE_ADDR="127.0.0.1:1",
+        EVOMEM_CRONISTA_ADDR="127.0.0.1:1",
+        EVOMEM_VECTORS="off",
+    )
+    proc = subprocess.run([EVOMEM_SERVICE, command], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.strip()
+        == f"evomem-service {command}: grpc is not installed: install it with pip install 'evomem[services]'"
+    )
+
+
 class _Stop(Exception):
     pass
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from evomem.settings import Settings, SettingsError
 
@@ -53,9 +55,14 @@ def serve_worker(settings: Settings) -> None:
 
 def exec_gateway(settings: Settings) -> None:
     from evomem.bootstrap import gateway_command
+    from evomem.runtime import ConfigError
 
     argv = gateway_command(settings)
-    os.execvp(argv[0], argv)
+    beside = Path(sys.executable).with_name(argv[0])  # the gunicorn of this environment, then PATH's
+    program = str(beside) if beside.is_file() else shutil.which(argv[0])
+    if program is None:
+        raise ConfigError("gunicorn is not installed: install it with pip install 'evomem[services]'")
+    os.execv(program, argv)
 
 
 COMMANDS: dict[str, Callable[[Settings], None]] = {
