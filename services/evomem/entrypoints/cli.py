@@ -16,11 +16,10 @@ from evomem.settings import Settings, SettingsError, add_flags, from_flags
 log = logging.getLogger("evomem")
 FLAGS = ("db", "transport", "host", "port", "auto_supersede", "linker_model", "linker_base_url", "linker_timeout_s")
 FLAGS += ("vectors", "namespace", "author", "max_note_bytes", "log_level", "log_format")
-DESCRIPTION = "EvoMem MCP server: decisions as history; recall answers with the version in force."
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evomem-mcp", description=DESCRIPTION)
+    p = argparse.ArgumentParser(prog="evomem-mcp", description="EvoMem MCP server: decisions as history.")
     add_flags(p, FLAGS)
     p.add_argument("--version", action="version", version=f"evomem-mcp {__version__}")
     return p
@@ -55,8 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from evomem.entrypoints.http import serve_http
 
-            serve_http(server, host=settings.mcp.host or "127.0.0.1", port=settings.mcp.port, db=info["db"],
-                       log_level=settings.logging.level)  # fmt: skip
+            serve_http(server, settings.mcp.host or "127.0.0.1", settings.mcp.port, info["db"], settings.logging.level)
     except KeyboardInterrupt:
         pass
     finally:

@@ -26,7 +26,7 @@ def build_http_app(server: Any, *, host: str = "127.0.0.1", stateless: bool = Fa
     return server.streamable_http_app(host=host, stateless_http=stateless, transport_security=security)
 
 
-def serve_http(server: Any, *, host: str, port: int, db: str, log_level: str) -> None:
+def serve_http(server: Any, host: str, port: int, db: str, log_level: str) -> None:
     """The embedded server over streamable HTTP on ``host:port`` (0 picks a free port)."""
     import uvicorn
 
