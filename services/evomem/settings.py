@@ -227,20 +227,7 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = MetricsSettings()
     logging: LoggingSettings = LoggingSettings()
 
-    SECTIONS: ClassVar[tuple[str, ...]] = (
-        "mcp",
-        "memory",
-        "store",
-        "vectors",
-        "linker",
-        "cronista",
-        "addresses",
-        "grpc",
-        "gateway",
-        "queue",
-        "metrics",
-        "logging",
-    )
+    SECTIONS: ClassVar[tuple[str, ...]] = ()  # the field names above, set below
 
     def __init__(self, **values: Any) -> None:
         # A section is given as a mapping or a model; ``vectors`` and ``linker`` are also the
@@ -309,6 +296,9 @@ class Settings(BaseSettings):
 
     def api_key(self) -> str | None:
         return self.linker.api_key.get_secret_value() if self.linker.api_key else None
+
+
+Settings.SECTIONS = tuple(Settings.model_fields)
 
 
 def _leaves() -> Iterator[tuple[str, str, str]]:
