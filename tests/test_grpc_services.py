@@ -658,6 +658,24 @@ def test_gateway_needs_redis_and_a_linker_when_auto_supersede_is_on(gateway_env:
         gateway.create_app()
 
 
+def test_a_misspelt_auto_supersede_does_not_turn_linking_on(gateway_env: pytest.MonkeyPatch) -> None:
+    """It used to: any value but ``off`` linked, typos included. Now the gateway refuses to start."""
+    gateway_env.setenv("EVOMEM_STORAGE_ADDR", "127.0.0.1:1")
+    gateway_env.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
+    gateway_env.setenv("EVOMEM_LINKER_ADDR", "127.0.0.1:1")
+    gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "scroed")
+    with pytest.raises(SettingsError, match=r"^EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, llm"):
+        gateway.create_app()
+    gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "off")
+    service = bootstrap.build_gateway(Settings.from_env())
+    try:
+        assert service.linker is None  # off: the linker address is not used
+    finally:
+        if service.vectors is not None:
+            service.vectors.close()  # type: ignore[attr-defined]
+        service.store.close()  # type: ignore[attr-defined]
+
+
 class _RpcError(grpc.RpcError):
     def __init__(self, code: grpc.StatusCode, details: str) -> None:
         self._code, self._details = code, details
