@@ -94,7 +94,11 @@ class LLMEndpoint:
 
 def has_vectors_setting() -> bool:
     """Whether this evomem has the ``vectors`` setting (hybrid BM25 + vector recall)."""
-    return any(f.name == "vectors" for f in dataclasses.fields(Settings))
+    try:
+        from evomem.settings import env_names
+    except ImportError:  # an evomem from before the one settings model
+        return any(f.name == "vectors" for f in dataclasses.fields(Settings))
+    return "EVOMEM_VECTORS" in env_names()
 
 
 def memory_label(linker: str | None, *, vectors: str = "auto", confirm: bool = False) -> str:
@@ -395,11 +399,11 @@ def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
 
 def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
-    from evomem.bootstrap import build_linker
+    from evomem.bootstrap import linker_for
 
     if linker == "llm":  # the LLM behind the scored linker: both abstain
         return True
-    built = build_linker(linker)
+    built = linker_for(linker)
     return built is not None and built.abstains
 
 

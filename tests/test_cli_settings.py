@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import anyio
@@ -18,7 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 from evomem.entrypoints import cli
-from evomem.settings import Settings, SettingsError
+from evomem.settings import Settings, SettingsError, env_names
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 
@@ -34,33 +33,59 @@ def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 def test_defaults_with_an_empty_environment() -> None:
     s = Settings.from_env({})
-    assert s.db == str(Path("~/.evomem/evomem.db").expanduser())
-    assert (s.transport, s.host, s.port) == ("stdio", "127.0.0.1", 8765)
-    assert (s.auto_supersede, s.namespace, s.author) == ("off", "default", None)
-    assert s.max_note_bytes == DEFAULT_MAX_NOTE_BYTES == 1_048_576
-    assert (s.log_level, s.log_format) == ("INFO", "text")
+    assert s.db_path() == str(Path("~/.evomem/evomem.db").expanduser())
+    assert s.db_path("/data/evomem.db") == "/data/evomem.db"  # the storage service's default
+    assert (s.mcp.transport, s.mcp.host, s.mcp.port) == ("stdio", None, 8765)
+    assert (s.linker.auto_supersede, s.memory.namespace, s.memory.author) == ("off", "default", None)
+    assert s.memory.max_note_bytes == DEFAULT_MAX_NOTE_BYTES == 1_048_576
+    assert (s.logging.level, s.log_format("text"), s.log_format("json")) == ("INFO", "text", "json")
+    assert (s.queue.job_visibility_ms, s.queue.job_max_attempts, s.gateway.workers) == (30_000, 5, 2)
+
+
+EMBEDDED_ENV = {
+    "EVOMEM_DB": "/data/e.db",
+    "EVOMEM_TRANSPORT": "http",
+    "EVOMEM_HOST": "0.0.0.0",
+    "EVOMEM_PORT": "9000",
+    "EVOMEM_AUTO_SUPERSEDE": "heuristic",
+    "EVOMEM_NAMESPACE": "team-b",
+    "EVOMEM_AUTHOR": "ana",
+    "EVOMEM_MAX_NOTE_BYTES": "2048",
+    "EVOMEM_LOG_LEVEL": "DEBUG",
+    "EVOMEM_LOG_FORMAT": "json",
+    "EVOMEM_LINKER_MODEL": "tiny",
+    "EVOMEM_LINKER_BASE_URL": "http://127.0.0.1:8080/v1",
+    "EVOMEM_LINKER_TIMEOUT_S": "3",
+    "EVOMEM_LINKER_STRUCTURED": "json_schema",
+    "EVOMEM_VECTORS": "off",
+}
+SERVICE_ENV = {
+    "EVOMEM_SQLITE_DRIVER": "sqlite3",
+    "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
+    "EVOMEM_LINKER": "scored",
+    "EVOMEM_LINKER_API_KEY": "sk-secret",
+    "EVOMEM_CRONISTA_BACKEND": "lite",
+    "EVOMEM_STORAGE_ADDR": "storage:50051",
+    "EVOMEM_CRONISTA_ADDR": "cronista:50052",
+    "EVOMEM_LINKER_ADDR": "linker:50053",
+    "EVOMEM_GRPC_HOST": "127.0.0.1",
+    "EVOMEM_GRPC_PORT": "50099",
+    "EVOMEM_GATEWAY_WORKERS": "4",
+    "EVOMEM_ACCESS_LOG": "true",
+    "EVOMEM_REDIS_URL": "redis://redis:6379/0",
+    "EVOMEM_JOB_VISIBILITY_MS": "1000",
+    "EVOMEM_JOB_MAX_ATTEMPTS": "2",
+    "EVOMEM_SWEEP_INTERVAL_S": "3",
+    "EVOMEM_SWEEP_BATCH": "50",
+    "EVOMEM_WORKER_BATCH": "7",
+    "EVOMEM_WORKER_CONSUMER": "w-1",
+    "EVOMEM_METRICS_PORT": "9464",
+}
 
 
 def test_every_setting_has_an_env_variable() -> None:
-    env = {
-        "EVOMEM_DB": "/data/e.db",
-        "EVOMEM_TRANSPORT": "http",
-        "EVOMEM_HOST": "0.0.0.0",
-        "EVOMEM_PORT": "9000",
-        "EVOMEM_AUTO_SUPERSEDE": "heuristic",
-        "EVOMEM_NAMESPACE": "team-b",
-        "EVOMEM_AUTHOR": "ana",
-        "EVOMEM_MAX_NOTE_BYTES": "2048",
-        "EVOMEM_LOG_LEVEL": "DEBUG",
-        "EVOMEM_LOG_FORMAT": "json",
-        "EVOMEM_LINKER_MODEL": "tiny",
-        "EVOMEM_LINKER_BASE_URL": "http://127.0.0.1:8080/v1",
-        "EVOMEM_LINKER_TIMEOUT_S": "3",
-        "EVOMEM_LINKER_STRUCTURED": "json_schema",
-        "EVOMEM_VECTORS": "off",
-    }
-    assert {f"EVOMEM_{f.name.upper()}" for f in fields(Settings)} == set(env)
-    s = Settings.from_env(env)
+    assert env_names() == set(EMBEDDED_ENV) | set(SERVICE_ENV)
+    s = Settings.from_env(EMBEDDED_ENV)
     assert s == Settings(
         db="/data/e.db",
         transport="http",
@@ -78,33 +103,98 @@ def test_every_setting_has_an_env_variable() -> None:
         linker_timeout_s=3,
         linker_structured="json_schema",
     )
+    assert (s.store.db, s.mcp.transport, s.mcp.port, s.linker.model, s.linker.timeout_s) == (
+        "/data/e.db",
+        "http",
+        9000,
+        "tiny",
+        3,
+    )
+
+
+def test_every_service_setting_has_an_env_variable() -> None:
+    s = Settings.from_env(SERVICE_ENV)
+    assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
+    assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "lite")
+    assert (s.addresses.storage, s.addresses.cronista, s.addresses.linker) == (
+        "storage:50051",
+        "cronista:50052",
+        "linker:50053",
+    )
+    assert (s.grpc.host, s.grpc.port, s.gateway.workers, s.gateway.access_log) == ("127.0.0.1", 50099, 4, True)
+    q = s.queue
+    assert (q.redis_url, q.job_visibility_ms, q.job_max_attempts) == ("redis://redis:6379/0", 1000, 2)
+    assert (q.sweep_interval_s, q.sweep_batch, q.worker_batch, q.worker_consumer) == (3, 50, 7, "w-1")
+    assert s.metrics.port == 9464
+    assert "sk-secret" not in repr(s) and "sk-secret" not in str(s.model_dump())  # the key never shows
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("EVOMEM_JOB_VISIBILITY_MS", "0"),
+        ("EVOMEM_JOB_MAX_ATTEMPTS", "-1"),
+        ("EVOMEM_SWEEP_INTERVAL_S", "0"),
+        ("EVOMEM_SWEEP_BATCH", "0"),
+        ("EVOMEM_WORKER_BATCH", "0"),
+        ("EVOMEM_GATEWAY_WORKERS", "0"),
+    ],
+)
+def test_worker_counts_must_be_positive(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=rf"^{name} must be between 1 and"):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed"),
+    [
+        ("EVOMEM_AUTO_SUPERSEDE", "off, heuristic, scored, llm"),
+        ("EVOMEM_LINKER", "off, heuristic, scored, llm"),
+        ("EVOMEM_VECTORS", "auto, on, off"),
+        ("EVOMEM_TRANSPORT", "stdio, http"),
+        ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
+        ("EVOMEM_CRONISTA_BACKEND", "lite"),
+        ("EVOMEM_SQLITE_DRIVER", "sqlean, sqlite3"),
+        ("EVOMEM_LOG_FORMAT", "text, json"),
+    ],
+)
+def test_a_misspelt_choice_names_the_variable_and_the_allowed_values(name: str, allowed: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({name: "scroed"})
+    assert str(caught.value) == f"{name} must be one of {allowed}, got 'scroed'"
+
+
+def test_an_unknown_setting_is_refused() -> None:
+    with pytest.raises(SettingsError, match="unknown setting 'auto_supercede'"):
+        Settings(auto_supercede="scored")
 
 
 def test_flag_beats_env_beats_default() -> None:
     env = {"EVOMEM_PORT": "9000", "EVOMEM_AUTO_SUPERSEDE": "heuristic", "EVOMEM_DB": "/env/e.db"}
-    assert Settings.from_env({}).port == 8765  # default
-    assert Settings.from_env(env).port == 9000  # env over default
-    assert Settings.from_env(env, port=9100).port == 9100  # flag over env
-    assert Settings.from_env(env, port=0).port == 0  # a falsy flag still wins
-    assert Settings.from_env(env, port=None).port == 9000  # an absent flag does not
+    assert Settings.from_env({}).mcp.port == 8765  # default
+    assert Settings.from_env(env).mcp.port == 9000  # env over default
+    assert Settings.from_env(env, port=9100).mcp.port == 9100  # flag over env
+    assert Settings.from_env(env, port=0).mcp.port == 0  # a falsy flag still wins
+    assert Settings.from_env(env, port=None).mcp.port == 9000  # an absent flag does not
+    assert Settings.from_env({**env, "EVOMEM_HOST": "::"}, port=1).mcp.host == "::"  # same section, other key
     s = Settings.from_env(env, auto_supersede="off", db="/flag/e.db")
-    assert (s.auto_supersede, s.db) == ("off", "/flag/e.db")
+    assert (s.linker.auto_supersede, s.store.db) == ("off", "/flag/e.db")
 
 
 def test_empty_env_value_means_unset() -> None:
     s = Settings.from_env({"EVOMEM_PORT": "", "EVOMEM_TRANSPORT": "", "EVOMEM_DB": ""})
-    assert (s.port, s.transport) == (8765, "stdio")
-    assert s.db.endswith("evomem.db")
+    assert (s.mcp.port, s.mcp.transport, s.store.db) == (8765, "stdio", None)
+    assert s.db_path().endswith("evomem.db")
 
 
 def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVOMEM_NAMESPACE", "from-env")
     monkeypatch.setenv("EVOMEM_PORT", "9001")
-    assert Settings.from_env().namespace == "from-env"
+    assert Settings.from_env().memory.namespace == "from-env"
     # The command line parses flags over the same environment.
     s = cli.settings_from_args(["--port", "9002", "--db", "/flag/e.db"])
-    assert (s.port, s.namespace, s.db) == (9002, "from-env", "/flag/e.db")
-    assert cli.settings_from_args([]).port == 9001
+    assert (s.mcp.port, s.memory.namespace, s.store.db) == (9002, "from-env", "/flag/e.db")
+    assert cli.settings_from_args([]).mcp.port == 9001
 
 
 def test_flag_beats_env_in_the_running_server(tmp_path: Path, server_env: dict[str, str]) -> None:
@@ -138,15 +228,17 @@ def test_flag_beats_env_in_the_running_server(tmp_path: Path, server_env: dict[s
     ("name", "value", "expected"),
     [
         ("EVOMEM_PORT", "abc", "EVOMEM_PORT must be an integer, got 'abc'"),
-        ("EVOMEM_PORT", "70000", "EVOMEM_PORT: port must be 0-65535, got 70000"),
-        ("EVOMEM_PORT", "-1", "EVOMEM_PORT: port must be 0-65535"),
+        ("EVOMEM_PORT", "70000", "EVOMEM_PORT must be 0-65535, got 70000"),
+        ("EVOMEM_PORT", "-1", "EVOMEM_PORT must be 0-65535"),
         ("EVOMEM_MAX_NOTE_BYTES", "1MB", "EVOMEM_MAX_NOTE_BYTES must be an integer"),
-        ("EVOMEM_MAX_NOTE_BYTES", "0", "EVOMEM_MAX_NOTE_BYTES: max_note_bytes must be between 1 and 67108864"),
-        ("EVOMEM_TRANSPORT", "nope", "EVOMEM_TRANSPORT: transport must be one of stdio, http, got 'nope'"),
-        ("EVOMEM_TRANSPORT", "sse", "transport must be one of stdio, http"),
-        ("EVOMEM_AUTO_SUPERSEDE", "maybe", "EVOMEM_AUTO_SUPERSEDE: auto_supersede must be one of off, heuristic"),
-        ("EVOMEM_LOG_LEVEL", "LOUD", "EVOMEM_LOG_LEVEL: log_level 'LOUD' is not a logging level"),
-        ("EVOMEM_LOG_FORMAT", "xml", "EVOMEM_LOG_FORMAT: log_format must be text or json"),
+        ("EVOMEM_MAX_NOTE_BYTES", "0", "EVOMEM_MAX_NOTE_BYTES must be between 1 and 67108864"),
+        ("EVOMEM_TRANSPORT", "nope", "EVOMEM_TRANSPORT must be one of stdio, http, got 'nope'"),
+        ("EVOMEM_TRANSPORT", "sse", "EVOMEM_TRANSPORT must be one of stdio, http"),
+        ("EVOMEM_AUTO_SUPERSEDE", "maybe", "EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, llm"),
+        ("EVOMEM_LOG_LEVEL", "LOUD", "EVOMEM_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+        ("EVOMEM_LOG_FORMAT", "xml", "EVOMEM_LOG_FORMAT must be one of text, json, got 'xml'"),
+        ("EVOMEM_JOB_VISIBILITY_MS", "soon", "EVOMEM_JOB_VISIBILITY_MS must be an integer, got 'soon'"),
+        ("EVOMEM_ACCESS_LOG", "loud", "EVOMEM_ACCESS_LOG must be true or false, got 'loud'"),
     ],
 )
 def test_bad_env_value_is_a_clear_settings_error(name: str, value: str, expected: str) -> None:
@@ -158,12 +250,12 @@ def test_bad_env_value_is_a_clear_settings_error(name: str, value: str, expected
 def test_bad_flag_value_is_a_settings_error_without_env_name() -> None:
     with pytest.raises(SettingsError, match=r"^port must be 0-65535, got 70001$"):
         Settings.from_env({"EVOMEM_PORT": "70000"}, port=70001)  # the flag is the bad one
-    with pytest.raises(SettingsError, match=r"^EVOMEM_LOG_LEVEL: "):
+    with pytest.raises(SettingsError, match=r"^EVOMEM_LOG_LEVEL must be one of"):
         Settings.from_env({"EVOMEM_LOG_LEVEL": "LOUD"}, port=1)  # a good flag, a bad env value
 
 
 def test_lowercase_log_level_is_accepted() -> None:
-    assert Settings.from_env({"EVOMEM_LOG_LEVEL": "debug"}).log_level == "debug"
+    assert Settings.from_env({"EVOMEM_LOG_LEVEL": "debug"}).logging.level == "debug"
 
 
 def test_bad_env_value_exits_2_with_one_line(server_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -245,11 +337,15 @@ def test_db_directory_is_created(tmp_path: Path, server_env: dict[str, str]) -> 
     assert db.exists()
 
 
-def test_the_llm_linker_needs_a_model_and_an_endpoint() -> None:
-    with pytest.raises(SettingsError, match="linker-model"):
-        Settings(auto_supersede="llm")
-    s = Settings(auto_supersede="llm", linker_model="m", linker_base_url="http://127.0.0.1:1/v1")
-    from evomem.bootstrap import build_linker
+def test_the_llm_linker_needs_a_model_and_an_endpoint(tmp_path: Path, server_env: dict[str, str]) -> None:
+    from evomem.bootstrap import build_embedded, linker_for
 
-    linker = build_linker("llm", s)
+    with pytest.raises(SettingsError, match="linker-model"):
+        build_embedded(Settings(auto_supersede="llm", db=str(tmp_path / "x.db")))
+    assert not (tmp_path / "x.db").exists()  # refused before the database is opened
+    result = run_cli(["--auto-supersede", "llm", "--db", str(tmp_path / "y.db")], server_env)
+    assert result.returncode == 2
+    assert "evomem-mcp: auto_supersede llm needs --linker-model and --linker-base-url" in result.stderr
+    s = Settings(auto_supersede="llm", linker_model="m", linker_base_url="http://127.0.0.1:1/v1")
+    linker = linker_for("llm", s)
     assert linker is not None and "llm" in linker.name

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcLinker, GrpcStore
+from evomem.adapters.grpc.server import RunningServer, create_server
 from evomem.adapters.grpc.servicers import CronistaServicer, LinkerServicer, StorageServicer
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain import cronista
@@ -55,7 +56,6 @@ from evomem.domain.model import (
     Status,
     new_id,
 )
-from evomem.entrypoints.services import RunningServer, create_server
 from evomem.ports import Extractor, Linker, Store
 from evomem.service import MemoryService, ServiceConfig
 from evomem.v1 import cronista_pb2_grpc, linker_pb2_grpc, storage_pb2_grpc

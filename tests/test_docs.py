@@ -7,7 +7,11 @@ Rules checked here:
   tool that does not exist;
 - every parameter of every tool (its input schema) is mentioned as code, a whole word inside
   a `code span` or a fenced block, in that tool's subsection (the signature line counts);
-- every setting has its ``EVOMEM_*`` variable and its ``--flag`` in the README;
+- every setting of the embedded server has its ``EVOMEM_*`` variable and its ``--flag`` in the
+  README;
+- every variable the settings model reads (``evomem.settings.env_names()``, the services' too)
+  has a row in docs/SERVICES.md's "Every variable" table, naming its setting and its default;
+- no document or compose file names an ``EVOMEM_*`` variable that nothing reads;
 - ``.ci/run`` runs the README's test command, ``make test``, and the Makefile has that target.
 """
 
@@ -16,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,12 +27,15 @@ import anyio
 import pytest
 from mcp import Client
 
-from evomem.entrypoints.cli import parser
+from evomem.entrypoints.cli import FLAGS, parser
 from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.settings import Settings
+from evomem.settings import PREFIX, describe, env_names
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+SERVICES = ROOT / "docs" / "SERVICES.md"
+#: Variables read by compose or by the tests, not by an EvoMem process.
+NOT_SETTINGS = {"EVOMEM_BIND", "EVOMEM_IMAGE", "EVOMEM_JUDGE_API_KEY"}
 CI_RUN = ROOT / ".ci" / "run"
 MAKEFILE = ROOT / "Makefile"
 TEST_COMMAND = "make test"
@@ -115,7 +121,8 @@ def test_readme_documents_every_parameter(readme: str, tools: dict[str, dict[str
 
 
 def test_readme_lists_every_setting(readme: str) -> None:
-    variables = [f"EVOMEM_{f.name.upper()}" for f in fields(Settings)]
+    variables = [PREFIX + key.upper() for key in FLAGS] + ["EVOMEM_LINKER_STRUCTURED", "EVOMEM_LINKER_API_KEY"]
+    assert set(variables) <= env_names()
     missing = [v for v in variables if v not in readme]
     assert not missing, f"settings without their environment variable in README.md: {missing}"
     flags = [
@@ -127,6 +134,52 @@ def test_readme_lists_every_setting(readme: str) -> None:
     assert flags, "the command line has no flags?"
     missing = [flag for flag in flags if not re.search(rf"{re.escape(flag)}(?![a-z-])", readme)]
     assert not missing, f"command-line flags not in README.md: {missing}"
+
+
+def _table_rows(text: str, heading: str) -> dict[str, list[str]]:
+    """The rows of the first table under ``heading``, keyed by their first cell's `code`."""
+    rows: dict[str, list[str]] = {}
+    for line in _section(text, heading, 3).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells and re.fullmatch(r"`[A-Z0-9_]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_services_doc_lists_every_variable_with_its_setting_and_default() -> None:
+    rows = _table_rows(SERVICES.read_text(encoding="utf-8"), "### Every variable")
+    missing = sorted(env_names() - set(rows))
+    assert not missing, f"variables the settings model reads without a row in docs/SERVICES.md: {missing}"
+    stale = sorted(set(rows) - env_names())
+    assert not stale, f"docs/SERVICES.md lists variables nothing reads: {stale}"
+    for var, path, default, _help in describe():
+        _variable, setting, _read_by, documented, meaning = rows[var]
+        assert setting == f"`{path}`", (var, setting, path)
+        assert meaning, f"{var} has no meaning in docs/SERVICES.md"
+        if default not in (None, ""):
+            assert f"`{default}`" in documented, f"{var}: the code's default is {default!r}, the doc says {documented}"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "README.md",
+        "docs/SERVICES.md",
+        "docs/ARCHITECTURE.md",
+        "docs/BENCHMARKS.md",
+        "charts/README.md",
+        "bench/README.md",
+        "compose.cpu.yaml",
+        "compose.gpu.yaml",
+    ],
+)
+def test_no_document_names_a_variable_nothing_reads(name: str) -> None:
+    path = ROOT / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not in this tree")
+    named = set(re.findall(r"EVOMEM_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
+    stale = sorted(named - env_names() - NOT_SETTINGS)
+    assert not stale, f"{name} names variables no EvoMem process reads: {stale}"
 
 
 def test_ci_runs_the_readme_test_command(readme: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,15 +26,16 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from procutil import free_port
 from prometheus_client import REGISTRY
 
-from evomem.adapters import sqlite_store
+from evomem import bootstrap
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
+from evomem.adapters.grpc.server import RunningServer, create_server
 from evomem.adapters.grpc.servicers import CronistaServicer, StorageServicer
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain import cronista
 from evomem.domain.errors import Conflict, EmptyNote, EvoMemError, NotFound, Unavailable
 from evomem.domain.model import Extraction, LinkProvenance, NewNote, new_id
 from evomem.entrypoints import gateway, services
-from evomem.entrypoints.services import ConfigError, RunningServer, create_server
+from evomem.settings import Settings, SettingsError
 from evomem.v1 import common_pb2, cronista_pb2, cronista_pb2_grpc, storage_pb2, storage_pb2_grpc
 
 STORAGE = "evomem.v1.StorageService"
@@ -433,11 +435,16 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize(
-    "args", [[], ["bogus"], ["storage", "extra"], ["--help"]], ids=["none", "unknown", "two", "help"]
-)
+@pytest.mark.parametrize("args", [[], ["bogus"], ["storage", "extra"]], ids=["none", "unknown", "two"])
 def test_evomem_service_usage_errors_exit_2(args: list[str]) -> None:
     assert services.main(args) == 2
+
+
+def test_evomem_service_help_lists_the_commands() -> None:
+    proc = subprocess.run([EVOMEM_SERVICE, "--help"], env=_clean_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("storage", "cronista", "linker", "worker", "gateway"):
+        assert re.search(rf"^  {command} +\S", proc.stdout, flags=re.MULTILINE), proc.stdout
 
 
 def test_evomem_service_command_without_args_exits_2_with_usage() -> None:
@@ -452,12 +459,25 @@ def test_evomem_service_command_without_args_exits_2_with_usage() -> None:
     [
         ("cronista", {"EVOMEM_CRONISTA_BACKEND": "triton"}, "EVOMEM_CRONISTA_BACKEND"),
         ("linker", {"EVOMEM_LINKER": "off"}, "EVOMEM_LINKER=off"),
-        ("linker", {"EVOMEM_LINKER": "magic"}, "EVOMEM_LINKER must be one of"),
+        ("linker", {"EVOMEM_LINKER": "magic"}, "EVOMEM_LINKER must be one of off, heuristic, scored, llm"),
         ("linker", {"EVOMEM_LINKER": "llm"}, "EVOMEM_LINKER=llm: auto_supersede llm needs"),
         ("linker", {"EVOMEM_GRPC_PORT": "not-a-port"}, "EVOMEM_GRPC_PORT must be an integer"),
         ("storage", {"EVOMEM_VECTORS": "maybe", "EVOMEM_DB": "/nonexistent/x.db"}, "EVOMEM_VECTORS must be one of"),
+        ("worker", {"EVOMEM_JOB_MAX_ATTEMPTS": "0"}, "EVOMEM_JOB_MAX_ATTEMPTS must be between 1 and"),
+        ("worker", {"EVOMEM_REDIS_URL": "redis://127.0.0.1:1/0"}, "EVOMEM_STORAGE_ADDR must be set"),
+        ("gateway", {"EVOMEM_STORAGE_ADDR": "127.0.0.1:1"}, "EVOMEM_REDIS_URL must be set"),
     ],
-    ids=["cronista-backend", "linker-off", "linker-unknown", "linker-llm-no-model", "bad-port", "storage-vectors"],
+    ids=[
+        "cronista-backend",
+        "linker-off",
+        "linker-unknown",
+        "linker-llm-no-model",
+        "bad-port",
+        "storage-vectors",
+        "worker-attempts",
+        "worker-storage",
+        "gateway-redis",
+    ],
 )
 def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], message: str) -> None:
     proc = subprocess.run(
@@ -469,6 +489,57 @@ def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], 
     )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
+
+
+SERVICE_ENUMS = {
+    "storage": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},
+    "cronista": {"EVOMEM_CRONISTA_BACKEND": ("lite2", "lite")},
+    "linker": {"EVOMEM_LINKER": ("scroed", "off, heuristic, scored, llm")},
+    "worker": {},
+    "gateway": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},
+}
+
+
+@pytest.mark.parametrize("command", sorted(SERVICE_ENUMS))
+def test_every_service_refuses_a_misspelt_choice_at_start_up(command: str) -> None:
+    """``EVOMEM_AUTO_SUPERSEDE=scroed`` (and a misspelt value of the service's own choice) stops
+    every service before it binds or connects: status 2, one line naming the variable and
+    the allowed values."""
+    cases = {"EVOMEM_AUTO_SUPERSEDE": ("scroed", "off, heuristic, scored, llm"), **SERVICE_ENUMS[command]}
+    for name, (value, allowed) in cases.items():
+        proc = subprocess.run(
+            [EVOMEM_SERVICE, command],
+            env=_clean_env(**{name: value}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert proc.stderr.strip() == f"evomem-service {command}: {name} must be one of {allowed}, got {value!r}"
+        assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["storage", "cronista", "linker", "worker"])
+def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> None:
+    """Without grpc (hidden here by a module that fails to import) a service says which extra to install."""
+    hidden = tmp_path / "hide" / "grpc"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'grpc\'", name="grpc")\n')
+    path = os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])
+    env = _clean_env(
+        PYTHONPATH=path,
+        EVOMEM_DB=str(tmp_path / "x.db"),
+        EVOMEM_REDIS_URL="redis://127.0.0.1:1/0",
+        EVOMEM_STORAGE_ADDR="127.0.0.1:1",
+        EVOMEM_CRONISTA_ADDR="127.0.0.1:1",
+        EVOMEM_VECTORS="off",
+    )
+    proc = subprocess.run([EVOMEM_SERVICE, command], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.strip()
+        == f"evomem-service {command}: grpc is not installed: install it with pip install 'evomem[services]'"
+    )
 
 
 class _Stop(Exception):
@@ -483,13 +554,13 @@ def test_storage_db_path_defaults_to_data(monkeypatch: pytest.MonkeyPatch, value
         opened.append(str(path))
         raise _Stop  # stop before binding a port
 
-    monkeypatch.setattr(sqlite_store, "SQLiteStore", fake_store)
+    monkeypatch.setattr(bootstrap, "SQLiteStore", fake_store)
     if value is None:
         monkeypatch.delenv("EVOMEM_DB", raising=False)
     else:
         monkeypatch.setenv("EVOMEM_DB", value)
     with pytest.raises(_Stop):
-        services.serve_storage()
+        bootstrap.build_storage(Settings.from_env())
     assert opened == [expected]
 
 
@@ -570,21 +641,39 @@ def gateway_env(monkeypatch: pytest.MonkeyPatch, keep_logging: None) -> pytest.M
 
 def test_gateway_needs_the_storage_address(gateway_env: pytest.MonkeyPatch) -> None:
     gateway_env.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
-    with pytest.raises(ConfigError, match="EVOMEM_STORAGE_ADDR must be set"):
+    with pytest.raises(SettingsError, match="EVOMEM_STORAGE_ADDR must be set"):
         gateway.create_app()
     gateway_env.setenv("EVOMEM_STORAGE_ADDR", "")
-    with pytest.raises(ConfigError, match="EVOMEM_STORAGE_ADDR must be set"):
+    with pytest.raises(SettingsError, match="EVOMEM_STORAGE_ADDR must be set"):
         gateway.create_app()
 
 
 def test_gateway_needs_redis_and_a_linker_when_auto_supersede_is_on(gateway_env: pytest.MonkeyPatch) -> None:
     gateway_env.setenv("EVOMEM_STORAGE_ADDR", "127.0.0.1:1")
-    with pytest.raises(ConfigError, match="EVOMEM_REDIS_URL must be set"):
+    with pytest.raises(SettingsError, match="EVOMEM_REDIS_URL must be set"):
         gateway.create_app()
     gateway_env.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
     gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "heuristic")
-    with pytest.raises(ConfigError, match="EVOMEM_LINKER_ADDR"):
+    with pytest.raises(SettingsError, match="EVOMEM_LINKER_ADDR"):
         gateway.create_app()
+
+
+def test_a_misspelt_auto_supersede_does_not_turn_linking_on(gateway_env: pytest.MonkeyPatch) -> None:
+    """It used to: any value but ``off`` linked, typos included. Now the gateway refuses to start."""
+    gateway_env.setenv("EVOMEM_STORAGE_ADDR", "127.0.0.1:1")
+    gateway_env.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
+    gateway_env.setenv("EVOMEM_LINKER_ADDR", "127.0.0.1:1")
+    gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "scroed")
+    with pytest.raises(SettingsError, match=r"^EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, llm"):
+        gateway.create_app()
+    gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "off")
+    service = bootstrap.build_gateway(Settings.from_env())
+    try:
+        assert service.linker is None  # off: the linker address is not used
+    finally:
+        if service.vectors is not None:
+            service.vectors.close()  # type: ignore[attr-defined]
+        service.store.close()  # type: ignore[attr-defined]
 
 
 class _RpcError(grpc.RpcError):

@@ -29,8 +29,10 @@ import grpc
 import pytest
 from procutil import free_port, stop_process
 
+from evomem import bootstrap
 from evomem.adapters.embedding import OnnxEmbedder
 from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
+from evomem.adapters.grpc.server import RunningServer, create_server
 from evomem.adapters.grpc.servicers import MAX_NEAREST, StorageServicer
 from evomem.adapters.semantic import SemanticIndex
 from evomem.adapters.sqlite_store import SQLiteStore
@@ -39,10 +41,10 @@ from evomem.bootstrap import VECTOR_MIN_SIMILARITY, build_gateway, start_backgro
 from evomem.domain import text as textrules
 from evomem.domain.errors import InvalidArgument, Unavailable
 from evomem.domain.model import MemoryNode, NewNote
-from evomem.entrypoints import gateway, services
-from evomem.entrypoints.services import ConfigError, RunningServer, create_server
+from evomem.entrypoints import gateway
 from evomem.ports import Store, Vectors
 from evomem.service import MemoryService, ServiceConfig
+from evomem.settings import Settings, SettingsError
 from evomem.v1 import storage_pb2, storage_pb2_grpc
 
 pytestmark = pytest.mark.skipif(
@@ -406,7 +408,7 @@ def test_gateway_recalls_by_bm25_when_storage_has_no_vectors(
 
 @pytest.mark.parametrize(("mode", "required"), [("auto", False), ("on", True), ("off", None)])
 def test_build_gateway_wires_vectors_through_storage(mode: str, required: bool | None) -> None:
-    svc = build_gateway(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors=mode)
+    svc = build_gateway(Settings(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors=mode))
     try:
         if required is None:
             assert svc.vectors is None
@@ -418,8 +420,8 @@ def test_build_gateway_wires_vectors_through_storage(mode: str, required: bool |
         if svc.vectors is not None:
             svc.vectors.close()  # type: ignore[attr-defined]
         svc.store.close()  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match="vectors must be one of"):
-        build_gateway(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors="maybe")
+    with pytest.raises(SettingsError, match="vectors must be one of"):
+        build_gateway(Settings(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors="maybe"))
 
 
 def test_gateway_app_refuses_a_bad_vectors_value(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -433,7 +435,7 @@ def test_gateway_app_refuses_a_bad_vectors_value(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
     monkeypatch.setenv("EVOMEM_VECTORS", "maybe")
     try:
-        with pytest.raises(ConfigError, match="EVOMEM_VECTORS must be one of auto, on, off"):
+        with pytest.raises(SettingsError, match="EVOMEM_VECTORS must be one of auto, on, off"):
             gateway.create_app()
     finally:
         root.handlers[:] = handlers
@@ -445,22 +447,26 @@ def test_gateway_app_refuses_a_bad_vectors_value(monkeypatch: pytest.MonkeyPatch
 
 def test_storage_vectors_follow_evomem_vectors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "entry.db")
+
+    def storage_vectors() -> Vectors | None:
+        return bootstrap.storage_vectors(Settings.from_env(), store)
+
     try:
         monkeypatch.setenv("EVOMEM_VECTORS", "off")
-        assert services.storage_vectors(store) is None
+        assert storage_vectors() is None
         monkeypatch.setenv("EVOMEM_VECTORS", "maybe")
-        with pytest.raises(ConfigError, match="EVOMEM_VECTORS"):
-            services.storage_vectors(store)
+        with pytest.raises(SettingsError, match="EVOMEM_VECTORS"):
+            storage_vectors()
         for mode in ("auto", "on"):
             monkeypatch.setenv("EVOMEM_VECTORS", mode)
-            vectors = services.storage_vectors(store)
+            vectors = storage_vectors()
             assert isinstance(vectors, SemanticIndex)
             vectors.close()
-        monkeypatch.setattr("evomem.bootstrap.vectors_problem", lambda: "no model here")
-        with pytest.raises(ConfigError, match="EVOMEM_VECTORS: vectors on: no model here"):
-            services.storage_vectors(store)
+        monkeypatch.setattr("evomem.bootstrap.vectors_problem", lambda *_: "no model here")
+        with pytest.raises(SettingsError, match="EVOMEM_VECTORS: vectors on: no model here"):
+            storage_vectors()
         monkeypatch.setenv("EVOMEM_VECTORS", "auto")
-        assert services.storage_vectors(store) is None
+        assert storage_vectors() is None
     finally:
         store.close()
 

@@ -253,7 +253,7 @@ def test_settings_refuse_an_unknown_vectors_mode() -> None:
 
     with pytest.raises(SettingsError, match="vectors must be one of auto, on, off"):
         Settings(vectors="maybe")
-    assert Settings.from_env({"EVOMEM_VECTORS": "off"}).vectors == "off"
+    assert Settings.from_env({"EVOMEM_VECTORS": "off"}).vectors.mode == "off"
 
 
 def test_huge_note_is_embedded_from_its_beginning(svc: MemoryService) -> None:

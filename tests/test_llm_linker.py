@@ -202,10 +202,12 @@ def test_structured_modes_shape_the_request(fake, old):
 
 
 def test_the_api_key_comes_from_the_environment(fake, old, monkeypatch):
+    from evomem.settings import Settings
+
     fake.reply = answer_reply(decision="none", target_id=None, confidence=0.9, evidence=[])
-    linker_for(fake).decide(NEW_TEXT, None, [old])
+    linker_for(fake, api_key=Settings.from_env().api_key()).decide(NEW_TEXT, None, [old])
     monkeypatch.setenv(API_KEY_ENV, "sk-test-123")
-    keyed = linker_for(fake)
+    keyed = linker_for(fake, api_key=Settings.from_env().api_key())  # the settings read the key, as bootstrap does
     keyed.decide(NEW_TEXT, None, [old])
 
     assert "authorization" not in fake.requests[0].headers
@@ -557,11 +559,11 @@ def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
 
 
 def test_the_composition_root_builds_the_gated_llm_linker(fake):
-    from evomem.bootstrap import build_linker
+    from evomem.bootstrap import linker_for
     from evomem.settings import Settings
 
     settings = Settings(auto_supersede="llm", linker_model="m", linker_base_url=fake.base_url, linker_timeout_s=3)
-    linker = build_linker("llm", settings)
+    linker = linker_for("llm", settings)
     assert isinstance(linker, CascadeLinker) and isinstance(linker.llm, LLMLinker)
     assert isinstance(linker.cheap, ScoredLinker) and linker.needs_llm is unsure_or_cued
     assert linker.llm.read_timeout_s == 3 and linker.llm.structured == "grammar"

@@ -28,14 +28,15 @@ import pytest
 import redis
 from redis_server import RedisServer, free_port
 
-from evomem.adapters.redis_queue import DEAD_STREAM, GROUP, STREAM, RedisQueue, connect
+from evomem.adapters.redis_queue import DEAD_STREAM, GROUP, STREAM, RedisJobSource, RedisQueue, connect
 from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.bootstrap import build_gateway
+from evomem.bootstrap import build_gateway, worker_service
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.model import Extraction, ExtractionState, MemoryNode
-from evomem.entrypoints.worker import ExtractionWorker, WorkerConfig, build_service
+from evomem.jobs import ExtractionWorker, WorkerConfig, default_consumer
 from evomem.ports import ExtractionJob, Extractor
 from evomem.service import MemoryService, ServiceConfig
+from evomem.settings import Settings
 
 WAIT_S = 30.0
 FIELDS = ("trigger", "change", "alternatives_tried", "consequences", "summary")
@@ -88,18 +89,10 @@ class Stack:
     servers: list[Any]
 
     def gateway(self) -> MemoryService:
-        return build_gateway(storage_addr=self.storage_addr, redis_url=self.redis.url)
+        return build_gateway(Settings(storage_addr=self.storage_addr, redis_url=self.redis.url))
 
     def worker_service(self, timeout_s: float | None = None) -> MemoryService:
-        if timeout_s is None:
-            return build_service(self.storage_addr, self.cronista_addr)
-        from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
-
-        return MemoryService(
-            GrpcStore(self.storage_addr, timeout_s=timeout_s),
-            extractor=GrpcExtractor(self.cronista_addr, timeout_s=timeout_s),
-            config=ServiceConfig(extract_inline=False),
-        )
+        return worker_service(self.storage_addr, self.cronista_addr, timeout_s=timeout_s)
 
     def start_cronista(self) -> None:
         from evomem.adapters.grpc.servicers import CronistaServicer
@@ -143,7 +136,7 @@ class Stack:
 
 
 def start_grpc(address: str, register: Callable[[Any], None], name: str) -> Any:
-    from evomem.entrypoints.services import create_server
+    from evomem.adapters.grpc.server import create_server
 
     running = create_server(address, register, (name,), metrics=False)
     running.set_serving(True)
@@ -185,6 +178,14 @@ def stack_factory(tmp_path: Path, redis_server: RedisServer) -> Iterator[Callabl
 @pytest.fixture
 def stack(stack_factory: Callable[[Extractor], Stack]) -> Stack:
     return stack_factory(LiteCronista())
+
+
+def redis_worker(
+    service: MemoryService, client: redis.Redis, config: WorkerConfig, *, stop: threading.Event | None = None
+) -> ExtractionWorker:
+    """The worker policy over the real Redis job source (as ``bootstrap.build_worker`` wires it)."""
+    source = RedisJobSource(client, config.consumer or default_consumer(), visibility_ms=config.visibility_ms)
+    return ExtractionWorker(service, source, config, stop=stop)
 
 
 @contextmanager
@@ -263,7 +264,7 @@ def test_remember_enqueues_and_worker_extracts(stack: Stack) -> None:
     assert client.xlen(STREAM) == 20
     assert gateway.stats().extraction["pending"] == 20
 
-    worker = ExtractionWorker(stack.worker_service(), client, WorkerConfig(consumer="test-worker"))
+    worker = redis_worker(stack.worker_service(), client, WorkerConfig(consumer="test-worker"))
     assert wait_until(lambda: stack.all_done(ids), step=worker.run_once), "the worker did not drain the queue"
     assert wait_until(lambda: pending_count(client) == 0, step=worker.run_once)
 
@@ -349,7 +350,7 @@ def test_redis_down_during_remembers_loses_nothing(stack: Stack) -> None:
     gateway = stack.gateway()
     client = connect(stack.redis.url)
     # A sweep only at start-up and when Redis comes back: recovery must not wait for the timer.
-    worker = ExtractionWorker(stack.worker_service(), client, WorkerConfig(consumer="w-outage", sweep_interval_s=3600))
+    worker = redis_worker(stack.worker_service(), client, WorkerConfig(consumer="w-outage", sweep_interval_s=3600))
     with worker_thread(worker):
         before = [gateway.remember(note(i)).node.id for i in range(5)]
         assert wait_until(lambda: stack.all_done(before))
@@ -386,7 +387,7 @@ def test_poison_job_lands_in_dead_letter(stack_factory: Callable[[Extractor], St
     good = gateway.remember(note(2)).node.id
     client = connect(stack.redis.url)
     config = WorkerConfig(consumer="w-poison", visibility_ms=300, max_attempts=3)
-    worker = ExtractionWorker(stack.worker_service(), client, config)
+    worker = redis_worker(stack.worker_service(), client, config)
 
     assert wait_until(lambda: client.xlen(DEAD_STREAM) == 1, step=worker.run_once), worker.counts
     [(_, dead)] = client.xrange(DEAD_STREAM)
@@ -420,7 +421,7 @@ def test_job_abandoned_too_often_is_dead_lettered(stack: Stack) -> None:
         client.xautoclaim(STREAM, GROUP, "ghost", min_idle_time=0)
 
     config = WorkerConfig(consumer="w-ghost", max_attempts=3, visibility_ms=1)
-    worker = ExtractionWorker(stack.worker_service(), client, config)
+    worker = redis_worker(stack.worker_service(), client, config)
     assert wait_until(lambda: client.xlen(DEAD_STREAM) == 1, step=worker.run_once)
     [(_, dead)] = client.xrange(DEAD_STREAM)
     assert dead["node_id"] == node_id and int(dead["attempts"]) > 3
@@ -466,8 +467,8 @@ def test_cronista_outage_uses_up_no_attempts(stack: Stack) -> None:
     stack.stop_cronista()
     node_id = gateway.remember(note(4)).node.id
     config = WorkerConfig(visibility_ms=300, max_attempts=2)
-    first = ExtractionWorker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-one"))
-    second = ExtractionWorker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-two"))
+    first = redis_worker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-one"))
+    second = redis_worker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-two"))
     with worker_thread(first), worker_thread(second):
         # Many visibility timeouts pass while the cronista is down.
         assert wait_until(lambda: first.counts["failed"] + second.counts["failed"] >= 3)
@@ -498,7 +499,7 @@ def test_stopping_worker_hands_back_its_batch(stack_factory: Callable[[Extractor
     ids = [gateway.remember(note(i)).node.id for i in range(5)]
     client = connect(stack.redis.url)
     config = WorkerConfig(visibility_ms=60_000, batch=5, sweep_interval_s=3600)
-    worker = ExtractionWorker(stack.worker_service(), client, replace(config, consumer="w-stopping"), stop=stopping)
+    worker = redis_worker(stack.worker_service(), client, replace(config, consumer="w-stopping"), stop=stopping)
     assert worker.run_once() == 1
     assert sum(n.extraction_state == ExtractionState.DONE for n in stack.nodes(ids).values()) == 1
     released = client.xpending_range(STREAM, GROUP, "-", "+", 10)
@@ -506,7 +507,7 @@ def test_stopping_worker_hands_back_its_batch(stack_factory: Callable[[Extractor
     assert all(e["times_delivered"] == 1 and e["time_since_delivered"] >= 60_000 for e in released)
 
     # Another worker takes them over on its first pass, long before the visibility timeout.
-    other = ExtractionWorker(stack.worker_service(), client, replace(config, consumer="w-other"))
+    other = redis_worker(stack.worker_service(), client, replace(config, consumer="w-other"))
     other.run_once()
     assert other.counts["reclaimed"] == 4
     assert wait_until(lambda: stack.all_done(ids), step=other.run_once)

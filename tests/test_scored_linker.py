@@ -2,7 +2,7 @@
 
 Unit tests call ``ScoredLinker.decide`` on hand-made candidates (the service already filters
 them; the linker checks status and scope again). Service tests go through ``MemoryService``
-on SQLite, with the chain lookup wired as ``bootstrap.build_linker("scored")`` wires it.
+on SQLite, with the chain lookup wired as ``bootstrap.linker_for("scored")`` wires it.
 Every negative case has a positive control beside it, so no test passes because nothing links.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from evomem.adapters.embedding import HashingEmbedder
 from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.bootstrap import build_linker
+from evomem.bootstrap import linker_for
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.domain.linkers.scored import ScoredLinker
@@ -190,7 +190,7 @@ def test_a_link_records_method_version_confidence_and_evidence_spans():
 def test_a_link_is_stored_with_its_provenance_through_the_service(tmp_path):
     store = SQLiteStore(tmp_path / "m.db")
     try:
-        svc = MemoryService(store, extractor=LiteCronista(), linker=build_linker("scored", store=store))
+        svc = MemoryService(store, extractor=LiteCronista(), linker=linker_for("scored", store=store))
         old = svc.remember(LEDGER_DB).node
         out = svc.remember("We moved the ledger database from Postgres to SQLite.")
         assert out.linked_to == old.id
@@ -450,12 +450,12 @@ def test_options_roles_and_subjects_are_read_from_the_text():
 
 def test_scored_is_an_auto_supersede_choice_and_builds_a_scored_linker(tmp_path):
     assert "scored" in AUTO_SUPERSEDE
-    assert Settings(auto_supersede="scored").auto_supersede == "scored"
-    assert isinstance(build_linker("scored"), ScoredLinker)
-    assert isinstance(build_linker("heuristic"), HeuristicLinker)
+    assert Settings(auto_supersede="scored").linker.auto_supersede == "scored"
+    assert isinstance(linker_for("scored"), ScoredLinker)
+    assert isinstance(linker_for("heuristic"), HeuristicLinker)
     store = SQLiteStore(tmp_path / "m.db")
     try:
-        linker = build_linker("scored", store=store)
+        linker = linker_for("scored", store=store)
         assert isinstance(linker, ScoredLinker) and linker.lookup is not None
     finally:
         store.close()

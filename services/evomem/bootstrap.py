@@ -1,8 +1,15 @@
-"""The composition root: the one place that turns settings into a wiring.
+"""The composition root: the one place that turns the settings object into a wiring.
 
-Nothing connects to anything at import time. ``build_embedded`` wires everything into one
-process (SQLite in-process, lite cronista inline, optional heuristic linker). The
-multi-service wiring reuses the same ``MemoryService`` and MCP tools with other adapters.
+Every builder takes one ``Settings`` (``evomem.settings``) and nothing else:
+
+* ``build_embedded``: one process (SQLite in-process, lite cronista inline, the linker of
+  ``auto_supersede``, vectors in the same file).
+* ``build_gateway``: the same ``MemoryService`` over gRPC clients and the Redis queue.
+* ``build_storage``, ``build_cronista``, ``build_linker``: a ``GrpcService`` each (the
+  servicer, its health and the process's resources), which the entrypoint starts and stops.
+* ``build_worker``: the extraction worker (``evomem.jobs``) over the Redis job source.
+
+Nothing connects to anything at import time; a gRPC server binds only in ``GrpcService.start``.
 """
 
 from __future__ import annotations
@@ -10,6 +17,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
@@ -17,8 +27,13 @@ from evomem.domain.errors import Unavailable
 from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.domain.linkers.scored import ScoredLinker
 from evomem.ports import Embedder, Linker, Store, Vectors
+from evomem.runtime import GRACE_S, ConfigError, start_metrics
 from evomem.service import MemoryService, ServiceConfig
-from evomem.settings import VECTORS, Settings
+from evomem.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from evomem.adapters.grpc.server import RunningServer
+    from evomem.jobs import ExtractionWorker
 
 log = logging.getLogger("evomem.bootstrap")
 
@@ -27,7 +42,12 @@ log = logging.getLogger("evomem.bootstrap")
 VECTOR_MIN_SIMILARITY = 0.2
 
 
-def vectors_problem() -> str | None:
+#: The storage service's database when EVOMEM_DB is not set (the image's volume).
+STORAGE_DB = "/data/evomem.db"
+GRPC_PORTS = {"storage": 50051, "cronista": 50052, "linker": 50053}
+
+
+def vectors_problem(model_dir: str | None = None) -> str | None:
     """Why hybrid recall cannot run here (None when it can). Cheap: finds files, loads nothing big."""
     from evomem.adapters.embedding import INSTALL_HINT, resolve_model_files
     from evomem.adapters.sqlite_driver import vec_problem
@@ -38,7 +58,7 @@ def vectors_problem() -> str | None:
     missing = [m for m in ("numpy", "onnxruntime", "tokenizers") if importlib.util.find_spec(m) is None]
     if missing:
         return f"{', '.join(missing)} not installed; " + INSTALL_HINT
-    files, looked = resolve_model_files()
+    files, looked = resolve_model_files(model_dir)
     if files is None:
         return "no embedding model found (looked at " + "; ".join(looked) + "); " + INSTALL_HINT
     return None
@@ -46,11 +66,11 @@ def vectors_problem() -> str | None:
 
 def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     """The ``Vectors`` port in the store's own file, per ``settings.vectors``. Loads no model."""
-    if settings.vectors == "off":
+    if settings.vectors.mode == "off":
         return None
-    problem = vectors_problem()
+    problem = vectors_problem(settings.vectors.model_dir)
     if problem is not None:
-        if settings.vectors == "on":
+        if settings.vectors.mode == "on":
             raise Unavailable(f"vectors on: {problem}")
         log.info("hybrid recall off (BM25 only): %s", problem)
         return None
@@ -61,7 +81,7 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     # One thread per call: a note or a query is one short sequence, where a second thread buys
     # little and concurrent calls would oversubscribe the cores (measured on 2 busy cores:
     # 7.5 ms per query with one thread, 16 ms with onnxruntime's default).
-    embedder = OnnxEmbedder(threads=1)
+    embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
     return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
 
 
@@ -111,25 +131,27 @@ def start_background(
     return [thread]
 
 
-def build_linker(
+def linker_for(
     mode: str, settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None
 ) -> Linker | None:
-    """The linker for ``--auto-supersede``. ``store``: lets the scored linker read the earlier
-    versions of a candidate's chain (what a terse "Ledger runs on SQLite" is about)."""
+    """The linker called ``mode`` (an ``AUTO_SUPERSEDE`` value). ``store``: lets the scored
+    linker read the earlier versions of a candidate's chain (what a terse "Ledger runs on
+    SQLite" is about). ``llm`` takes its model, endpoint and key from ``settings``."""
     if mode == "llm":
         from evomem.adapters.llm_linker import LLMLinker
         from evomem.domain.linkers.cascade import CascadeLinker, unsure_or_cued
 
-        if settings is None or not settings.linker_model or not settings.linker_base_url:
-            raise ValueError("the llm linker needs a model and a base URL")
+        settings = settings if settings is not None else Settings()
+        model, base_url = settings.require_llm("auto_supersede")
         # The LLM behind the scored linker, asked only when that one is unsure.
         return CascadeLinker(
             ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder),
             LLMLinker(
-                settings.linker_model,
-                settings.linker_base_url,
-                structured=settings.linker_structured,
-                timeout_s=float(settings.linker_timeout_s),
+                model,
+                base_url,
+                structured=settings.linker.structured,
+                timeout_s=float(settings.linker.timeout_s),
+                api_key=settings.api_key(),
             ),
             unsure_or_cued,
         )
@@ -142,8 +164,22 @@ def build_linker(
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
+def _service_config(settings: Settings, *, extract_inline: bool) -> ServiceConfig:
+    return ServiceConfig(
+        default_namespace=settings.memory.namespace,
+        max_note_bytes=settings.memory.max_note_bytes,
+        default_author=settings.memory.author,
+        extract_inline=extract_inline,
+    )
+
+
+# ----------------------------------------------------------------------------- the embedded wiring
+
+
 def build_embedded(settings: Settings) -> MemoryService:
-    store = SQLiteStore(settings.db)
+    if settings.linker.auto_supersede == "llm":
+        settings.require_llm("auto_supersede")  # before the database is opened
+    store = SQLiteStore(settings.db_path())
     try:
         vectors = build_vectors(settings, store)
     except BaseException:
@@ -152,29 +188,26 @@ def build_embedded(settings: Settings) -> MemoryService:
     return MemoryService(
         store,
         extractor=LiteCronista(),
-        linker=build_linker(settings.auto_supersede, settings, store=store, embedder=vectors),
+        linker=linker_for(settings.linker.auto_supersede, settings, store=store, embedder=vectors),
         vectors=vectors,
-        config=ServiceConfig(
-            default_namespace=settings.namespace,
-            max_note_bytes=settings.max_note_bytes,
-            default_author=settings.author,
-            extract_inline=True,
-        ),
+        config=_service_config(settings, extract_inline=True),
     )
 
 
-def build_gateway(
-    *,
-    storage_addr: str,
-    redis_url: str,
-    linker_addr: str | None = None,
-    namespace: str = "default",
-    max_note_bytes: int | None = None,
-    author: str | None = None,
-    vectors: str = "auto",
-) -> MemoryService:
+def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
+    """What the embedded server reports about itself (``stats``' ``server``) and logs at start."""
+    vectors = getattr(service.vectors, "name", None) or "off"
+    auto = settings.linker.auto_supersede
+    return {"db": settings.db_path(), "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
+
+
+# ----------------------------------------------------------------------------- the multi-service wiring
+
+
+def build_gateway(settings: Settings) -> MemoryService:
     """The multi-service wiring of the same ``MemoryService``: storage over gRPC, extraction
-    queued on Redis (the worker runs it), automatic linking over gRPC when a linker is given.
+    queued on Redis (the worker runs it), automatic linking over gRPC when
+    ``auto_supersede`` is not ``off`` (then the linker's address is required).
 
     Hybrid recall: the vectors live in storage's file and storage embeds them, so the gateway
     only holds a ``GrpcVectors``. ``vectors``: ``auto`` (hybrid when storage has vectors, BM25
@@ -188,20 +221,231 @@ def build_gateway(
     """
     from evomem.adapters.grpc.clients import GrpcLinker, GrpcStore, GrpcVectors
     from evomem.adapters.redis_queue import RedisQueue
-    from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
-    if vectors not in VECTORS:
-        raise ValueError(f"vectors must be one of {', '.join(VECTORS)}, got {vectors!r}")
+    storage_addr, redis_url, linker_addr = gateway_peers(settings)
+    mode = settings.vectors.mode
     return MemoryService(
         GrpcStore(storage_addr),
         extractor=None,
         linker=GrpcLinker(linker_addr) if linker_addr else None,
-        vectors=GrpcVectors(storage_addr, required=vectors == "on") if vectors != "off" else None,
+        vectors=GrpcVectors(storage_addr, required=mode == "on") if mode != "off" else None,
         queue=RedisQueue(redis_url),
-        config=ServiceConfig(
-            default_namespace=namespace,
-            max_note_bytes=max_note_bytes or DEFAULT_MAX_NOTE_BYTES,
-            default_author=author,
-            extract_inline=False,
-        ),
+        config=_service_config(settings, extract_inline=False),
     )
+
+
+def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
+    """The gateway's storage address, Redis URL and linker address (None when linking is off),
+    or a ``SettingsError`` naming the one that is missing."""
+    linking = settings.linker.auto_supersede != "off"
+    if linking and not settings.addresses.linker:
+        raise SettingsError("EVOMEM_AUTO_SUPERSEDE is on: set EVOMEM_LINKER_ADDR to the linker service")
+    storage_addr = settings.require("addresses", "storage")
+    redis_url = settings.require("queue", "redis_url")
+    return storage_addr, redis_url, settings.addresses.linker if linking else None
+
+
+def gateway_command(settings: Settings) -> list[str]:
+    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.gateway:create_app()``.
+    Checks the gateway's settings first, so a missing address stops the command at once."""
+    gateway_peers(settings)
+    host = settings.mcp.host or "0.0.0.0"
+    return [
+        "gunicorn",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
+        "--workers",
+        str(settings.gateway.workers),
+        "--bind",
+        f"{host}:{settings.mcp.port}",
+        "--graceful-timeout",
+        str(int(GRACE_S)),
+        "--access-logfile",
+        "-" if settings.gateway.access_log else "/dev/null",
+        "evomem.entrypoints.gateway:create_app()",
+    ]
+
+
+@dataclass
+class GrpcService:
+    """One gRPC service process, built but not yet listening. ``start`` binds
+    EVOMEM_GRPC_HOST:EVOMEM_GRPC_PORT (default: the service's port), starts the metrics
+    endpoint, warms up, reports SERVING and starts ``background``; ``stop`` drains and closes."""
+
+    settings: Settings
+    kind: str  # storage | cronista | linker
+    name: str  # the gRPC service name its health reports
+    register: Callable[[Any], None]
+    description: str
+    warm: Callable[[], None] | None = None  # once, before SERVING
+    probe: Callable[[], None] | None = None  # every 5 s: raising turns health NOT_SERVING
+    background: Callable[[threading.Event], list[threading.Thread]] | None = None
+    close: list[Callable[[], None]] = field(default_factory=list)
+    running: RunningServer | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> RunningServer:
+        from evomem.adapters.grpc.server import create_server
+
+        port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
+        try:
+            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,))
+        except BaseException:
+            self._close()
+            raise
+        self.running = running
+        start_metrics(self.settings.metrics.port)
+        if self.warm is not None:
+            self.warm()
+        running.set_serving(True)
+        if self.probe is not None:
+            threading.Thread(target=self._probe, args=(running,), daemon=True, name="health-probe").start()
+        if self.background is not None:
+            self._threads = self.background(self._stopping)
+        log.info("%s serving on port %d, %s", self.kind, running.port, self.description)
+        return running
+
+    def _probe(self, running: RunningServer) -> None:
+        # Health is the real state: a check that fails turns the service NOT_SERVING.
+        assert self.probe is not None
+        while not self._stopping.wait(5):
+            try:
+                self.probe()
+                running.set_serving(True)
+            except Exception as exc:  # pragma: no cover - exercised by killing the volume
+                log.error("%s health check failed: %s", self.kind, exc)
+                running.set_serving(False)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.running is not None:
+            self.running.stop()
+        for thread in self._threads:  # exiting while onnxruntime loads the model would abort
+            thread.join(GRACE_S)
+        self._close()
+
+    def _close(self) -> None:
+        for close in self.close:
+            close()
+
+
+def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
+    """The storage file's ``Vectors`` per EVOMEM_VECTORS, as the embedded server builds them."""
+    try:
+        return build_vectors(settings, store)
+    except Unavailable as exc:  # EVOMEM_VECTORS=on and no model or sqlite-vec here
+        raise ConfigError(f"EVOMEM_VECTORS: {exc.message}") from exc
+
+
+def build_storage(settings: Settings) -> GrpcService:
+    """The StorageService over the SQLite file (its only writer), with the file's vectors."""
+    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.v1 import storage_pb2_grpc
+
+    store = SQLiteStore(settings.db_path(STORAGE_DB))
+    try:
+        vectors = storage_vectors(settings, store)
+    except BaseException:
+        store.close()
+        raise
+    closers: list[Callable[[], None]] = [vectors.close] if vectors is not None else []  # type: ignore[attr-defined]
+    return GrpcService(
+        settings,
+        "storage",
+        "evomem.v1.StorageService",
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store, vectors), s),
+        f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
+        warm=store.stats,
+        probe=store.stats,
+        # The model loads and notes without a vector are embedded in the background; until
+        # then a NearestNodes call waits for the model to load (about a second).
+        background=lambda stop: start_background(vectors, stop=stop),
+        close=[*closers, store.close],
+    )
+
+
+def _warm_up(extractor: LiteCronista) -> None:
+    extractor.extract("warm-up: we picked the lite cronista because it is fast.")
+
+
+def build_cronista(settings: Settings) -> GrpcService:
+    from evomem.adapters.grpc.servicers import CronistaServicer
+    from evomem.v1 import cronista_pb2_grpc
+
+    extractor = LiteCronista()  # settings.cronista.backend: only "lite" exists
+    return GrpcService(
+        settings,
+        "cronista",
+        "evomem.v1.CronistaService",
+        lambda s: cronista_pb2_grpc.add_CronistaServiceServicer_to_server(CronistaServicer(extractor), s),
+        f"backend {extractor.name}",
+        warm=lambda: _warm_up(extractor),
+    )
+
+
+def build_linker(settings: Settings) -> GrpcService:
+    """The LinkerService with the linker of EVOMEM_LINKER; with EVOMEM_STORAGE_ADDR the
+    scored linker reads earlier versions of a candidate's chain from storage."""
+    from evomem.adapters.grpc.clients import GrpcStore
+    from evomem.adapters.grpc.servicers import LinkerServicer
+    from evomem.v1 import linker_pb2_grpc
+
+    mode = settings.linker.service
+    if mode == "off":
+        raise ConfigError("EVOMEM_LINKER=off: do not start the linker service; set EVOMEM_AUTO_SUPERSEDE=off")
+    if mode == "llm":
+        try:
+            settings.require_llm("auto_supersede")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
+    store = GrpcStore(settings.addresses.storage) if settings.addresses.storage else None
+    linker = linker_for(mode, settings, store)
+    assert linker is not None
+    return GrpcService(
+        settings,
+        "linker",
+        "evomem.v1.LinkerService",
+        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(linker), s),
+        f"linker {linker.name}",
+        close=[store.close] if store is not None else [],
+    )
+
+
+def worker_service(storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None) -> MemoryService:
+    """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
+    from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
+
+    store = GrpcStore(storage_addr) if timeout_s is None else GrpcStore(storage_addr, timeout_s=timeout_s)
+    extractor = GrpcExtractor(cronista_addr) if timeout_s is None else GrpcExtractor(cronista_addr, timeout_s=timeout_s)
+    return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
+
+
+def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> ExtractionWorker:
+    """The extraction worker: jobs from the Redis stream, storage and cronista over gRPC."""
+    from evomem.adapters.redis_queue import RedisJobSource, connect
+    from evomem.jobs import ExtractionWorker, WorkerConfig, default_consumer
+
+    redis_url = settings.require("queue", "redis_url")
+    storage_addr = settings.require("addresses", "storage")
+    cronista_addr = settings.require("addresses", "cronista")
+    q = settings.queue
+    config = WorkerConfig(
+        consumer=q.worker_consumer,
+        visibility_ms=q.job_visibility_ms,
+        max_attempts=q.job_max_attempts,
+        sweep_interval_s=q.sweep_interval_s,
+        sweep_batch=q.sweep_batch,
+        batch=q.worker_batch,
+    )
+    source = RedisJobSource(
+        connect(redis_url), q.worker_consumer or default_consumer(), visibility_ms=q.job_visibility_ms
+    )
+    return ExtractionWorker(worker_service(storage_addr, cronista_addr), source, config, stop=stop)
+
+
+BUILDERS: dict[str, Callable[[Settings], GrpcService]] = {
+    "storage": build_storage,
+    "cronista": build_cronista,
+    "linker": build_linker,
+}

@@ -163,3 +163,75 @@ class Vectors(Protocol):
         ...
 
     def remove(self, node_id: str) -> None: ...
+
+
+# ----------------------------------------------------------------------------- the job source (worker side)
+
+
+class QueueUnavailable(Exception):
+    """The job source cannot be reached (connection refused, timed out, out of memory...)."""
+
+
+class QueueLost(QueueUnavailable):
+    """The job source lost its state (the stream or consumer group is gone): queued jobs are lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """One delivery of a job to this consumer. ``node_id`` is empty for a malformed entry."""
+
+    id: str
+    node_id: str
+    deliveries: int
+
+
+@runtime_checkable
+class JobSource(Protocol):
+    """The consuming side of the extraction queue: at-least-once delivery to one named consumer.
+
+    A claimed job stays this consumer's until it is acknowledged, released or dead-lettered;
+    one left alone longer than the visibility timeout can be reclaimed by any consumer. Every
+    method raises ``QueueUnavailable`` (``QueueLost`` when the queue's state is gone) except
+    ``release`` and ``renew``, which are best effort.
+    """
+
+    consumer: str
+
+    def prepare(self) -> None:
+        """Create the consumer group if it is missing (idempotent)."""
+        ...
+
+    def ping(self) -> None: ...
+
+    def read(self, count: int, block_ms: int) -> list[ClaimedJob]:
+        """Up to ``count`` new jobs, waiting up to ``block_ms`` for the first."""
+        ...
+
+    def reclaim(self, min_idle_ms: int, count: int) -> tuple[list[ClaimedJob], bool]:
+        """Take over jobs idle longer than ``min_idle_ms`` (any consumer's); their delivery is
+        counted. Returns the jobs and whether the scan reached the end of the pending list."""
+        ...
+
+    def ack(self, job_id: str) -> None:
+        """The job is finished: remove it."""
+        ...
+
+    def release(self, job_ids: Sequence[str]) -> None:
+        """Hand jobs back (claimable by others at once, no delivery counted)."""
+        ...
+
+    def renew(self, job_id: str) -> None:
+        """Reset the job's idle time (a heartbeat), no delivery counted."""
+        ...
+
+    def dead_letter(self, job: ClaimedJob, error: str) -> None:
+        """Record the job as given up (with ``error``) and acknowledge it, in one step."""
+        ...
+
+    def enqueue_missing(self, node_ids: Iterable[str], *, marker_ttl_s: int) -> list[str]:
+        """Enqueue each node that has no job queued; the ids enqueued."""
+        ...
+
+    def forget_stale_consumers(self) -> None:
+        """Drop consumers that hold nothing and have been idle a long time (dead workers)."""
+        ...

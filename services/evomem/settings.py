@@ -1,101 +1,399 @@
-"""Settings: one validated object, from command-line flags and ``EVOMEM_*`` environment variables.
+"""Settings: one validated object for every wiring, from flags and ``EVOMEM_*`` environment variables.
 
-Precedence: flag > environment > default. Every setting is listed in the README.
+Precedence: flag > environment > default. The object has one section per concern (``mcp``,
+``memory``, ``store``, ``vectors``, ``linker``, ``cronista``, ``addresses``, ``grpc``,
+``gateway``, ``queue``, ``metrics``, ``logging``); each leaf names its variable (its
+``alias``), so ``env_names()`` lists every variable any EvoMem process reads. A value that
+is not allowed (``EVOMEM_AUTO_SUPERSEDE=scroed``) fails at start-up with the variable's name
+and the allowed values. This is the only module that reads the environment.
+
+A setting whose default depends on the wiring (the database path, the HTTP bind address,
+the log format, the gRPC port) is ``None`` here and resolved by ``evomem.bootstrap``.
+
+Flat keywords are accepted too: ``Settings(db=..., auto_supersede=...)`` and
+``Settings.from_env(env, port=...)`` take each setting by its variable's name without the
+``EVOMEM_`` prefix, lowercased (what the ``evomem-mcp`` flags are called).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
 AUTO_SUPERSEDE = ("off", "heuristic", "scored", "llm")
 TRANSPORTS = ("stdio", "http")
 VECTORS = ("auto", "on", "off")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+LINKER_STRUCTURED = ("grammar", "json_schema", "none")
+CRONISTA_BACKENDS = ("lite",)
+SQLITE_DRIVERS = ("sqlean", "sqlite3")
+PREFIX = "EVOMEM_"
+
+#: The embedded server's database when none is given.
+EMBEDDED_DB = "~/.evomem/evomem.db"
 
 
 class SettingsError(ValueError):
-    pass
+    """A setting that is missing or not allowed. The message names what to fix."""
 
 
-def _default_db() -> str:
-    return str(Path("~/.evomem/evomem.db").expanduser())
+# ----------------------------------------------------------------------------- value checks
 
 
-@dataclass(frozen=True)
-class Settings:
-    db: str = field(default_factory=_default_db)
-    transport: str = "stdio"
-    host: str = "127.0.0.1"
-    port: int = 8765
-    auto_supersede: str = "off"
-    namespace: str = "default"
-    author: str | None = None
-    max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
-    log_level: str = "INFO"
-    log_format: str = "text"  # text | json
-    linker_model: str | None = None  # --auto-supersede llm: model name at the endpoint
-    linker_base_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:8080/v1
-    linker_timeout_s: int = 10
-    linker_structured: str = "grammar"  # grammar (llama.cpp) | json_schema | none
-    vectors: str = "auto"  # hybrid recall: on | off (BM25 only, lite) | auto (on when the model is installed)
+def _one_of(*allowed: str, case_insensitive: bool = False) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        probe = value.upper() if case_insensitive else value
+        if probe not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
 
-    def __post_init__(self) -> None:
-        if self.transport not in TRANSPORTS:
-            raise SettingsError(f"transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}")
-        if self.auto_supersede not in AUTO_SUPERSEDE:
-            raise SettingsError(
-                f"auto_supersede must be one of {', '.join(AUTO_SUPERSEDE)}, got {self.auto_supersede!r}"
-            )
-        if not 0 <= self.port <= 65535:
-            raise SettingsError(f"port must be 0-65535, got {self.port}")
-        if not 1 <= self.max_note_bytes <= 64 * 1024 * 1024:
-            raise SettingsError("max_note_bytes must be between 1 and 67108864")
-        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-            raise SettingsError(f"log_level {self.log_level!r} is not a logging level")
-        if self.auto_supersede == "llm" and not (self.linker_model and self.linker_base_url):
-            raise SettingsError(
-                "auto_supersede llm needs --linker-model and --linker-base-url (or EVOMEM_LINKER_MODEL and "
-                "EVOMEM_LINKER_BASE_URL); the API key, if any, comes from EVOMEM_LINKER_API_KEY"
-            )
-        if self.linker_structured not in ("grammar", "json_schema", "none"):
-            raise SettingsError("linker_structured must be grammar, json_schema or none")
-        if not 1 <= self.linker_timeout_s <= 600:
-            raise SettingsError("linker_timeout_s must be between 1 and 600")
-        if self.vectors not in VECTORS:
-            raise SettingsError(f"vectors must be one of {', '.join(VECTORS)}, got {self.vectors!r}")
-        if self.log_format not in ("text", "json"):
-            raise SettingsError("log_format must be text or json")
+    return check
+
+
+def _between(low: int, high: int, *, dash: bool = False) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is not None and not low <= value <= high:
+            span = f"{low}-{high}" if dash else f"between {low} and {high}"
+            raise ValueError(f"must be {span}, got {value}")
+        return value
+
+    return check
+
+
+def _choice(*allowed: str, case_insensitive: bool = False) -> Any:
+    return Annotated[str, AfterValidator(_one_of(*allowed, case_insensitive=case_insensitive))]
+
+
+Port = Annotated[int, AfterValidator(_between(0, 65535, dash=True))]
+Positive = Annotated[int, AfterValidator(_between(1, 2**31 - 1))]
+
+
+def _var(name: str, default: Any = None, help: str = "", choices: tuple[str, ...] | None = None) -> Any:
+    """A leaf setting read from ``EVOMEM_<NAME>`` (``choices``: shown by ``--help``)."""
+    extra = {"choices": list(choices)} if choices else None
+    return Field(default, alias=PREFIX + name, description=help, json_schema_extra=extra)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+class McpSettings(_Section):
+    """The MCP endpoint (embedded server and gateway)."""
+
+    transport: _choice(*TRANSPORTS) = _var(
+        "TRANSPORT", "stdio", "embedded: stdio or http (streamable HTTP)", TRANSPORTS
+    )
+    host: str | None = _var("HOST", None, "HTTP bind address (embedded: 127.0.0.1, gateway: 0.0.0.0)")
+    port: Port = _var("PORT", 8765, "HTTP port (0 picks a free one)")
+
+
+class MemorySettings(_Section):
+    """What ``MemoryService`` applies to every call."""
+
+    namespace: str = _var("NAMESPACE", "default", "namespace for calls that name none")
+    author: str | None = _var("AUTHOR", None, "author recorded on notes and links")
+    max_note_bytes: Annotated[int, AfterValidator(_between(1, 64 * 1024 * 1024))] = _var(
+        "MAX_NOTE_BYTES", DEFAULT_MAX_NOTE_BYTES, "largest note accepted, in UTF-8 bytes"
+    )
+
+
+class StoreSettings(_Section):
+    db: str | None = _var("DB", None, "SQLite file (embedded: ~/.evomem/evomem.db, storage: /data/evomem.db)")
+    sqlite_driver: _choice(*SQLITE_DRIVERS) | None = _var(
+        "SQLITE_DRIVER", None, "force the SQLite library: sqlean or sqlite3 (default: sqlean when installed)"
+    )
+
+
+class VectorSettings(_Section):
+    mode: _choice(*VECTORS) = _var("VECTORS", "auto", "hybrid recall: auto, on or off (BM25 only)", VECTORS)
+    model_dir: str | None = _var(
+        "EMBEDDING_MODEL_DIR", None, "a folder with model.onnx and tokenizer.json instead of the packaged model"
+    )
+
+
+class LinkerSettings(_Section):
+    auto_supersede: _choice(*AUTO_SUPERSEDE) = _var(
+        "AUTO_SUPERSEDE", "off", "link notes to the decision they replace", AUTO_SUPERSEDE
+    )
+    service: _choice(*AUTO_SUPERSEDE) = _var("LINKER", "heuristic", "the linker service's linker")
+    model: str | None = _var("LINKER_MODEL", None, "llm linker: the model name at the endpoint")
+    base_url: str | None = _var("LINKER_BASE_URL", None, "llm linker: OpenAI-compatible base URL")
+    api_key: SecretStr | None = _var("LINKER_API_KEY", None, "llm linker: bearer token, if the endpoint needs one")
+    timeout_s: Annotated[int, AfterValidator(_between(1, 600))] = _var(
+        "LINKER_TIMEOUT_S", 10, "llm linker: seconds per call"
+    )
+    structured: _choice(*LINKER_STRUCTURED) = _var(
+        "LINKER_STRUCTURED", "grammar", "llm linker: grammar (llama.cpp), json_schema or none", LINKER_STRUCTURED
+    )
+
+
+class CronistaSettings(_Section):
+    backend: _choice(*CRONISTA_BACKENDS) = _var("CRONISTA_BACKEND", "lite", "the cronista service's extractor")
+
+
+class AddressSettings(_Section):
+    """Where the services are (host:port), for the processes that call them."""
+
+    storage: str | None = _var("STORAGE_ADDR", None, "storage service (gateway, worker, linker)")
+    cronista: str | None = _var("CRONISTA_ADDR", None, "cronista service (worker)")
+    linker: str | None = _var("LINKER_ADDR", None, "linker service (gateway, when auto_supersede is not off)")
+
+
+class GrpcSettings(_Section):
+    host: str = _var("GRPC_HOST", "0.0.0.0", "gRPC bind address of a service")
+    port: Port | None = _var("GRPC_PORT", None, "gRPC port (storage 50051, cronista 50052, linker 50053)")
+
+
+class GatewaySettings(_Section):
+    workers: Positive = _var("GATEWAY_WORKERS", 2, "gunicorn worker processes")
+    access_log: bool = _var("ACCESS_LOG", False, "gunicorn access log on stdout")
+
+
+class QueueSettings(_Section):
+    redis_url: str | None = _var("REDIS_URL", None, "Redis for the extraction queue (gateway, worker)")
+    job_visibility_ms: Positive = _var("JOB_VISIBILITY_MS", 30_000, "a job not acknowledged in this time is retried")
+    job_max_attempts: Positive = _var("JOB_MAX_ATTEMPTS", 5, "attempts before a job is dead-lettered")
+    sweep_interval_s: Positive = _var("SWEEP_INTERVAL_S", 10, "seconds between sweeps for pending nodes")
+    sweep_batch: Positive = _var("SWEEP_BATCH", 1000, "pending nodes listed per sweep")
+    worker_batch: Positive = _var("WORKER_BATCH", 10, "jobs read per call")
+    worker_consumer: str = _var("WORKER_CONSUMER", "", "consumer name (default: hostname-pid)")
+
+
+class MetricsSettings(_Section):
+    port: Port = _var("METRICS_PORT", 0, "Prometheus /metrics port of a service (0: off)")
+
+
+class LoggingSettings(_Section):
+    level: _choice(*LOG_LEVELS, case_insensitive=True) = _var("LOG_LEVEL", "INFO", "DEBUG, INFO, WARNING or ERROR")
+    format: _choice(*LOG_FORMATS) | None = _var(
+        "LOG_FORMAT", None, "text or json (embedded: text, services: json)", LOG_FORMATS
+    )
+
+
+# ----------------------------------------------------------------------------- the object
+
+_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("evomem_settings_env", default=None)
+
+
+class _EnvSource(PydanticBaseSettingsSource):
+    """``EVOMEM_*`` variables (an empty value means unset), nested into their sections."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        env = _ENV.get()
+        if env is None:
+            env = os.environ
+        out: dict[str, dict[str, str]] = {}
+        for section, name, var in _leaves():
+            raw = env.get(var)
+            if raw is not None and raw != "":
+                out.setdefault(section, {})[name] = raw
+        return out
+
+
+class Settings(BaseSettings):
+    """Every setting of every wiring. Build it with ``Settings.from_env(**flags)``."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    mcp: McpSettings = McpSettings()
+    memory: MemorySettings = MemorySettings()
+    store: StoreSettings = StoreSettings()
+    vectors: VectorSettings = VectorSettings()
+    linker: LinkerSettings = LinkerSettings()
+    cronista: CronistaSettings = CronistaSettings()
+    addresses: AddressSettings = AddressSettings()
+    grpc: GrpcSettings = GrpcSettings()
+    gateway: GatewaySettings = GatewaySettings()
+    queue: QueueSettings = QueueSettings()
+    metrics: MetricsSettings = MetricsSettings()
+    logging: LoggingSettings = LoggingSettings()
+
+    SECTIONS: ClassVar[tuple[str, ...]] = ()  # the field names above, set below
+
+    def __init__(self, **values: Any) -> None:
+        # A section is given as a mapping or a model; ``vectors`` and ``linker`` are also the
+        # flat keys of EVOMEM_VECTORS and EVOMEM_LINKER, given as plain values.
+        def is_section(k: str, v: Any) -> bool:
+            return k in self.SECTIONS and isinstance(v, Mapping | BaseModel)
+
+        flags = {k: v for k, v in values.items() if not is_section(k, v)}
+        nested: dict[str, Any] = {
+            k: v.model_dump() if isinstance(v, BaseModel) else dict(v) for k, v in values.items() if is_section(k, v)
+        }
+        by_key = {_key(var): (section, name) for section, name, var in _leaves()}
+        for key, value in flags.items():
+            if key not in by_key:
+                raise SettingsError(f"unknown setting {key!r}")
+            section, name = by_key[key]
+            nested.setdefault(section, {})[name] = value
+        try:
+            super().__init__(**nested)
+        except ValidationError as exc:
+            raise SettingsError(_explain(exc, given=set(flags))) from None
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
-        """Read ``EVOMEM_<NAME>`` for every field, then apply non-None ``overrides``."""
-        env = dict(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = env.get(f"EVOMEM_{f.name.upper()}")
-            if raw is None or raw == "":
-                continue
-            if f.type in ("int", int):
-                try:
-                    values[f.name] = int(raw)
-                except ValueError as exc:
-                    raise SettingsError(f"EVOMEM_{f.name.upper()} must be an integer, got {raw!r}") from exc
-            else:
-                values[f.name] = raw
-        from_env = set(values)
-        values.update({k: v for k, v in overrides.items() if v is not None})
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, _EnvSource(settings_cls))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+        """``EVOMEM_*`` from ``env`` (default: the process environment), then the non-None ``flags``."""
+        token = _ENV.set(env)
         try:
-            return cls(**values)
-        except SettingsError as exc:
-            # Fix: name the variable when the bad value came from the environment, so
-            # "port must be 0-65535" says which of EVOMEM_PORT or --port to correct.
-            for name in sorted(from_env - {k for k, v in overrides.items() if v is not None}):
-                try:
-                    cls(**{name: values[name]})
-                except SettingsError as own:
-                    raise SettingsError(f"EVOMEM_{name.upper()}: {own}") from exc
-            raise
+            return cls(**{k: v for k, v in flags.items() if v is not None})
+        finally:
+            _ENV.reset(token)
+
+    # -- values that depend on the wiring, and checks a wiring needs
+
+    def db_path(self, default: str = EMBEDDED_DB) -> str:
+        return str(Path(self.store.db or default).expanduser())
+
+    def log_format(self, default: str) -> str:
+        return self.logging.format or default
+
+    def require(self, section: str, name: str) -> str:
+        """A setting a wiring cannot run without: its value, or a ``SettingsError`` naming the variable."""
+        value = getattr(getattr(self, section), name)
+        if value is None or value == "":
+            raise SettingsError(f"{var_name(section, name)} must be set (see compose.cpu.yaml for an example)")
+        return str(value)
+
+    def require_llm(self, what: str) -> tuple[str, str]:
+        """The llm linker's model and endpoint, or a ``SettingsError`` that says how to set them."""
+        if not (self.linker.model and self.linker.base_url):
+            raise SettingsError(
+                f"{what} llm needs --linker-model and --linker-base-url (or EVOMEM_LINKER_MODEL and "
+                "EVOMEM_LINKER_BASE_URL); the API key, if any, comes from EVOMEM_LINKER_API_KEY"
+            )
+        return self.linker.model, self.linker.base_url
+
+    def api_key(self) -> str | None:
+        return self.linker.api_key.get_secret_value() if self.linker.api_key else None
+
+
+Settings.SECTIONS = tuple(Settings.model_fields)
+
+
+def _leaves() -> Iterator[tuple[str, str, str]]:
+    """(section, field, variable) for every leaf setting."""
+    for section in Settings.SECTIONS:
+        model = Settings.model_fields[section].annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        for name, info in model.model_fields.items():
+            assert info.alias is not None
+            yield section, name, info.alias
+
+
+def _key(var: str) -> str:
+    return var.removeprefix(PREFIX).lower()
+
+
+def var_name(section: str, name: str) -> str:
+    """The ``EVOMEM_*`` variable of ``settings.<section>.<name>``."""
+    info = Settings.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
+    assert info.alias is not None
+    return info.alias
+
+
+def env_names() -> frozenset[str]:
+    """Every ``EVOMEM_*`` variable the settings model reads."""
+    return frozenset(var for _, _, var in _leaves())
+
+
+def describe() -> list[tuple[str, str, Any, str]]:
+    """(variable, section.field, default, help) for every setting, in section order (for docs)."""
+    out = []
+    for section, name, var in _leaves():
+        info = Settings.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
+        out.append((var, f"{section}.{name}", info.default, info.description or ""))
+    return out
+
+
+def _explain(exc: ValidationError, *, given: set[str]) -> str:
+    """The first problem, as one line: ``EVOMEM_PORT must be 0-65535, got 70000``.
+
+    A bad value from a flag is named by its setting only (``port must be ...``)."""
+    err = exc.errors()[0]
+    loc = err["loc"]
+    if len(loc) >= 2 and isinstance(loc[0], str) and isinstance(loc[1], str) and loc[0] in Settings.SECTIONS:
+        try:
+            var = var_name(loc[0], loc[1])
+        except KeyError:
+            var = PREFIX + str(loc[1]).upper()
+    else:
+        var = PREFIX + "_".join(str(p) for p in loc).upper()
+    key = _key(var)
+    from_flag = key in given
+    kind = err["type"]
+    if kind in ("int_parsing", "int_from_float"):
+        return f"{key if from_flag else var} must be an integer, got {err.get('input')!r}"
+    if kind == "bool_parsing":
+        return f"{key if from_flag else var} must be true or false, got {err.get('input')!r}"
+    if kind == "extra_forbidden":
+        return f"unknown setting {key!r}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return f"{key if from_flag else var} {message}"
+
+
+def read_sqlite_driver() -> str:
+    """``EVOMEM_SQLITE_DRIVER`` for ``evomem.adapters.sqlite_driver``, which picks its library at
+    import, before any settings object exists (so only this one variable is read here)."""
+    var = var_name("store", "sqlite_driver")
+    raw = os.environ.get(var, "").strip()
+    try:
+        return StoreSettings(sqlite_driver=raw or None).sqlite_driver or ""
+    except ValidationError as exc:
+        raise SettingsError(f"{var} {str(exc.errors()[0]['msg']).removeprefix('Value error, ')}") from None
+
+
+# ----------------------------------------------------------------------------- command-line flags
+
+
+def add_flags(parser: Any, keys: tuple[str, ...]) -> None:
+    """One ``--flag`` per setting in ``keys`` (``auto_supersede`` -> ``--auto-supersede``), with
+    the setting's help, choices, variable and default."""
+    by_key = {_key(var): (section, name) for section, name, var in _leaves()}
+    for key in keys:
+        section, name = by_key[key]
+        info = Settings.model_fields[section].annotation.model_fields[name]  # type: ignore[union-attr]
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        default = "" if info.default is None else f", default {info.default}"
+        parser.add_argument(
+            "--" + key.replace("_", "-"),
+            dest=key,
+            type=int if isinstance(info.default, int) and not isinstance(info.default, bool) else None,
+            choices=extra.get("choices"),
+            help=f"{info.description} ({info.alias}{default})",
+        )
+
+
+def from_flags(args: Any, keys: tuple[str, ...]) -> Settings:
+    """The settings with the parsed ``args`` (flags left out stay unset) over the environment."""
+    return Settings.from_env(**{key: getattr(args, key) for key in keys})

@@ -6,7 +6,7 @@
 
 Where the model comes from (nothing is ever downloaded at run time):
 
-1. ``model_dir=`` or ``EVOMEM_EMBEDDING_MODEL_DIR``: a folder with ``model.onnx`` and
+1. ``model_dir=`` (``EVOMEM_EMBEDDING_MODEL_DIR`` in the settings): a folder with ``model.onnx`` and
    ``tokenizer.json`` (and optionally ``evomem-model.json``, which names the model). When
    given, it is the only source: a wrong folder is an error, never a silent fallback.
    ``scripts/export_embedding_model.py`` writes such folders under
@@ -126,7 +126,7 @@ def resolve_model_files(
 
     Returns the files (or None) and what was looked at, for the error message.
     """
-    env = os.environ if env is None else env
+    env = {} if env is None else env  # the settings (EVOMEM_EMBEDDING_MODEL_DIR) pass model_dir
     folder = model_dir if model_dir is not None else env.get(ENV_MODEL_DIR) or None
     if folder is not None:
         d = Path(folder).expanduser()

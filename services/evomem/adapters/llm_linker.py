@@ -39,7 +39,6 @@ import http.client
 import json
 import logging
 import math
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -276,7 +275,7 @@ class LLMLinker:
         self.max_candidates = max(1, int(max_candidates))
         self.max_tokens = max(16, int(max_tokens))
         self.min_confidence = float(min_confidence)
-        self._api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
+        self._api_key = api_key or None  # from the settings (EVOMEM_LINKER_API_KEY), never read here
         self._extra_headers = dict(extra_headers or {})
 
     def __repr__(self) -> str:  # never shows the key

@@ -1,8 +1,13 @@
-"""The ``JobQueue`` port on a Redis stream (the multi-service wiring's extraction queue).
+"""The extraction queue on a Redis stream: ``RedisQueue`` (the ``JobQueue`` port, the gateway's
+side) and ``RedisJobSource`` (the ``JobSource`` port, the worker's side). All Redis Streams
+knowledge (XADD, XREADGROUP, XAUTOCLAIM, XCLAIM, XACK, the dead-letter stream) lives here;
+what to do with a job that fails is ``evomem.jobs``'s business.
 
 One stream, ``evomem:extract``; each entry is one job with the fields ``node_id`` and
-``enqueued_at`` (ms since the epoch). The worker (``evomem.entrypoints.worker``) reads it as
-the consumer group ``workers``; jobs it gives up on go to ``evomem:extract:dead``.
+``enqueued_at`` (ms since the epoch). Workers read it as the consumer group ``workers``;
+jobs they give up on go to ``evomem:extract:dead`` (node_id, error, attempts, message_id,
+consumer, failed_at). Claims are renewed with XCLAIM ... JUSTID and released by setting
+their idle time to the visibility timeout, so neither counts a delivery.
 
 Timeouts are short on purpose: ``remember`` must never hang on Redis. When Redis is down,
 ``enqueue`` raises within about a second, ``MemoryService`` turns that into a warning and
@@ -18,16 +23,22 @@ extraction is idempotent.
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.retry import Retry
 
-from evomem.ports import ExtractionJob
+from evomem.ports import ClaimedJob, ExtractionJob, QueueLost, QueueUnavailable
+
+log = logging.getLogger("evomem.queue")
+F = TypeVar("F", bound=Callable[..., Any])
 
 STREAM = "evomem:extract"
 DEAD_STREAM = "evomem:extract:dead"
@@ -42,6 +53,8 @@ SOCKET_TIMEOUT_S = 2.0
 MARKER_TTL_S = 300
 # A backstop against unbounded growth; the worker deletes entries it has finished.
 STREAM_MAXLEN = 1_000_000
+DEAD_MAXLEN = 100_000
+STALE_CONSUMER_IDLE_MS = 3_600_000
 
 # SET the marker if absent and, only then, XADD the job: one atomic step per node.
 _ENQUEUE_MISSING = """
@@ -126,3 +139,165 @@ class RedisQueue:
     def close(self) -> None:
         if self._owns_client:
             self.redis.close()
+
+
+def _translated(fn: F) -> F:
+    """Redis errors as the port's: ``QueueLost`` (NOGROUP: the stream or group is gone) or
+    ``QueueUnavailable`` (down, timing out, OOM, READONLY...)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ResponseError as exc:
+            if "NOGROUP" in str(exc):
+                raise QueueLost(str(exc)) from exc
+            raise QueueUnavailable(str(exc)) from exc
+        except (redis.RedisError, OSError) as exc:
+            raise QueueUnavailable(f"{type(exc).__name__}: {exc}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+class RedisJobSource:
+    """``JobSource``: one consumer of the group ``group`` on ``stream``."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        consumer: str,
+        *,
+        visibility_ms: int,
+        stream: str = STREAM,
+        dead_stream: str = DEAD_STREAM,
+        group: str = GROUP,
+    ) -> None:
+        self.redis = client
+        self.consumer = consumer
+        self.visibility_ms = visibility_ms
+        self.stream = stream
+        self.dead_stream = dead_stream
+        self.group = group
+        self.queue = RedisQueue(client, stream=stream)
+        self._cursor = "0-0"
+
+    @_translated
+    def prepare(self) -> None:
+        try:
+            # From the start of the stream: jobs queued before any worker existed are read too.
+            self.redis.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+            log.info("created consumer group %s on %s", self.group, self.stream)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    @_translated
+    def ping(self) -> None:
+        self.redis.ping()
+
+    @_translated
+    def read(self, count: int, block_ms: int) -> list[ClaimedJob]:
+        response = self.redis.xreadgroup(self.group, self.consumer, {self.stream: ">"}, count=count, block=block_ms)
+        return [_job(mid, fields, 1) for mid, fields in _entries(response)]
+
+    @_translated
+    def reclaim(self, min_idle_ms: int, count: int) -> tuple[list[ClaimedJob], bool]:
+        next_cursor, claimed, *_ = self.redis.xautoclaim(
+            self.stream, self.group, self.consumer, min_idle_time=min_idle_ms, start_id=self._cursor, count=count
+        )
+        claimed = [(mid, fields) for mid, fields in claimed if fields is not None]
+        finished = next_cursor in ("0-0", b"0-0")
+        self._cursor = "0-0" if finished else next_cursor  # more to scan: continue on the next call
+        if not claimed:
+            return [], finished
+        deliveries = self._deliveries([mid for mid, _ in claimed])
+        # An entry no longer pending was acknowledged by another worker meanwhile: not ours.
+        return [_job(mid, fields, deliveries[mid]) for mid, fields in claimed if mid in deliveries], finished
+
+    def _deliveries(self, message_ids: list[str]) -> dict[str, int]:
+        pipe = self.redis.pipeline(transaction=False)
+        for mid in message_ids:
+            pipe.xpending_range(self.stream, self.group, min=mid, max=mid, count=1)
+        out: dict[str, int] = {}
+        for rows in pipe.execute():
+            for row in rows:
+                out[str(row["message_id"])] = int(row["times_delivered"])
+        return out
+
+    @_translated
+    def ack(self, job_id: str) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xack(self.stream, self.group, job_id)
+        pipe.xdel(self.stream, job_id)
+        pipe.execute()
+
+    def release(self, job_ids: Sequence[str]) -> None:
+        """Idle = the visibility timeout: claimable by other workers now, without counting a
+        delivery (the graceful-stop counterpart of a crash)."""
+        if not job_ids:
+            return
+        try:
+            self.redis.xclaim(
+                self.stream, self.group, self.consumer, 0, list(job_ids), idle=self.visibility_ms, justid=True
+            )
+        except redis.RedisError as exc:
+            log.debug("could not release %s: %s", job_ids, exc)
+
+    def renew(self, job_id: str) -> None:
+        try:
+            self.redis.xclaim(self.stream, self.group, self.consumer, 0, [job_id], justid=True)
+        except redis.RedisError as exc:
+            log.debug("could not renew %s: %s", job_id, exc)
+
+    @_translated
+    def dead_letter(self, job: ClaimedJob, error: str) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xadd(
+            self.dead_stream,
+            {
+                "node_id": job.node_id,
+                "error": error,
+                "attempts": job.deliveries,
+                "message_id": job.id,
+                "consumer": self.consumer,
+                "failed_at": now_ms(),
+            },
+            maxlen=DEAD_MAXLEN,
+            approximate=True,
+        )
+        pipe.xack(self.stream, self.group, job.id)
+        pipe.xdel(self.stream, job.id)
+        pipe.execute()
+
+    @_translated
+    def enqueue_missing(self, node_ids: Iterable[str], *, marker_ttl_s: int) -> list[str]:
+        return self.queue.enqueue_missing(node_ids, marker_ttl_s=marker_ttl_s)
+
+    @_translated
+    def forget_stale_consumers(self) -> None:
+        try:
+            for info in self.redis.xinfo_consumers(self.stream, self.group):
+                name = info.get("name")
+                if name != self.consumer and info.get("pending") == 0 and info.get("idle", 0) > STALE_CONSUMER_IDLE_MS:
+                    self.redis.xgroup_delconsumer(self.stream, self.group, name)
+        except ResponseError as exc:  # pragma: no cover - informational only
+            log.debug("consumer cleanup skipped: %s", exc)
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+def _job(message_id: str, fields: dict[str, str] | None, deliveries: int) -> ClaimedJob:
+    return ClaimedJob(id=message_id, node_id=(fields or {}).get("node_id", ""), deliveries=deliveries)
+
+
+def _entries(response: Any) -> list[tuple[str, dict[str, str]]]:
+    """XREADGROUP's reply (RESP2, as ``connect`` sets up) as (id, fields) pairs."""
+    if not response:
+        return []
+    out: list[tuple[str, dict[str, str]]] = []
+    for _stream, entries in response:
+        for message_id, fields in entries:
+            if fields is not None:
+                out.append((message_id, fields))
+    return out

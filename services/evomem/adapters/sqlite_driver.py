@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 from types import ModuleType
 from typing import Any
 
@@ -35,10 +34,10 @@ VECTORS_HINT = "install them with: pip install 'evomem[vectors]' (the same as: p
 
 
 def _pick() -> ModuleType:
-    wanted = os.environ.get(ENV_DRIVER, "").strip()
+    from evomem.settings import read_sqlite_driver  # picked at import: before any settings object
+
+    wanted = read_sqlite_driver()
     if wanted:
-        if wanted not in ("sqlean", "sqlite3"):
-            raise ValueError(f"{ENV_DRIVER} must be sqlean or sqlite3, got {wanted!r}")
         return importlib.import_module(wanted)
     try:
         return importlib.import_module("sqlean")
