@@ -17,14 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
-import time
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 
-from evomem.adapters.sqlite_driver import load_vec
+from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.domain.errors import (
     Conflict,
@@ -48,8 +43,6 @@ from evomem.domain.model import (
     new_id,
     now_ms,
 )
-
-BUSY_TIMEOUT_MS = 15_000
 
 # bm25 column weights, in FTS column order.
 FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
@@ -228,23 +221,9 @@ class SQLiteStore:
     """The ``Store`` port on one SQLite file. Thread-safe: one connection per thread."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self.path = str(path)
-        self._uri = False
-        if self.path == ":memory:":
-            # A private in-memory database shared by this store's connections.
-            self.path = f"file:evomem-{uuid.uuid4().hex}?mode=memory&cache=shared"
-            self._uri = True
-        elif self.path.startswith("file:"):
-            self._uri = True
-        else:
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self.path = str(Path(self.path).expanduser())
+        self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, row_factory=sqlite3.Row, what="store")
+        self.path = self._db.path
         self.busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        self._keepalive = self._conn()  # in-memory databases live as long as one connection does
         self._migrate()
 
     # ------------------------------------------------------------------ plumbing
@@ -253,72 +232,16 @@ class SQLiteStore:
     def in_memory(cls) -> SQLiteStore:
         return cls(":memory:")
 
+    @property
+    def vec_loaded(self) -> bool:
+        """Whether sqlite-vec is loaded in this store's connections (a purge needs it for vectors)."""
+        return self._db.vec_loaded
+
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        if self._closed:
-            raise RuntimeError("store is closed")
-        conn = sqlite3.connect(
-            self.path,
-            uri=self._uri,
-            timeout=self.busy_timeout_ms / 1000,
-            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-            check_same_thread=False,
-        )
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if not self._uri:
-                self._enable_wal(conn)
-                conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA secure_delete = ON")
-            # sqlite-vec in every connection where it can load: the vector index's tables
-            # live in this file, and a purge must clear a node's vector in its transaction.
-            self.vec_loaded = load_vec(conn)
-        except BaseException:
-            conn.close()
-            raise
-        self._local.conn = conn
-        with self._lock:
-            self._all.append(conn)
-        return conn
+        return self._db.get()
 
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        """Switch the file to WAL, retrying while another connection holds the lock it needs.
-
-        Fix: on a fresh file, ``PRAGMA journal_mode = WAL`` needs an exclusive lock, and when
-        another process holds one (it is switching the mode or running the migrations) SQLite
-        answers SQLITE_BUSY at once, without calling the busy handler. Two processes opening a
-        new file together then failed with "database is locked" (tests/test_migrations.py). We
-        retry with a short backoff, for at most ``busy_timeout_ms``, as the busy handler would.
-        """
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        delay = 0.002
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() + delay > deadline:
-                    raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that holds the write lock from its first statement."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.write()
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -342,13 +265,7 @@ class SQLiteStore:
         return int(row[0] or 0)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(sqlite3.ProgrammingError):
-                conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     # ------------------------------------------------------------------ reads
 
@@ -736,7 +653,7 @@ class SQLiteStore:
         row = conn.execute("SELECT rowid FROM vec_items WHERE node_id = ?", (node_id,)).fetchone()
         if row is None:
             return
-        if not getattr(self, "vec_loaded", False):
+        if not self.vec_loaded:
             from evomem.adapters.sqlite_driver import vec_problem
 
             raise Unavailable(
@@ -747,10 +664,7 @@ class SQLiteStore:
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it. False if readers blocked it."""
-        if self._uri:
-            return True
-        busy, _, _ = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
+        return self._db.checkpoint()
 
     def set_extraction(
         self,
