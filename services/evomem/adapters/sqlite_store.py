@@ -18,7 +18,9 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
+from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row, row_to_node
 from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.domain.errors import (
@@ -159,62 +161,15 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_NODE_COLUMNS = (
-    "id, namespace, scope, raw_text, trigger, change, alternatives_tried, consequences, summary, tags, "
-    "session, author, created_at, relations, status, supersedes, superseded_by, chain_root, version, "
-    "link_method, link_confidence, link_by, link_evidence, link_requested_id, link_created_at, "
-    "extraction_state, extractor, extraction_error, extraction_attempts, forgotten_at, purged_at, "
-    "scope_source, scope_evidence, possible_supersedes"
-)
+
+def _assign(columns: dict[str, object]) -> str:
+    """``a = ?, b = ?`` for an UPDATE of ``columns`` (names from the node codec, never user text)."""
+    return ", ".join(f"{name} = ?" for name in columns)
 
 
 def fts_query(terms: Sequence[str]) -> str:
     """Quote every term, so FTS5 operators in user text are just words. OR-ed: BM25 ranks."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def _row_to_node(row: sqlite3.Row) -> MemoryNode:
-    link = None
-    if row["link_method"] is not None:
-        link = LinkProvenance(
-            method=row["link_method"],
-            confidence=row["link_confidence"] if row["link_confidence"] is not None else 1.0,
-            by=row["link_by"],
-            evidence=tuple(json.loads(row["link_evidence"] or "[]")),
-            requested_id=row["link_requested_id"],
-            created_at=row["link_created_at"] or 0,
-        )
-    return MemoryNode(
-        id=row["id"],
-        namespace=row["namespace"],
-        scope=row["scope"],
-        raw_text=row["raw_text"],
-        trigger=row["trigger"],
-        change=row["change"],
-        alternatives_tried=row["alternatives_tried"],
-        consequences=row["consequences"],
-        summary=row["summary"],
-        tags=tuple(json.loads(row["tags"] or "[]")),
-        session=row["session"],
-        author=row["author"],
-        created_at=row["created_at"],
-        relations={k: tuple(v) for k, v in json.loads(row["relations"] or "{}").items()},
-        status=Status(row["status"]),
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        chain_root=row["chain_root"],
-        version=row["version"],
-        link=link,
-        extraction_state=ExtractionState(row["extraction_state"]),
-        extractor=row["extractor"],
-        extraction_error=row["extraction_error"],
-        extraction_attempts=row["extraction_attempts"],
-        forgotten_at=row["forgotten_at"],
-        purged_at=row["purged_at"],
-        scope_source=row["scope_source"],
-        scope_evidence=row["scope_evidence"],
-        possible_supersedes=tuple(json.loads(row["possible_supersedes"] or "[]")),
-    )
 
 
 class SQLiteStore:
@@ -270,8 +225,8 @@ class SQLiteStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, node_id: str) -> MemoryNode | None:
-        row = self._conn().execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        return _row_to_node(row) if row else None
+        row = self._conn().execute(f"SELECT {NODE_SQL} FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return row_to_node(row) if row else None
 
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         ids = list(dict.fromkeys(node_ids))
@@ -280,8 +235,8 @@ class SQLiteStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN ({marks})", chunk):
-                node = _row_to_node(row)
+            for row in conn.execute(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({marks})", chunk):
+                node = row_to_node(row)
                 out[node.id] = node
         return out
 
@@ -293,11 +248,11 @@ class SQLiteStore:
             chunk = roots[start : start + 500]
             marks = ",".join("?" * len(chunk))
             sql = (
-                f"SELECT {_NODE_COLUMNS} FROM nodes INDEXED BY nodes_one_head "
+                f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_one_head "
                 f"WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
             )
             for row in conn.execute(sql, chunk):
-                node = _row_to_node(row)
+                node = row_to_node(row)
                 out[node.chain_root] = node
         return out
 
@@ -307,10 +262,10 @@ class SQLiteStore:
         if row is None:
             return []
         rows = conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE chain_root = ? AND version <= ? ORDER BY version DESC LIMIT ?",
+            f"SELECT {NODE_SQL} FROM nodes WHERE chain_root = ? AND version <= ? ORDER BY version DESC LIMIT ?",
             (row["chain_root"], row["version"], max(0, depth) + 1),
         ).fetchall()
-        return [_row_to_node(r) for r in rows]
+        return [row_to_node(r) for r in rows]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         if not terms:
@@ -381,44 +336,36 @@ class SQLiteStore:
                 prev = head["id"]
                 chain_root, version = head["chain_root"], head["version"] + 1
                 self._retire_head(conn, head["id"], node_id)
+            node = MemoryNode(
+                id=node_id,
+                raw_text=note.raw_text,
+                namespace=note.namespace,
+                scope=note.scope,
+                trigger=ex.trigger if ex else "",
+                change=ex.change if ex else "",
+                alternatives_tried=ex.alternatives_tried if ex else "",
+                consequences=ex.consequences if ex else "",
+                summary=ex.summary if ex else "",
+                tags=note.tags,
+                session=note.session,
+                author=note.author,
+                created_at=created,
+                relations=note.relations,
+                supersedes=prev,
+                chain_root=chain_root,
+                version=version,
+                link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
+                if link is not None and prev is not None
+                else None,
+                extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
+                extractor=ex.extractor if ex else "",
+                extraction_attempts=1 if ex else 0,
+                scope_source=note.scope_source if note.scope else None,
+                scope_evidence=note.scope_evidence if note.scope else None,
+                possible_supersedes=note.possible_supersedes,
+            )
             conn.execute(
-                f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({','.join('?' * 34)})",
-                (
-                    node_id,
-                    note.namespace,
-                    note.scope,
-                    note.raw_text,
-                    ex.trigger if ex else "",
-                    ex.change if ex else "",
-                    ex.alternatives_tried if ex else "",
-                    ex.consequences if ex else "",
-                    ex.summary if ex else "",
-                    json.dumps(list(note.tags)),
-                    note.session,
-                    note.author,
-                    created,
-                    json.dumps({k: list(v) for k, v in note.relations.items()}),
-                    Status.ACTIVE.value,
-                    prev,
-                    None,
-                    chain_root,
-                    version,
-                    link.method if (link and prev) else None,
-                    link.confidence if (link and prev) else None,
-                    link.by if (link and prev) else None,
-                    json.dumps(list(link.evidence)) if (link and prev) else None,
-                    (supersedes if supersedes != prev else None) if link else None,
-                    created if (link and prev) else None,
-                    ExtractionState.DONE.value if ex else ExtractionState.PENDING.value,
-                    ex.extractor if ex else "",
-                    None,
-                    1 if ex else 0,
-                    None,
-                    None,
-                    note.scope_source if note.scope else None,
-                    note.scope_evidence if note.scope else None,
-                    json.dumps(list(note.possible_supersedes)),
-                ),
+                f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node)
             )
             if prev is not None and link is not None:
                 self._audit(conn, "link", node_id, prev, link, requested=supersedes)
@@ -453,21 +400,11 @@ class SQLiteStore:
                 "UPDATE nodes SET chain_root = ?, version = version + ? WHERE chain_root = ?",
                 (head["chain_root"], offset, row["chain_root"]),
             )
-            now = now_ms()
+            made = replace(link, requested_id=supersedes if supersedes != head["id"] else None, created_at=now_ms())
+            cols = link_to_columns(made)
             conn.execute(
-                "UPDATE nodes SET supersedes = ?, link_method = ?, link_confidence = ?, link_by = ?, "
-                "link_evidence = ?, link_requested_id = ?, link_created_at = ?, possible_supersedes = '[]' "
-                "WHERE id = ?",
-                (
-                    head["id"],
-                    link.method,
-                    link.confidence,
-                    link.by,
-                    json.dumps(list(link.evidence)),
-                    supersedes if supersedes != head["id"] else None,
-                    now,
-                    root["id"],
-                ),
+                f"UPDATE nodes SET supersedes = ?, {_assign(cols)}, possible_supersedes = '[]' WHERE id = ?",
+                (head["id"], *cols.values(), root["id"]),
             )
             self._audit(conn, "link", root["id"], head["id"], link, requested=supersedes)
         node = self.get(node_id)
@@ -500,11 +437,8 @@ class SQLiteStore:
                 "UPDATE nodes SET chain_root = ?, version = version - ? WHERE chain_root = ? AND version >= ?",
                 (node_id, offset, row["chain_root"], row["version"]),
             )
-            conn.execute(
-                "UPDATE nodes SET supersedes = NULL, link_method = NULL, link_confidence = NULL, link_by = NULL, "
-                "link_evidence = NULL, link_requested_id = NULL, link_created_at = NULL WHERE id = ?",
-                (node_id,),
-            )
+            cols = link_to_columns(None)
+            conn.execute(f"UPDATE nodes SET supersedes = NULL, {_assign(cols)} WHERE id = ?", (*cols.values(), node_id))
             conn.execute(
                 "UPDATE nodes SET superseded_by = NULL, "
                 "status = CASE WHEN forgotten_at IS NULL THEN 'active' ELSE 'forgotten' END WHERE id = ?",
