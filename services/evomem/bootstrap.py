@@ -197,5 +197,6 @@ def build_gateway(
             max_note_bytes=max_note_bytes or DEFAULT_MAX_NOTE_BYTES,
             default_author=author,
             extract_inline=False,
+            vectors_required=vectors == "on",  # recall then logs each time storage skips the vector half
         ),
     )

@@ -192,6 +192,10 @@ class SQLiteStore:
         """Whether sqlite-vec is loaded in this store's connections (a purge needs it for vectors)."""
         return self._db.vec_loaded
 
+    @vec_loaded.setter
+    def vec_loaded(self, value: bool) -> None:  # tests: as a process without sqlite-vec sees the file
+        self._db.vec_loaded = value
+
     def _conn(self) -> sqlite3.Connection:
         return self._db.get()
 

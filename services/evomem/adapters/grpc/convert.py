@@ -16,6 +16,7 @@ from evomem.domain.model import (
     Stats,
     Status,
 )
+from evomem.domain.recall import Match, RecallAnswer, RecallQuery, Resolved
 from evomem.v1 import common_pb2, linker_pb2, storage_pb2
 
 T = TypeVar("T")
@@ -116,6 +117,101 @@ def hit_to_pb(hit: SearchHit) -> common_pb2.SearchHit:
 
 def hit_from_pb(msg: common_pb2.SearchHit) -> SearchHit:
     return SearchHit(node_id=msg.node_id, chain_root=msg.chain_root, score=msg.score)
+
+
+def recall_query_to_pb(q: RecallQuery) -> storage_pb2.RecallNodesRequest:
+    return storage_pb2.RecallNodesRequest(
+        terms=list(q.terms),
+        text=q.text,
+        namespace=q.namespace,
+        k=q.k,
+        limit=q.limit,
+        vector_limit=q.vector_limit,
+        vectors_required=q.vectors_required,
+        scope=q.scope,
+        tags=list(q.tags),
+        include_history=q.include_history,
+        history_depth=q.history_depth,
+    )
+
+
+def recall_query_from_pb(msg: storage_pb2.RecallNodesRequest) -> RecallQuery:
+    return RecallQuery(
+        terms=tuple(msg.terms),
+        text=msg.text,
+        namespace=msg.namespace,
+        k=msg.k,
+        limit=msg.limit,
+        vector_limit=msg.vector_limit,
+        vectors_required=msg.vectors_required,
+        scope=msg.scope if msg.HasField("scope") else None,
+        tags=tuple(msg.tags),
+        include_history=msg.include_history,
+        history_depth=msg.history_depth,
+    )
+
+
+def _match_to_pb(m: Match) -> storage_pb2.RecallMatch:
+    return storage_pb2.RecallMatch(
+        node_id=m.node_id,
+        version=m.version,
+        score=m.score,
+        is_head=m.is_head,
+        fields=m.fields,
+        terms=m.terms,
+        via=m.via,
+    )
+
+
+def _match_from_pb(msg: storage_pb2.RecallMatch) -> Match:
+    return Match(
+        node_id=msg.node_id,
+        version=msg.version,
+        score=msg.score,
+        is_head=msg.is_head,
+        fields=list(msg.fields),
+        terms=list(msg.terms),
+        via=list(msg.via),
+    )
+
+
+def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse:
+    chains = []
+    for entry, history in answer.results:
+        assert entry.matches and entry.matches[0] is entry.best  # resolve() lists the best first
+        chains.append(
+            storage_pb2.RecalledChain(
+                head=node_to_pb(entry.head),
+                score=entry.score,
+                matches=[_match_to_pb(m) for m in entry.matches],
+                scope_match=entry.scope_match,
+                history=[node_to_pb(n) for n in history],
+            )
+        )
+    return storage_pb2.RecallNodesResponse(
+        results=chains, hidden_forgotten=answer.hidden_forgotten, vector_problem=answer.vector_problem
+    )
+
+
+def recall_answer_from_pb(msg: storage_pb2.RecallNodesResponse) -> RecallAnswer:
+    results: list[tuple[Resolved, list[MemoryNode]]] = []
+    for chain in msg.results:
+        matches = [_match_from_pb(m) for m in chain.matches]
+        if not matches:
+            raise ValueError("a recalled chain without matches")
+        entry = Resolved(
+            head=node_from_pb(chain.head),
+            score=chain.score,
+            best=matches[0],
+            matches=matches,
+            scope_match=chain.scope_match if chain.HasField("scope_match") else None,
+        )
+        results.append((entry, [node_from_pb(n) for n in chain.history]))
+    return RecallAnswer(
+        results=results,
+        hidden_forgotten=msg.hidden_forgotten,
+        vector_problem=msg.vector_problem if msg.HasField("vector_problem") else None,
+    )
 
 
 def stats_to_pb(stats: Stats) -> storage_pb2.GetStatsResponse:
