@@ -29,8 +29,9 @@ from evomem.domain.model import (
     Status,
     new_id,
 )
+from evomem.domain.recall import Match, RecallQuery
 from evomem.entrypoints.schemas import LinkView, NodeView
-from evomem.v1 import common_pb2
+from evomem.v1 import common_pb2, storage_pb2
 
 # Dataclass fields the MCP view shows under another name or shape, with the reason.
 VIEW_DIFFERENCES: dict[str, tuple[str, str]] = {
@@ -46,6 +47,8 @@ RECORDS = [
     (NewNote, common_pb2.NewNote),
     (LinkProvenance, common_pb2.LinkProvenance),
     (Extraction, common_pb2.Extraction),
+    (RecallQuery, storage_pb2.RecallNodesRequest),
+    (Match, storage_pb2.RecallMatch),
 ]
 
 
@@ -58,7 +61,8 @@ def test_every_dataclass_field_has_its_proto_field_and_back(cls: type, message: 
     for name, kind in fields.items():
         pb = proto[name]
         repeated = pb.is_repeated
-        assert repeated == (kind.shape in ("strings", "relations")), f"{cls.__name__}.{name}: repeated/map mismatch"
+        repeats = kind.shape in ("strings", "string_list", "relations")
+        assert repeated == repeats, f"{cls.__name__}.{name}: repeated/map mismatch"
         if not repeated:
             assert pb.has_presence == kind.optional, f"{cls.__name__}.{name}: `| None` needs `optional` in the proto"
 

@@ -35,7 +35,14 @@ from typing import Any
 
 from evomem.domain.model import LinkProvenance, MemoryNode
 
-SCALAR, ENUM, STRINGS, RELATIONS, RECORD = "scalar", "enum", "strings", "relations", "record"
+SCALAR, ENUM, STRINGS, STRING_LIST, RELATIONS, RECORD = (
+    "scalar",
+    "enum",
+    "strings",
+    "string_list",
+    "relations",
+    "record",
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -45,7 +52,7 @@ class FieldKind:
     name: str
     type: Any
     optional: bool
-    shape: str  # SCALAR, ENUM, STRINGS, RELATIONS or RECORD
+    shape: str  # SCALAR, ENUM, STRINGS (a tuple), STRING_LIST, RELATIONS or RECORD
     default: Any  # the dataclass default (dataclasses.MISSING when there is none)
 
 
@@ -55,6 +62,9 @@ def _shape(tp: Any) -> str:
         args = typing.get_args(tp)
         if args == (str, ...):
             return STRINGS
+    elif origin is list:
+        if typing.get_args(tp) == (str,):
+            return STRING_LIST
     elif origin is dict:
         if typing.get_args(tp) == (str, tuple[str, ...]):
             return RELATIONS

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row, row_to_node
@@ -233,32 +233,25 @@ class SQLiteStore:
         return row_to_node(row) if row else None
 
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
-        ids = list(dict.fromkeys(node_ids))
-        out: dict[str, MemoryNode] = {}
-        conn = self._conn()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({marks})", chunk):
-                node = row_to_node(row)
-                out[node.id] = node
-        return out
+        nodes = self._select_in(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids)
+        return {n.id: n for n in nodes}
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
-        roots = list(dict.fromkeys(chain_roots))
-        out: dict[str, MemoryNode] = {}
+        sql = (
+            f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_one_head "
+            "WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
+        )
+        return {n.chain_root: n for n in self._select_in(sql, chain_roots)}
+
+    def _select_in(self, sql: str, values: Iterable[str]) -> Iterator[MemoryNode]:
+        """The nodes ``sql`` selects for ``values`` (distinct), 500 at a time: ``{marks}`` is
+        where the placeholders go (SQLite limits how many one statement may hold)."""
+        wanted = list(dict.fromkeys(values))
         conn = self._conn()
-        for start in range(0, len(roots), 500):
-            chunk = roots[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = (
-                f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_one_head "
-                f"WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
-            )
-            for row in conn.execute(sql, chunk):
-                node = row_to_node(row)
-                out[node.chain_root] = node
-        return out
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            for row in conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk):
+                yield row_to_node(row)
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         conn = self._conn()

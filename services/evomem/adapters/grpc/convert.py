@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from evomem.adapters.node_codec import ENUM, RECORD, RELATIONS, STRINGS, FieldKind, field_kinds
+from evomem.adapters.node_codec import ENUM, RECORD, RELATIONS, STRING_LIST, STRINGS, FieldKind, field_kinds
 from evomem.domain.linking import LinkDecision, LinkProposal
 from evomem.domain.model import (
     Extraction,
@@ -37,7 +37,7 @@ def _to_pb_value(kind: FieldKind, value: Any) -> Any:
         return None
     if kind.shape == ENUM:
         return str(value.value)
-    if kind.shape == STRINGS:
+    if kind.shape in (STRINGS, STRING_LIST):
         return list(value)
     if kind.shape == RELATIONS:
         return {k: common_pb2.IdList(ids=list(v)) for k, v in value.items()}
@@ -54,6 +54,8 @@ def _from_pb_value(kind: FieldKind, msg: Any) -> Any:
         return kind.type(value)
     if kind.shape == STRINGS:
         return tuple(value)
+    if kind.shape == STRING_LIST:
+        return list(value)
     if kind.shape == RELATIONS:
         return {k: tuple(v.ids) for k, v in value.items()}
     if kind.shape == RECORD:
@@ -120,59 +122,11 @@ def hit_from_pb(msg: common_pb2.SearchHit) -> SearchHit:
 
 
 def recall_query_to_pb(q: RecallQuery) -> storage_pb2.RecallNodesRequest:
-    return storage_pb2.RecallNodesRequest(
-        terms=list(q.terms),
-        text=q.text,
-        namespace=q.namespace,
-        k=q.k,
-        limit=q.limit,
-        vector_limit=q.vector_limit,
-        vectors_required=q.vectors_required,
-        scope=q.scope,
-        tags=list(q.tags),
-        include_history=q.include_history,
-        history_depth=q.history_depth,
-    )
+    return record_to_pb(q, storage_pb2.RecallNodesRequest)
 
 
 def recall_query_from_pb(msg: storage_pb2.RecallNodesRequest) -> RecallQuery:
-    return RecallQuery(
-        terms=tuple(msg.terms),
-        text=msg.text,
-        namespace=msg.namespace,
-        k=msg.k,
-        limit=msg.limit,
-        vector_limit=msg.vector_limit,
-        vectors_required=msg.vectors_required,
-        scope=msg.scope if msg.HasField("scope") else None,
-        tags=tuple(msg.tags),
-        include_history=msg.include_history,
-        history_depth=msg.history_depth,
-    )
-
-
-def _match_to_pb(m: Match) -> storage_pb2.RecallMatch:
-    return storage_pb2.RecallMatch(
-        node_id=m.node_id,
-        version=m.version,
-        score=m.score,
-        is_head=m.is_head,
-        fields=m.fields,
-        terms=m.terms,
-        via=m.via,
-    )
-
-
-def _match_from_pb(msg: storage_pb2.RecallMatch) -> Match:
-    return Match(
-        node_id=msg.node_id,
-        version=msg.version,
-        score=msg.score,
-        is_head=msg.is_head,
-        fields=list(msg.fields),
-        terms=list(msg.terms),
-        via=list(msg.via),
-    )
+    return record_from_pb(msg, RecallQuery)
 
 
 def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse:
@@ -183,7 +137,7 @@ def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse
             storage_pb2.RecalledChain(
                 head=node_to_pb(entry.head),
                 score=entry.score,
-                matches=[_match_to_pb(m) for m in entry.matches],
+                matches=[record_to_pb(m, storage_pb2.RecallMatch) for m in entry.matches],
                 scope_match=entry.scope_match,
                 history=[node_to_pb(n) for n in history],
             )
@@ -196,7 +150,7 @@ def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse
 def recall_answer_from_pb(msg: storage_pb2.RecallNodesResponse) -> RecallAnswer:
     results: list[tuple[Resolved, list[MemoryNode]]] = []
     for chain in msg.results:
-        matches = [_match_from_pb(m) for m in chain.matches]
+        matches = [record_from_pb(m, Match) for m in chain.matches]
         if not matches:
             raise ValueError("a recalled chain without matches")
         entry = Resolved(
