@@ -277,9 +277,12 @@ class MemoryService:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
         vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
         terms = textrules.query_terms(text)
-        hits, near = self._search(
-            terms, text, namespace, self.config.link_candidates, self.config.link_vector_candidates, active_only=True
+        limit, vector_limit = self.config.link_candidates, self.config.link_vector_candidates
+        hits, near, problem = search_both(
+            self.store, self.vectors, self._pool, terms, text, namespace, limit, vector_limit, active_only=True
         )
+        if problem is not None:
+            self._vector_search_failed(problem)
         nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near)])
         if near:
             vhits = [
@@ -291,23 +294,9 @@ class MemoryService:
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
         return [n for n in out if scope_compatible(scope, n.scope)]
 
-    def _search(
-        self,
-        terms: Sequence[str],
-        text: str,
-        namespace: str,
-        limit: int,
-        vector_limit: int,
-        *,
-        active_only: bool = False,
-    ) -> tuple[list[SearchHit], list[tuple[str, float]]]:
-        """BM25 hits and the nearest notes by meaning, searched at the same time (``search_both``)."""
-        hits, near, problem = search_both(
-            self.store, self.vectors, self._pool, terms, text, namespace, limit, vector_limit, active_only=active_only
-        )
-        if problem is not None:
-            log.warning("vector search failed, BM25 only: %s", problem)
-        return hits, near
+    @staticmethod
+    def _vector_search_failed(problem: str) -> None:
+        log.warning("vector search failed, BM25 only: %s", problem)
 
     def _decide_link(self, text: str, namespace: str, scope: str | None) -> LinkDecision:
         assert self.linker is not None
@@ -373,7 +362,7 @@ class MemoryService:
         else:
             answer = recall_nodes(self.store, self.vectors, ask, self._pool)
         if answer.vector_problem is not None:
-            log.warning("vector search failed, BM25 only: %s", answer.vector_problem)
+            self._vector_search_failed(answer.vector_problem)
         if answer.hidden_forgotten and len(answer.results) < k:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
