@@ -223,6 +223,7 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
         print(f"recall paths: {notes} notes ...", file=sys.stderr, flush=True)
         anyio.run(latency, urls["recall_nodes"], notes, False)  # the notes every recall searches
         out: dict[str, Any] = {"notes": notes, "gateway_workers": workers, "vectors": "on"}
+        out["cores"] = os.cpu_count()
         out["load_average_1m"] = [round(os.getloadavg()[0], 1)]  # a shared machine: how busy it was
         for name, url in urls.items():
             print(f"recall paths: {name} ...", file=sys.stderr, flush=True)
@@ -278,12 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         paths["machine"] = f"{platform.machine()}, {platform.platform()}"
         paths["date"] = time.ctime()
         report["recall_paths"] = paths
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "gateway.json").write_text(json.dumps(report, indent=2))
-        md = markdown(report)
-        (args.out / "gateway.md").write_text(md)
-        print(md)
-        return 0
+        return write(report, args.out)
 
     report = {"machine": f"{platform.machine()}, {platform.platform()}", "date": time.ctime()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -302,9 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     previous = args.out / "gateway.json"
     if previous.exists() and "recall_paths" in json.loads(previous.read_text()):
         report["recall_paths"] = json.loads(previous.read_text())["recall_paths"]
-    (args.out / "gateway.json").write_text(json.dumps(report, indent=2))
+    return write(report, args.out)
+
+
+def write(report: dict[str, Any], out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gateway.json").write_text(json.dumps(report, indent=2))
     md = markdown(report)
-    (args.out / "gateway.md").write_text(md)
+    (out / "gateway.md").write_text(md)
     print(md)
     return 0
 
@@ -312,25 +313,31 @@ def main(argv: list[str] | None = None) -> int:
 def markdown_recall_paths(r: dict[str, Any]) -> str:
     before, after = r["steps"], r["recall_nodes"]
     rows = [
-        f"## Recall through the gateway: one storage round trip\n\n{r['date']}, {r['machine']}. Local processes: "
+        f"# Recall through the gateway: one storage round trip\n\n{r['date']}, {r['machine']}. Local processes: "
         f"redis-server, evomem-service storage (vectors {r['vectors']}, {r['notes']} notes), two gateways "
         f"(gunicorn, {r['gateway_workers']} uvicorn workers each) over the same storage. MCP client, "
         "recall(k=5, include_history=true); throughput is recall only. The two paths run one after the "
         f"other; 1-minute load average at the start and after each: {r.get('load_average_1m', '?')} "
-        f"on {os.cpu_count()} cores.",
+        f"on {r.get('cores', '?')} cores.",
         "",
         "| measure | before: one storage call per step | after: one RecallNodes call |",
         "|---|---:|---:|",
-        f"| recall p50 / p95 | {before['latency']['p50_ms']} / {before['latency']['p95_ms']} ms | "
-        f"{after['latency']['p50_ms']} / {after['latency']['p95_ms']} ms |",
+        _latency_row("recall", before["latency"], after["latency"]),
     ]
     for c in (8, 32):
-        b, a = before[f"throughput_{c}"], after[f"throughput_{c}"]
-        rows.append(
-            f"| recall throughput, {c} concurrent MCP clients | {b['calls_per_s']} calls/s ({b['errors']} errors) | "
-            f"{a['calls_per_s']} calls/s ({a['errors']} errors) |"
-        )
+        label = f"recall throughput, {c} concurrent MCP clients"
+        rows.append(_throughput_row(label, before[f"throughput_{c}"], after[f"throughput_{c}"]))
     return "\n".join(rows) + "\n"
+
+
+def _latency_row(label: str, left: dict[str, Any], right: dict[str, Any]) -> str:
+    ms = [f"{x['p50_ms']} / {x['p95_ms']} ms" for x in (left, right)]
+    return f"| {label} p50 / p95 | {ms[0]} | {ms[1]} |"
+
+
+def _throughput_row(label: str, left: dict[str, Any], right: dict[str, Any]) -> str:
+    rates = [f"{x['calls_per_s']} calls/s ({x['errors']} errors)" for x in (left, right)]
+    return f"| {label} | {rates[0]} | {rates[1]} |"
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -342,20 +349,15 @@ def markdown(r: dict[str, Any]) -> str:
     rows = [
         "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
         "|---|---:|---:|",
-        f"| remember acknowledged p50 / p95 | {gl['remember']['p50_ms']} / {gl['remember']['p95_ms']} ms | "
-        f"{el['remember']['p50_ms']} / {el['remember']['p95_ms']} ms |",
+        _latency_row("remember acknowledged", gl["remember"], el["remember"]),
         f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
         f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
-        f"| recall p50 / p95 | {gl['recall']['p50_ms']} / {gl['recall']['p95_ms']} ms | "
-        f"{el['recall']['p50_ms']} / {el['recall']['p95_ms']} ms |",
+        _latency_row("recall", gl["recall"], el["recall"]),
     ]
     for c in (8, 32):
-        gt, et = g[f"throughput_{c}"], e[f"throughput_{c}"]
-        rows.append(
-            f"| throughput, {c} concurrent MCP clients (remember+recall mix) | {gt['calls_per_s']} calls/s "
-            f"({gt['errors']} errors) | {et['calls_per_s']} calls/s ({et['errors']} errors) |"
-        )
-    compose = f"## Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
+        label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
+        rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
+    compose = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
     return compose + "\n".join(rows) + "\n" + paths
 
 
