@@ -12,19 +12,32 @@ Measures, through the official MCP client over streamable HTTP:
 
 The gateway must be running (``make images && docker-compose -f compose.cpu.yaml up -d``);
 the embedded server is started here on a temporary database.
+
+    python -m bench.gateway --recall-paths --out bench/results
+
+Recall through the gateway before and after ``RecallNodes``, in one run, on local processes
+(no images needed): a real ``redis-server``, ``evomem-service storage`` (hybrid recall on,
+the offline model) and two gunicorn gateways over it, one as it is (one ``RecallNodes`` call
+per recall) and one recalling step by step as before (``bench/gateway_steps.py``). Each gets
+the same recalls through the official MCP client: p50/p95 one at a time, and recall
+throughput with 8 and 32 concurrent clients. The result is added to gateway.md beside the
+compose run above it, which it leaves as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +121,128 @@ async def throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
             "calls_per_s": round(done / elapsed, 1)}  # fmt: skip
 
 
+async def recall_latency(url: str, rounds: int) -> dict[str, Any]:
+    from mcp import Client
+
+    times = []
+    async with Client(url) as client:
+        for _ in range(rounds):
+            for q in QUERIES:
+                t = time.perf_counter()
+                r = await client.call_tool("recall", {"query": q, "k": 5, "include_history": True})
+                times.append((time.perf_counter() - t) * 1000)
+                assert not r.is_error, r
+    return _stats(times)
+
+
+async def recall_throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
+    from mcp import Client
+
+    done = errors = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def one(idx: int) -> None:
+        nonlocal done, errors
+        rng = random.Random(idx)
+        async with Client(url) as client:
+            while time.perf_counter() < stop_at:
+                r = await client.call_tool("recall", {"query": rng.choice(QUERIES), "k": 5, "include_history": True})
+                errors += r.is_error
+                done += not r.is_error
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for c in range(clients):
+            tg.start_soon(one, c)
+    elapsed = time.perf_counter() - started
+    return {"clients": clients, "calls": done, "errors": errors, "seconds": round(elapsed, 1),
+            "calls_per_s": round(done / elapsed, 1)}  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(what: str, ready: Any, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if ready():
+                return
+        except Exception:  # not up yet
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not come up in {timeout_s:.0f} s")
+
+
+def _healthy(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as r:
+        return r.status == 200
+
+
+GATEWAY_APPS = {  # name -> the gunicorn app; the order they are measured in
+    "steps": "bench.gateway_steps:create_app()",
+    "recall_nodes": "evomem.entrypoints.gateway:create_app()",
+}
+
+
+def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[str, Any]:
+    """Start redis, storage and one gateway per recall path; measure recall through each."""
+    from evomem.adapters.grpc.clients import GrpcVectors
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "EVOMEM_LOG_LEVEL": "WARNING", "EVOMEM_LOG_FORMAT": "text", "EVOMEM_VECTORS": "on"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "services"), str(root), env.get("PYTHONPATH", "")])
+    redis_port, grpc_port = _free_port(), _free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    try:
+        redis = ["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no", "--dir", str(tmp)]
+        procs.append(subprocess.Popen(redis, **quiet))  # type: ignore[call-overload]
+        storage_env = {**env, "EVOMEM_DB": str(tmp / "gateway.db"), "EVOMEM_GRPC_HOST": "127.0.0.1",
+                       "EVOMEM_GRPC_PORT": str(grpc_port), "EVOMEM_METRICS_PORT": "0"}  # fmt: skip
+        service = str(Path(sys.executable).with_name("evomem-service"))
+        procs.append(subprocess.Popen([service, "storage"], env=storage_env, **quiet))  # type: ignore[call-overload]
+        address = f"127.0.0.1:{grpc_port}"
+        probe = GrpcVectors(address, required=True, timeout_s=5)
+        _wait("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None)
+        probe.close()
+        urls = {}
+        for name, app in GATEWAY_APPS.items():
+            port = _free_port()
+            gw_env = {**env, "EVOMEM_STORAGE_ADDR": address, "EVOMEM_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
+            gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+            argv = [gunicorn, "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers),
+                    "--bind", f"127.0.0.1:{port}", "--access-logfile", "/dev/null", app]  # fmt: skip
+            procs.append(subprocess.Popen(argv, env=gw_env, cwd=root, **quiet))  # type: ignore[call-overload]
+            urls[name] = f"http://127.0.0.1:{port}/mcp"
+        for name, url in urls.items():
+            _wait(f"gateway {name}", lambda url=url: _healthy(url.replace("/mcp", "/healthz")))
+        print(f"recall paths: {notes} notes ...", file=sys.stderr, flush=True)
+        anyio.run(latency, urls["recall_nodes"], notes, False)  # the notes every recall searches
+        out: dict[str, Any] = {"notes": notes, "gateway_workers": workers, "vectors": "on"}
+        out["cores"] = os.cpu_count()
+        out["load_average_1m"] = [round(os.getloadavg()[0], 1)]  # a shared machine: how busy it was
+        for name, url in urls.items():
+            print(f"recall paths: {name} ...", file=sys.stderr, flush=True)
+            anyio.run(recall_latency, url, 1)  # warm up: connections, caches
+            out[name] = {"latency": anyio.run(recall_latency, url, 6)}
+            for clients in (8, 32):
+                out[name][f"throughput_{clients}"] = anyio.run(recall_throughput, url, clients, seconds)
+            out["load_average_1m"].append(round(os.getloadavg()[0], 1))
+        return out
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def start_embedded(db: Path) -> tuple[subprocess.Popen[str], str]:
     exe = Path(sys.executable).with_name("evomem-mcp")
     proc = subprocess.Popen(
@@ -132,9 +267,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--n", type=int, default=100, help="remembers per latency run")
     p.add_argument("--seconds", type=float, default=15.0, help="duration of each throughput run")
+    p.add_argument("--recall-paths", action="store_true", help="only recall before/after RecallNodes (local)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers per gateway (--recall-paths)")
     args = p.parse_args(argv)
 
-    report: dict[str, Any] = {"machine": f"{platform.machine()}, {platform.platform()}", "date": time.ctime()}
+    if args.recall_paths:
+        previous = args.out / "gateway.json"
+        report = json.loads(previous.read_text()) if previous.exists() else {}
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = recall_paths(Path(tmp), args.n, args.seconds, args.workers)
+        paths["machine"] = f"{platform.machine()}, {platform.platform()}"
+        paths["date"] = time.ctime()
+        report["recall_paths"] = paths
+        return write(report, args.out)
+
+    report = {"machine": f"{platform.machine()}, {platform.platform()}", "date": time.ctime()}
     with tempfile.TemporaryDirectory() as tmp:
         proc, embedded_url = start_embedded(Path(tmp) / "bench.db")
         try:
@@ -148,33 +295,70 @@ def main(argv: list[str] | None = None) -> int:
             proc.terminate()
             proc.wait(timeout=10)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gateway.json").write_text(json.dumps(report, indent=2))
+    previous = args.out / "gateway.json"
+    if previous.exists() and "recall_paths" in json.loads(previous.read_text()):
+        report["recall_paths"] = json.loads(previous.read_text())["recall_paths"]
+    return write(report, args.out)
+
+
+def write(report: dict[str, Any], out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gateway.json").write_text(json.dumps(report, indent=2))
     md = markdown(report)
-    (args.out / "gateway.md").write_text(md)
+    (out / "gateway.md").write_text(md)
     print(md)
     return 0
 
 
+def markdown_recall_paths(r: dict[str, Any]) -> str:
+    before, after = r["steps"], r["recall_nodes"]
+    rows = [
+        f"# Recall through the gateway: one storage round trip\n\n{r['date']}, {r['machine']}. Local processes: "
+        f"redis-server, evomem-service storage (vectors {r['vectors']}, {r['notes']} notes), two gateways "
+        f"(gunicorn, {r['gateway_workers']} uvicorn workers each) over the same storage. MCP client, "
+        "recall(k=5, include_history=true); throughput is recall only. The two paths run one after the "
+        f"other; 1-minute load average at the start and after each: {r.get('load_average_1m', '?')} "
+        f"on {r.get('cores', '?')} cores.",
+        "",
+        "| measure | before: one storage call per step | after: one RecallNodes call |",
+        "|---|---:|---:|",
+        _latency_row("recall", before["latency"], after["latency"]),
+    ]
+    for c in (8, 32):
+        label = f"recall throughput, {c} concurrent MCP clients"
+        rows.append(_throughput_row(label, before[f"throughput_{c}"], after[f"throughput_{c}"]))
+    return "\n".join(rows) + "\n"
+
+
+def _latency_row(label: str, left: dict[str, Any], right: dict[str, Any]) -> str:
+    ms = [f"{x['p50_ms']} / {x['p95_ms']} ms" for x in (left, right)]
+    return f"| {label} p50 / p95 | {ms[0]} | {ms[1]} |"
+
+
+def _throughput_row(label: str, left: dict[str, Any], right: dict[str, Any]) -> str:
+    rates = [f"{x['calls_per_s']} calls/s ({x['errors']} errors)" for x in (left, right)]
+    return f"| {label} | {rates[0]} | {rates[1]} |"
+
+
 def markdown(r: dict[str, Any]) -> str:
+    paths = "\n" + markdown_recall_paths(r["recall_paths"]) if "recall_paths" in r else ""
+    if "gateway" not in r:
+        return paths.lstrip()
     g, e = r["gateway"], r["embedded"]
     gl, el = g["latency"], e["latency"]
     rows = [
         "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
         "|---|---:|---:|",
-        f"| remember acknowledged p50 / p95 | {gl['remember']['p50_ms']} / {gl['remember']['p95_ms']} ms | "
-        f"{el['remember']['p50_ms']} / {el['remember']['p95_ms']} ms |",
+        _latency_row("remember acknowledged", gl["remember"], el["remember"]),
         f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
         f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
-        f"| recall p50 / p95 | {gl['recall']['p50_ms']} / {gl['recall']['p95_ms']} ms | "
-        f"{el['recall']['p50_ms']} / {el['recall']['p95_ms']} ms |",
+        _latency_row("recall", gl["recall"], el["recall"]),
     ]
     for c in (8, 32):
-        gt, et = g[f"throughput_{c}"], e[f"throughput_{c}"]
-        rows.append(
-            f"| throughput, {c} concurrent MCP clients (remember+recall mix) | {gt['calls_per_s']} calls/s "
-            f"({gt['errors']} errors) | {et['calls_per_s']} calls/s ({et['errors']} errors) |"
-        )
-    return f"Machine: {r['machine']}\n\n" + "\n".join(rows) + "\n"
+        label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
+        rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
+    compose = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
+    return compose + "\n".join(rows) + "\n" + paths
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ that measures it. Everything here is reproducible:
 make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100k-note speed suite
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
+.venv/bin/python -m bench.gateway --recall-paths   # gateway recall before/after RecallNodes (local)
 .venv/bin/python -m bench.report   # rewrites this page from bench/results/
 ```
 

@@ -346,7 +346,7 @@ def gateway_service(address: str, **vectors_kw: object) -> MemoryService:
         GrpcStore(address),
         extractor=None,
         vectors=GrpcVectors(address, **vectors_kw),  # type: ignore[arg-type]
-        config=ServiceConfig(extract_inline=False),
+        config=ServiceConfig(extract_inline=False, vectors_required=bool(vectors_kw.get("required"))),
     )
 
 

@@ -164,12 +164,13 @@ def linker_for(
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
-def _service_config(settings: Settings, *, extract_inline: bool) -> ServiceConfig:
+def _service_config(settings: Settings, *, extract_inline: bool, vectors_required: bool = False) -> ServiceConfig:
     return ServiceConfig(
         default_namespace=settings.memory.namespace,
         max_note_bytes=settings.memory.max_note_bytes,
         default_author=settings.memory.author,
         extract_inline=extract_inline,
+        vectors_required=vectors_required,  # recall then logs each time storage skips the vector half
     )
 
 
@@ -230,7 +231,7 @@ def build_gateway(settings: Settings) -> MemoryService:
         linker=GrpcLinker(linker_addr) if linker_addr else None,
         vectors=GrpcVectors(storage_addr, required=mode == "on") if mode != "off" else None,
         queue=RedisQueue(redis_url),
-        config=_service_config(settings, extract_inline=False),
+        config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
     )
 
 

@@ -33,6 +33,7 @@ from evomem.domain.model import (
     SearchHit,
     Stats,
 )
+from evomem.domain.recall import RecallAnswer, RecallQuery
 
 
 @runtime_checkable
@@ -87,6 +88,17 @@ class Store(Protocol):
     def stats(self, namespace: str | None = None) -> Stats: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class NodeRecall(Protocol):
+    """Recall's storage side in one call: search (BM25, and the store's own vectors when the
+    query asks), the heads in force, resolution and history. ``evomem.recalling.recall_nodes``
+    is the one implementation; ``GrpcStore`` runs it in the storage service (``RecallNodes``),
+    so a gateway recall is one round trip. A ``Store`` that is also a ``NodeRecall`` is used
+    as such by ``MemoryService.recall``; any other store gets the function in-process."""
+
+    def recall_nodes(self, query: RecallQuery) -> RecallAnswer: ...
 
 
 @runtime_checkable

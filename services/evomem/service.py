@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
@@ -36,15 +34,22 @@ from evomem.domain.model import (
     Status,
     is_valid_id,
 )
-from evomem.domain.recall import Resolved, fuse, resolve, select_hits
+from evomem.domain.recall import RecallQuery, Resolved, fuse
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import infer_scope
-from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, Store, Vectors
+from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, NodeRecall, Store, Vectors
+from evomem.recalling import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
+from evomem.recalling import K_MAX as K_MAX
+from evomem.recalling import (
+    LazyPool,
+    check_history_depth,
+    check_k,
+    recall_nodes,
+    search_both,
+)
 
 log = logging.getLogger("evomem.service")
 
-K_MAX = 100
-HISTORY_DEPTH_MAX = 50
 MAX_RELATION_TYPES = 16
 MAX_RELATION_IDS = 64
 _RELATION = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -88,6 +93,7 @@ class ServiceConfig:
     recall_fanout: int = 10  # full-text hits fetched per result asked for
     vector_fanout: int = 4  # nearest vectors fetched per result asked for (at least 20), hybrid recall
     link_vector_candidates: int = 10  # embedding neighbours added to the linker's BM25 candidates
+    vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
 
 
 class MemoryService:
@@ -100,15 +106,18 @@ class MemoryService:
         queue: JobQueue | None = None,
         vectors: Vectors | None = None,
         config: ServiceConfig | None = None,
+        recall: NodeRecall | None = None,
     ) -> None:
         self.store = store
+        # Recall's storage side: the store's own (GrpcStore: one RecallNodes round trip) or,
+        # for any other store, evomem.recalling.recall_nodes in-process over store and vectors.
+        self.node_recall = recall if recall is not None else store if isinstance(store, NodeRecall) else None
         self.extractor = extractor
         self.linker = linker
         self.queue = queue
         self.vectors = vectors  # None: BM25 only (lite mode, or no embedding model installed)
         self.config = config or ServiceConfig()
-        self._vector_pool: ThreadPoolExecutor | None = None  # started by the first hybrid search
-        self._pool_lock = threading.Lock()
+        self._pool = LazyPool()  # the vector half of a search runs there, started by the first hybrid search
         # Linker time per remember that called it (benchmarks): candidate search + decision, and
         # the decision alone (the note's embedding, part of the search, is reused by ``vectors.add``).
         self.linker_ms: deque[float] = deque(maxlen=10_000)
@@ -268,9 +277,12 @@ class MemoryService:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
         vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
         terms = textrules.query_terms(text)
-        hits, near = self._search(
-            terms, text, namespace, self.config.link_candidates, self.config.link_vector_candidates, active_only=True
+        limit, vector_limit = self.config.link_candidates, self.config.link_vector_candidates
+        hits, near, problem = search_both(
+            self.store, self.vectors, self._pool, terms, text, namespace, limit, vector_limit, active_only=True
         )
+        if problem is not None:
+            self._vector_search_failed(problem)
         nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near)])
         if near:
             vhits = [
@@ -282,45 +294,9 @@ class MemoryService:
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
         return [n for n in out if scope_compatible(scope, n.scope)]
 
-    def _search(
-        self,
-        terms: Sequence[str],
-        text: str,
-        namespace: str,
-        limit: int,
-        vector_limit: int,
-        *,
-        active_only: bool = False,
-    ) -> tuple[list[SearchHit], list[tuple[str, float]]]:
-        """BM25 hits and the nearest notes by meaning, the two searched at the same time: the
-        vector half (embedding the text, scanning the index) runs on a pool thread while BM25
-        runs here. Both spend their time in C (SQLite, onnxruntime) without the GIL, so hybrid
-        recall costs about the slower of the two rather than their sum."""
-        if self.vectors is None or vector_limit < 1:
-            return self.store.search(terms, namespace=namespace, limit=limit, active_only=active_only), []
-        future = self._pool().submit(self._nearest, text, namespace, vector_limit)
-        try:
-            hits = self.store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
-        finally:
-            near = future.result()  # never raises: _nearest turns a failure into no neighbours
-        return hits, near
-
-    def _pool(self) -> ThreadPoolExecutor:
-        with self._pool_lock:
-            if self._vector_pool is None:
-                self._vector_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="evomem-nearest")
-            return self._vector_pool
-
-    def _nearest(self, text: str, namespace: str, limit: int) -> list[tuple[str, float]]:
-        """Vector neighbours, or nothing: a vector failure (model missing, index busy) costs
-        only the semantic half of a search, never the search."""
-        if self.vectors is None or limit < 1:
-            return []
-        try:
-            return self.vectors.nearest(text, namespace=namespace, limit=limit)
-        except Exception as exc:
-            log.warning("vector search failed, BM25 only: %s", exc)
-            return []
+    @staticmethod
+    def _vector_search_failed(problem: str) -> None:
+        log.warning("vector search failed, BM25 only: %s", problem)
 
     def _decide_link(self, text: str, namespace: str, scope: str | None) -> LinkDecision:
         assert self.linker is not None
@@ -353,15 +329,8 @@ class MemoryService:
         namespace: object = None,
     ) -> RecallOutcome:
         started = time.perf_counter()
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= K_MAX:
-            raise InvalidArgument(f"k must be an integer from 1 to {K_MAX}, got {k!r}")
-        # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
-        if (
-            not isinstance(history_depth, int)
-            or isinstance(history_depth, bool)
-            or not 0 <= history_depth <= HISTORY_DEPTH_MAX
-        ):
-            raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
+        check_k(k)
+        check_history_depth(history_depth)
         terms = textrules.query_terms(query)
         # Echo the query as searched, never raw (fix: a lone surrogate in the query made the
         # result unserialisable, so recall crashed instead of answering).
@@ -375,33 +344,30 @@ class MemoryService:
             return RecallOutcome(echo, terms, [], self._ms(started), notes)
         filtered = want_scope is not None or bool(want_tags)
         limit = max(50, k * self.config.recall_fanout) * (4 if filtered else 1)
-        hits, near = self._search(terms, echo, ns, limit, min(limit, max(20, k * self.config.vector_fanout)))
-        if near:
-            hits = self._hybrid(hits, near)
-        heads = self.store.heads(h.chain_root for h in hits)
-        kept = select_hits(hits, heads, k=k, scope=want_scope, tags=want_tags)
-        nodes = self.store.get_many(h.node_id for h in kept)
-        resolved = resolve(kept, nodes, heads, terms, scope=want_scope)
-        results: list[tuple[Resolved, list[MemoryNode]]] = []
-        for entry in resolved:
-            history = self.store.chain(entry.head.id, history_depth)[1:] if include_history else []
-            results.append((entry, history))
-        dropped = {h.chain_root for h in hits if h.chain_root in heads and heads[h.chain_root].status == "forgotten"}
-        if dropped and len(results) < k:
-            notes.append(f"{len(dropped)} matching chain(s) hidden because their current version was forgotten")
-        return RecallOutcome(echo, terms, results, self._ms(started), notes)
-
-    def _hybrid(self, hits: list[SearchHit], near: Sequence[tuple[str, float]]) -> list[SearchHit]:
-        """BM25 hits fused (RRF) with the nearest versions by meaning. Forgotten versions are
-        left out, as full-text search leaves them out; every version counts otherwise, since
-        resolution sends an old version's hit to its chain's head."""
-        nodes = self.store.get_many(i for i, _ in near)
-        vhits = [
-            SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
-            for i, sim in near
-            if i in nodes and nodes[i].status != Status.FORGOTTEN and not nodes[i].purged
-        ]
-        return fuse(hits, vhits)
+        ask = RecallQuery(
+            terms=tuple(terms),
+            text=echo,
+            namespace=ns,
+            k=k,
+            limit=limit,
+            vector_limit=min(limit, max(20, k * self.config.vector_fanout)) if self.vectors is not None else 0,
+            vectors_required=self.config.vectors_required,
+            scope=want_scope,
+            tags=want_tags,
+            include_history=bool(include_history),
+            history_depth=history_depth,
+        )
+        if self.node_recall is not None:
+            answer = self.node_recall.recall_nodes(ask)
+        else:
+            answer = recall_nodes(self.store, self.vectors, ask, self._pool)
+        if answer.vector_problem is not None:
+            self._vector_search_failed(answer.vector_problem)
+        if answer.hidden_forgotten and len(answer.results) < k:
+            notes.append(
+                f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
+            )
+        return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     @staticmethod
     def _ms(started: float) -> float:
@@ -414,13 +380,7 @@ class MemoryService:
     ) -> tuple[MemoryNode, MemoryNode | None, list[MemoryNode]]:
         """The node, the head of its chain (None when it is the head), and its history."""
         nid = self._check_id(node_id)
-        # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
-        if (
-            not isinstance(history_depth, int)
-            or isinstance(history_depth, bool)
-            or not 0 <= history_depth <= HISTORY_DEPTH_MAX
-        ):
-            raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
+        check_history_depth(history_depth)
         node = self._existing(nid)
         if node.purged:
             raise Purged(

@@ -17,14 +17,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import replace
 
-from evomem.adapters.sqlite_driver import load_vec
+from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row, row_to_node
+from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.domain.errors import (
     Conflict,
@@ -48,8 +45,6 @@ from evomem.domain.model import (
     new_id,
     now_ms,
 )
-
-BUSY_TIMEOUT_MS = 15_000
 
 # bm25 column weights, in FTS column order.
 FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
@@ -166,13 +161,10 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_NODE_COLUMNS = (
-    "id, namespace, scope, raw_text, trigger, change, alternatives_tried, consequences, summary, tags, "
-    "session, author, created_at, relations, status, supersedes, superseded_by, chain_root, version, "
-    "link_method, link_confidence, link_by, link_evidence, link_requested_id, link_created_at, "
-    "extraction_state, extractor, extraction_error, extraction_attempts, forgotten_at, purged_at, "
-    "scope_source, scope_evidence, possible_supersedes"
-)
+
+def _assign(columns: dict[str, object]) -> str:
+    """``a = ?, b = ?`` for an UPDATE of ``columns`` (names from the node codec, never user text)."""
+    return ", ".join(f"{name} = ?" for name in columns)
 
 
 def fts_query(terms: Sequence[str]) -> str:
@@ -180,71 +172,13 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def _row_to_node(row: sqlite3.Row) -> MemoryNode:
-    link = None
-    if row["link_method"] is not None:
-        link = LinkProvenance(
-            method=row["link_method"],
-            confidence=row["link_confidence"] if row["link_confidence"] is not None else 1.0,
-            by=row["link_by"],
-            evidence=tuple(json.loads(row["link_evidence"] or "[]")),
-            requested_id=row["link_requested_id"],
-            created_at=row["link_created_at"] or 0,
-        )
-    return MemoryNode(
-        id=row["id"],
-        namespace=row["namespace"],
-        scope=row["scope"],
-        raw_text=row["raw_text"],
-        trigger=row["trigger"],
-        change=row["change"],
-        alternatives_tried=row["alternatives_tried"],
-        consequences=row["consequences"],
-        summary=row["summary"],
-        tags=tuple(json.loads(row["tags"] or "[]")),
-        session=row["session"],
-        author=row["author"],
-        created_at=row["created_at"],
-        relations={k: tuple(v) for k, v in json.loads(row["relations"] or "{}").items()},
-        status=Status(row["status"]),
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        chain_root=row["chain_root"],
-        version=row["version"],
-        link=link,
-        extraction_state=ExtractionState(row["extraction_state"]),
-        extractor=row["extractor"],
-        extraction_error=row["extraction_error"],
-        extraction_attempts=row["extraction_attempts"],
-        forgotten_at=row["forgotten_at"],
-        purged_at=row["purged_at"],
-        scope_source=row["scope_source"],
-        scope_evidence=row["scope_evidence"],
-        possible_supersedes=tuple(json.loads(row["possible_supersedes"] or "[]")),
-    )
-
-
 class SQLiteStore:
     """The ``Store`` port on one SQLite file. Thread-safe: one connection per thread."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
-        self.path = str(path)
-        self._uri = False
-        if self.path == ":memory:":
-            # A private in-memory database shared by this store's connections.
-            self.path = f"file:evomem-{uuid.uuid4().hex}?mode=memory&cache=shared"
-            self._uri = True
-        elif self.path.startswith("file:"):
-            self._uri = True
-        else:
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self.path = str(Path(self.path).expanduser())
+        self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, row_factory=sqlite3.Row, what="store")
+        self.path = self._db.path
         self.busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        self._keepalive = self._conn()  # in-memory databases live as long as one connection does
         self._migrate()
 
     # ------------------------------------------------------------------ plumbing
@@ -253,72 +187,20 @@ class SQLiteStore:
     def in_memory(cls) -> SQLiteStore:
         return cls(":memory:")
 
+    @property
+    def vec_loaded(self) -> bool:
+        """Whether sqlite-vec is loaded in this store's connections (a purge needs it for vectors)."""
+        return self._db.vec_loaded
+
+    @vec_loaded.setter
+    def vec_loaded(self, value: bool) -> None:  # tests: as a process without sqlite-vec sees the file
+        self._db.vec_loaded = value
+
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        if self._closed:
-            raise RuntimeError("store is closed")
-        conn = sqlite3.connect(
-            self.path,
-            uri=self._uri,
-            timeout=self.busy_timeout_ms / 1000,
-            isolation_level=None,  # we issue BEGIN/COMMIT ourselves
-            check_same_thread=False,
-        )
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if not self._uri:
-                self._enable_wal(conn)
-                conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA secure_delete = ON")
-            # sqlite-vec in every connection where it can load: the vector index's tables
-            # live in this file, and a purge must clear a node's vector in its transaction.
-            self.vec_loaded = load_vec(conn)
-        except BaseException:
-            conn.close()
-            raise
-        self._local.conn = conn
-        with self._lock:
-            self._all.append(conn)
-        return conn
+        return self._db.get()
 
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        """Switch the file to WAL, retrying while another connection holds the lock it needs.
-
-        Fix: on a fresh file, ``PRAGMA journal_mode = WAL`` needs an exclusive lock, and when
-        another process holds one (it is switching the mode or running the migrations) SQLite
-        answers SQLITE_BUSY at once, without calling the busy handler. Two processes opening a
-        new file together then failed with "database is locked" (tests/test_migrations.py). We
-        retry with a short backoff, for at most ``busy_timeout_ms``, as the busy handler would.
-        """
-        deadline = time.monotonic() + self.busy_timeout_ms / 1000
-        delay = 0.002
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() + delay > deadline:
-                    raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that holds the write lock from its first statement."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._db.write()
 
     def _migrate(self) -> None:
         with self._write() as conn:
@@ -342,47 +224,34 @@ class SQLiteStore:
         return int(row[0] or 0)
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(sqlite3.ProgrammingError):
-                conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     # ------------------------------------------------------------------ reads
 
     def get(self, node_id: str) -> MemoryNode | None:
-        row = self._conn().execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (node_id,)).fetchone()
-        return _row_to_node(row) if row else None
+        row = self._conn().execute(f"SELECT {NODE_SQL} FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        return row_to_node(row) if row else None
 
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
-        ids = list(dict.fromkeys(node_ids))
-        out: dict[str, MemoryNode] = {}
-        conn = self._conn()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN ({marks})", chunk):
-                node = _row_to_node(row)
-                out[node.id] = node
-        return out
+        nodes = self._select_in(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids)
+        return {n.id: n for n in nodes}
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
-        roots = list(dict.fromkeys(chain_roots))
-        out: dict[str, MemoryNode] = {}
+        sql = (
+            f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_one_head "
+            "WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
+        )
+        return {n.chain_root: n for n in self._select_in(sql, chain_roots)}
+
+    def _select_in(self, sql: str, values: Iterable[str]) -> Iterator[MemoryNode]:
+        """The nodes ``sql`` selects for ``values`` (distinct), 500 at a time: ``{marks}`` is
+        where the placeholders go (SQLite limits how many one statement may hold)."""
+        wanted = list(dict.fromkeys(values))
         conn = self._conn()
-        for start in range(0, len(roots), 500):
-            chunk = roots[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = (
-                f"SELECT {_NODE_COLUMNS} FROM nodes INDEXED BY nodes_one_head "
-                f"WHERE chain_root IN ({marks}) AND superseded_by IS NULL"
-            )
-            for row in conn.execute(sql, chunk):
-                node = _row_to_node(row)
-                out[node.chain_root] = node
-        return out
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            for row in conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk):
+                yield row_to_node(row)
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         conn = self._conn()
@@ -390,10 +259,10 @@ class SQLiteStore:
         if row is None:
             return []
         rows = conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE chain_root = ? AND version <= ? ORDER BY version DESC LIMIT ?",
+            f"SELECT {NODE_SQL} FROM nodes WHERE chain_root = ? AND version <= ? ORDER BY version DESC LIMIT ?",
             (row["chain_root"], row["version"], max(0, depth) + 1),
         ).fetchall()
-        return [_row_to_node(r) for r in rows]
+        return [row_to_node(r) for r in rows]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         if not terms:
@@ -464,44 +333,36 @@ class SQLiteStore:
                 prev = head["id"]
                 chain_root, version = head["chain_root"], head["version"] + 1
                 self._retire_head(conn, head["id"], node_id)
+            node = MemoryNode(
+                id=node_id,
+                raw_text=note.raw_text,
+                namespace=note.namespace,
+                scope=note.scope,
+                trigger=ex.trigger if ex else "",
+                change=ex.change if ex else "",
+                alternatives_tried=ex.alternatives_tried if ex else "",
+                consequences=ex.consequences if ex else "",
+                summary=ex.summary if ex else "",
+                tags=note.tags,
+                session=note.session,
+                author=note.author,
+                created_at=created,
+                relations=note.relations,
+                supersedes=prev,
+                chain_root=chain_root,
+                version=version,
+                link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
+                if link is not None and prev is not None
+                else None,
+                extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
+                extractor=ex.extractor if ex else "",
+                extraction_attempts=1 if ex else 0,
+                scope_source=note.scope_source if note.scope else None,
+                scope_evidence=note.scope_evidence if note.scope else None,
+                possible_supersedes=note.possible_supersedes,
+            )
             conn.execute(
-                f"INSERT INTO nodes ({_NODE_COLUMNS}) VALUES ({','.join('?' * 34)})",
-                (
-                    node_id,
-                    note.namespace,
-                    note.scope,
-                    note.raw_text,
-                    ex.trigger if ex else "",
-                    ex.change if ex else "",
-                    ex.alternatives_tried if ex else "",
-                    ex.consequences if ex else "",
-                    ex.summary if ex else "",
-                    json.dumps(list(note.tags)),
-                    note.session,
-                    note.author,
-                    created,
-                    json.dumps({k: list(v) for k, v in note.relations.items()}),
-                    Status.ACTIVE.value,
-                    prev,
-                    None,
-                    chain_root,
-                    version,
-                    link.method if (link and prev) else None,
-                    link.confidence if (link and prev) else None,
-                    link.by if (link and prev) else None,
-                    json.dumps(list(link.evidence)) if (link and prev) else None,
-                    (supersedes if supersedes != prev else None) if link else None,
-                    created if (link and prev) else None,
-                    ExtractionState.DONE.value if ex else ExtractionState.PENDING.value,
-                    ex.extractor if ex else "",
-                    None,
-                    1 if ex else 0,
-                    None,
-                    None,
-                    note.scope_source if note.scope else None,
-                    note.scope_evidence if note.scope else None,
-                    json.dumps(list(note.possible_supersedes)),
-                ),
+                f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node)
             )
             if prev is not None and link is not None:
                 self._audit(conn, "link", node_id, prev, link, requested=supersedes)
@@ -536,21 +397,11 @@ class SQLiteStore:
                 "UPDATE nodes SET chain_root = ?, version = version + ? WHERE chain_root = ?",
                 (head["chain_root"], offset, row["chain_root"]),
             )
-            now = now_ms()
+            made = replace(link, requested_id=supersedes if supersedes != head["id"] else None, created_at=now_ms())
+            cols = link_to_columns(made)
             conn.execute(
-                "UPDATE nodes SET supersedes = ?, link_method = ?, link_confidence = ?, link_by = ?, "
-                "link_evidence = ?, link_requested_id = ?, link_created_at = ?, possible_supersedes = '[]' "
-                "WHERE id = ?",
-                (
-                    head["id"],
-                    link.method,
-                    link.confidence,
-                    link.by,
-                    json.dumps(list(link.evidence)),
-                    supersedes if supersedes != head["id"] else None,
-                    now,
-                    root["id"],
-                ),
+                f"UPDATE nodes SET supersedes = ?, {_assign(cols)}, possible_supersedes = '[]' WHERE id = ?",
+                (head["id"], *cols.values(), root["id"]),
             )
             self._audit(conn, "link", root["id"], head["id"], link, requested=supersedes)
         node = self.get(node_id)
@@ -583,11 +434,8 @@ class SQLiteStore:
                 "UPDATE nodes SET chain_root = ?, version = version - ? WHERE chain_root = ? AND version >= ?",
                 (node_id, offset, row["chain_root"], row["version"]),
             )
-            conn.execute(
-                "UPDATE nodes SET supersedes = NULL, link_method = NULL, link_confidence = NULL, link_by = NULL, "
-                "link_evidence = NULL, link_requested_id = NULL, link_created_at = NULL WHERE id = ?",
-                (node_id,),
-            )
+            cols = link_to_columns(None)
+            conn.execute(f"UPDATE nodes SET supersedes = NULL, {_assign(cols)} WHERE id = ?", (*cols.values(), node_id))
             conn.execute(
                 "UPDATE nodes SET superseded_by = NULL, "
                 "status = CASE WHEN forgotten_at IS NULL THEN 'active' ELSE 'forgotten' END WHERE id = ?",
@@ -736,7 +584,7 @@ class SQLiteStore:
         row = conn.execute("SELECT rowid FROM vec_items WHERE node_id = ?", (node_id,)).fetchone()
         if row is None:
             return
-        if not getattr(self, "vec_loaded", False):
+        if not self.vec_loaded:
             from evomem.adapters.sqlite_driver import vec_problem
 
             raise Unavailable(
@@ -747,10 +595,7 @@ class SQLiteStore:
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file and truncate it. False if readers blocked it."""
-        if self._uri:
-            return True
-        busy, _, _ = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
+        return self._db.checkpoint()
 
     def set_extraction(
         self,

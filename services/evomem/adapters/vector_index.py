@@ -31,6 +31,8 @@ rescore, model: a mismatch on open is an error, never silently mixed vectors), `
 tables). Deleting a vector clears its bytes in ``vec0`` (sqlite-vec >= 0.1.7) and, with
 ``secure_delete`` on, in ``vec_items``.
 
+Connections come from ``evomem.adapters.sqlite_conn``, the same helper as the store's (WAL
+with a busy retry, ``secure_delete``, per-thread connections).
 The driver: ``evomem.adapters.sqlite_driver`` picks one SQLite library per process
 (``sqlean`` when installed, which can load extensions where Python's own ``sqlite3`` cannot),
 and the store uses the same one, so the ``vec_*`` tables live in the store's own file, next to
@@ -43,21 +45,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.sqlite_driver import VECTORS_HINT, load_vec, sqlite, vec_problem
+from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
+from evomem.adapters.sqlite_driver import VECTORS_HINT, sqlite, vec_problem
 from evomem.domain.errors import InvalidArgument, Unavailable
 
 if TYPE_CHECKING:
     import numpy as np
 
 SCHEMA = "1"
-BUSY_TIMEOUT_MS = 15_000
 SCANS = ("binary", "int8", "float32")
 RESCORES = ("int8", "float32")
 DRIVER_HINT = VECTORS_HINT
@@ -77,19 +76,6 @@ def sqlite_driver() -> ModuleType:
     if problem is not None:
         raise VectorIndexUnavailable(problem)
     return sqlite
-
-
-def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, uri: bool = False) -> Any:
-    """A connection with sqlite-vec loaded, WAL, ``secure_delete`` and a busy timeout."""
-    driver = sqlite_driver()
-    conn = driver.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False, uri=uri)
-    load_vec(conn)
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    if not uri or "mode=memory" not in path:
-        conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA secure_delete = ON")
-    return conn
 
 
 class VectorIndex:
@@ -120,59 +106,21 @@ class VectorIndex:
         self.dim, self.scan, self.rescore, self.oversample = dim, scan, rescore, oversample
         self.chunk_size = chunk_size
         self.busy_timeout_ms = busy_timeout_ms
-        self.path = str(path)
-        self._uri = False
-        if self.path == ":memory:":
-            import uuid
-
-            self.path = f"file:evomem-vec-{uuid.uuid4().hex}?mode=memory&cache=shared"
-            self._uri = True
-        elif self.path.startswith("file:"):
-            self._uri = True
-        else:
-            self.path = str(Path(self.path).expanduser())
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._all: list[Any] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        self._keepalive = self._conn()
+        sqlite_driver()  # VectorIndexUnavailable, before any file is touched, when sqlite-vec cannot load
+        self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, what="vector index")
+        self.path = self._db.path
         self.model = self._migrate(model)
 
     # ------------------------------------------------------------------ plumbing
 
     def _conn(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        if self._closed:
-            raise RuntimeError("vector index is closed")
-        conn = connect(self.path, busy_timeout_ms=self.busy_timeout_ms, uri=self._uri)
-        self._local.conn = conn
-        with self._lock:
-            self._all.append(conn)
-        return conn
+        return self._db.get()
 
-    @contextmanager
-    def _write(self) -> Iterator[Any]:
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[Any]:
+        return self._db.write()
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            conns, self._all = self._all, []
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                conn.close()
-        self._local = threading.local()
+        self._db.close()
 
     def __enter__(self) -> VectorIndex:
         return self
@@ -320,10 +268,7 @@ class VectorIndex:
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the file and truncate it (after a purge). False if readers blocked it."""
-        if self._uri:
-            return True
-        busy, _, _ = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
+        return self._db.checkpoint()
 
     # ------------------------------------------------------------------ search
 

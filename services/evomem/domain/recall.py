@@ -174,3 +174,29 @@ def resolve(
     # A scope's own decisions come before the default scope's (stable: BM25 order within each).
     out.sort(key=lambda r: r.scope_match == "default")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """What recall asks of storage, validated and sized by the service: one call's worth."""
+
+    terms: tuple[str, ...]  # the words searched (query_terms)
+    text: str  # the query as searched: what the vector half embeds
+    namespace: str
+    k: int  # chains to answer
+    limit: int  # full-text hits to fetch
+    vector_limit: int = 0  # nearest vectors to fetch; 0: BM25 only
+    vectors_required: bool = False  # a store without vectors is a problem to report, not quiet BM25
+    scope: str | None = None
+    tags: tuple[str, ...] = ()
+    include_history: bool = False
+    history_depth: int = 5
+
+
+@dataclass(slots=True)
+class RecallAnswer:
+    """The resolved heads, their matches and their history (newest first), best first."""
+
+    results: list[tuple[Resolved, list[MemoryNode]]] = field(default_factory=list)
+    hidden_forgotten: int = 0  # matching chains left out because their head was forgotten
+    vector_problem: str | None = None  # why the vector half was skipped (it failed, or there are none)

@@ -253,3 +253,71 @@ class NearestNodesResponse(_message.Message):
     hits: _containers.RepeatedCompositeFieldContainer[NearestHit]
     model: str
     def __init__(self, hits: _Optional[_Iterable[_Union[NearestHit, _Mapping]]] = ..., model: _Optional[str] = ...) -> None: ...
+
+class RecallNodesRequest(_message.Message):
+    __slots__ = ("terms", "text", "namespace", "k", "limit", "vector_limit", "vectors_required", "scope", "tags", "include_history", "history_depth")
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    terms: _containers.RepeatedScalarFieldContainer[str]
+    text: str
+    namespace: str
+    k: int
+    limit: int
+    vector_limit: int
+    vectors_required: bool
+    scope: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    include_history: bool
+    history_depth: int
+    def __init__(self, terms: _Optional[_Iterable[str]] = ..., text: _Optional[str] = ..., namespace: _Optional[str] = ..., k: _Optional[int] = ..., limit: _Optional[int] = ..., vector_limit: _Optional[int] = ..., vectors_required: _Optional[bool] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., include_history: _Optional[bool] = ..., history_depth: _Optional[int] = ...) -> None: ...
+
+class RecallMatch(_message.Message):
+    __slots__ = ("node_id", "version", "score", "is_head", "fields", "terms", "via")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    IS_HEAD_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    version: int
+    score: float
+    is_head: bool
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    terms: _containers.RepeatedScalarFieldContainer[str]
+    via: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[str] = ..., version: _Optional[int] = ..., score: _Optional[float] = ..., is_head: _Optional[bool] = ..., fields: _Optional[_Iterable[str]] = ..., terms: _Optional[_Iterable[str]] = ..., via: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RecalledChain(_message.Message):
+    __slots__ = ("head", "score", "matches", "scope_match", "history")
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_MATCH_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    head: _common_pb2.MemoryNode
+    score: float
+    matches: _containers.RepeatedCompositeFieldContainer[RecallMatch]
+    scope_match: str
+    history: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, head: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., score: _Optional[float] = ..., matches: _Optional[_Iterable[_Union[RecallMatch, _Mapping]]] = ..., scope_match: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+
+class RecallNodesResponse(_message.Message):
+    __slots__ = ("results", "hidden_forgotten", "vector_problem")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    HIDDEN_FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RecalledChain]
+    hidden_forgotten: int
+    vector_problem: str
+    def __init__(self, results: _Optional[_Iterable[_Union[RecalledChain, _Mapping]]] = ..., hidden_forgotten: _Optional[int] = ..., vector_problem: _Optional[str] = ...) -> None: ...

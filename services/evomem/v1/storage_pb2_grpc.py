@@ -104,6 +104,11 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
                 _registered_method=True)
+        self.RecallNodes = channel.unary_unary(
+                '/evomem.v1.StorageService/RecallNodes',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
+                _registered_method=True)
 
 
 class StorageServiceServicer:
@@ -193,6 +198,12 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecallNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +276,11 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.NearestNodes,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.SerializeToString,
+            ),
+            'RecallNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecallNodes,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -645,6 +661,33 @@ class StorageService:
             '/evomem.v1.StorageService/NearestNodes',
             evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecallNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/RecallNodes',
+            evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -30,6 +30,7 @@ from evomem.domain.model import (
     SearchHit,
     Stats,
 )
+from evomem.domain.recall import RecallAnswer, RecallQuery
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,
@@ -76,7 +77,7 @@ class _Client:
 
 
 class GrpcStore(_Client):
-    """The ``Store`` port over the storage service."""
+    """The ``Store`` port over the storage service, and its ``NodeRecall`` (``recall_nodes``)."""
 
     service = "storage"
 
@@ -129,6 +130,10 @@ class GrpcStore(_Client):
             terms=list(terms), namespace=namespace, limit=limit, active_only=active_only
         )
         return [convert.hit_from_pb(h) for h in self._call(self._stub.SearchNodes, req).hits]
+
+    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
+        """The ``NodeRecall`` port: recall's whole storage side in one RecallNodes call."""
+        return convert.recall_answer_from_pb(self._call(self._stub.RecallNodes, convert.recall_query_to_pb(query)))
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         resp = self._call(self._stub.ForgetNode, storage_pb2.ForgetNodeRequest(node_id=node_id, purge=purge))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+from evomem.adapters.node_codec import ENUM, RECORD, RELATIONS, STRING_LIST, STRINGS, FieldKind, field_kinds
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -15,159 +18,101 @@ from evomem.domain.model import (
     Stats,
     Status,
 )
+from evomem.domain.recall import Match, RecallAnswer, RecallQuery, Resolved
 from evomem.v1 import common_pb2, linker_pb2, storage_pb2
 
+T = TypeVar("T")
+R = TypeVar("R")
 
-def _opt(msg: object, name: str) -> object | None:
-    return getattr(msg, name) if msg.HasField(name) else None  # type: ignore[attr-defined]
+
+# ---------------------------------------------------------------- dataclass <-> message, by field
+#
+# A record's fields map to the proto fields of the same name, shaped by the field's declared
+# type (``node_codec.field_kinds``): ``X | None`` is an ``optional`` proto field (read with
+# HasField), an enum its string value, ``tuple[str, ...]`` a repeated string, relations a
+# ``map<string, IdList>``, a nested dataclass its message. tests/test_node_mapping.py checks
+# that every field has its proto counterpart.
+
+
+def _to_pb_value(kind: FieldKind, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind.shape == ENUM:
+        return str(value.value)
+    if kind.shape in (STRINGS, STRING_LIST):
+        return list(value)
+    if kind.shape == RELATIONS:
+        return {k: common_pb2.IdList(ids=list(v)) for k, v in value.items()}
+    if kind.shape == RECORD:
+        return record_to_pb(value, _MESSAGES[kind.type])
+    return value
+
+
+def _from_pb_value(kind: FieldKind, msg: Any) -> Any:
+    if kind.optional and not msg.HasField(kind.name):
+        return None
+    value = getattr(msg, kind.name)
+    if kind.shape == ENUM:
+        return kind.type(value)
+    if kind.shape == STRINGS:
+        return tuple(value)
+    if kind.shape == STRING_LIST:
+        return list(value)
+    if kind.shape == RELATIONS:
+        return {k: tuple(v.ids) for k, v in value.items()}
+    if kind.shape == RECORD:
+        return record_from_pb(value, kind.type)
+    return value
+
+
+def record_to_pb(record: Any, message: type[T]) -> T:
+    """A dataclass instance as the protobuf ``message`` whose fields carry the same names."""
+    return message(**{k.name: _to_pb_value(k, getattr(record, k.name)) for k in field_kinds(type(record))})
+
+
+def record_from_pb(msg: Any, cls: type[R]) -> R:
+    """The dataclass ``cls`` from a protobuf message whose fields carry the same names."""
+    return cls(**{k.name: _from_pb_value(k, msg) for k in field_kinds(cls)})
+
+
+_MESSAGES: dict[type, Any] = {
+    MemoryNode: common_pb2.MemoryNode,
+    NewNote: common_pb2.NewNote,
+    LinkProvenance: common_pb2.LinkProvenance,
+    Extraction: common_pb2.Extraction,
+}
 
 
 def link_to_pb(link: LinkProvenance) -> common_pb2.LinkProvenance:
-    return common_pb2.LinkProvenance(
-        method=link.method,
-        confidence=link.confidence,
-        by=link.by,
-        evidence=list(link.evidence),
-        requested_id=link.requested_id,
-        created_at=link.created_at,
-    )
+    return record_to_pb(link, common_pb2.LinkProvenance)
 
 
 def link_from_pb(msg: common_pb2.LinkProvenance) -> LinkProvenance:
-    return LinkProvenance(
-        method=msg.method,
-        confidence=msg.confidence,
-        by=_opt(msg, "by"),  # type: ignore[arg-type]
-        evidence=tuple(msg.evidence),
-        requested_id=_opt(msg, "requested_id"),  # type: ignore[arg-type]
-        created_at=msg.created_at,
-    )
+    return record_from_pb(msg, LinkProvenance)
 
 
 def extraction_to_pb(ex: Extraction) -> common_pb2.Extraction:
-    return common_pb2.Extraction(
-        trigger=ex.trigger,
-        change=ex.change,
-        alternatives_tried=ex.alternatives_tried,
-        consequences=ex.consequences,
-        summary=ex.summary,
-        extractor=ex.extractor,
-    )
+    return record_to_pb(ex, common_pb2.Extraction)
 
 
 def extraction_from_pb(msg: common_pb2.Extraction) -> Extraction:
-    return Extraction(
-        trigger=msg.trigger,
-        change=msg.change,
-        alternatives_tried=msg.alternatives_tried,
-        consequences=msg.consequences,
-        summary=msg.summary,
-        extractor=msg.extractor,
-    )
-
-
-def _relations_to_pb(relations: dict[str, tuple[str, ...]]) -> dict[str, common_pb2.IdList]:
-    return {k: common_pb2.IdList(ids=list(v)) for k, v in relations.items()}
+    return record_from_pb(msg, Extraction)
 
 
 def node_to_pb(node: MemoryNode) -> common_pb2.MemoryNode:
-    return common_pb2.MemoryNode(
-        id=node.id,
-        raw_text=node.raw_text,
-        namespace=node.namespace,
-        scope=node.scope,
-        trigger=node.trigger,
-        change=node.change,
-        alternatives_tried=node.alternatives_tried,
-        consequences=node.consequences,
-        summary=node.summary,
-        tags=list(node.tags),
-        session=node.session,
-        author=node.author,
-        created_at=node.created_at,
-        relations=_relations_to_pb(node.relations),
-        status=str(node.status),
-        supersedes=node.supersedes,
-        superseded_by=node.superseded_by,
-        chain_root=node.chain_root,
-        version=node.version,
-        link=link_to_pb(node.link) if node.link else None,
-        extraction_state=str(node.extraction_state),
-        extractor=node.extractor,
-        extraction_error=node.extraction_error,
-        extraction_attempts=node.extraction_attempts,
-        forgotten_at=node.forgotten_at,
-        purged_at=node.purged_at,
-        scope_source=node.scope_source,
-        scope_evidence=node.scope_evidence,
-        possible_supersedes=list(node.possible_supersedes),
-    )
+    return record_to_pb(node, common_pb2.MemoryNode)
 
 
 def node_from_pb(msg: common_pb2.MemoryNode) -> MemoryNode:
-    return MemoryNode(
-        id=msg.id,
-        raw_text=msg.raw_text,
-        namespace=msg.namespace,
-        scope=_opt(msg, "scope"),  # type: ignore[arg-type]
-        trigger=msg.trigger,
-        change=msg.change,
-        alternatives_tried=msg.alternatives_tried,
-        consequences=msg.consequences,
-        summary=msg.summary,
-        tags=tuple(msg.tags),
-        session=_opt(msg, "session"),  # type: ignore[arg-type]
-        author=_opt(msg, "author"),  # type: ignore[arg-type]
-        created_at=msg.created_at,
-        relations={k: tuple(v.ids) for k, v in msg.relations.items()},
-        status=Status(msg.status),
-        supersedes=_opt(msg, "supersedes"),  # type: ignore[arg-type]
-        superseded_by=_opt(msg, "superseded_by"),  # type: ignore[arg-type]
-        chain_root=msg.chain_root,
-        version=msg.version,
-        link=link_from_pb(msg.link) if msg.HasField("link") else None,
-        extraction_state=ExtractionState(msg.extraction_state),
-        extractor=msg.extractor,
-        extraction_error=_opt(msg, "extraction_error"),  # type: ignore[arg-type]
-        extraction_attempts=msg.extraction_attempts,
-        forgotten_at=_opt(msg, "forgotten_at"),  # type: ignore[arg-type]
-        purged_at=_opt(msg, "purged_at"),  # type: ignore[arg-type]
-        scope_source=_opt(msg, "scope_source"),  # type: ignore[arg-type]
-        scope_evidence=_opt(msg, "scope_evidence"),  # type: ignore[arg-type]
-        possible_supersedes=tuple(msg.possible_supersedes),
-    )
+    return record_from_pb(msg, MemoryNode)
 
 
 def note_to_pb(note: NewNote) -> common_pb2.NewNote:
-    return common_pb2.NewNote(
-        raw_text=note.raw_text,
-        namespace=note.namespace,
-        scope=note.scope,
-        tags=list(note.tags),
-        session=note.session,
-        author=note.author,
-        relations=_relations_to_pb(note.relations),
-        extraction=extraction_to_pb(note.extraction) if note.extraction else None,
-        scope_source=note.scope_source,
-        scope_evidence=note.scope_evidence,
-        possible_supersedes=list(note.possible_supersedes),
-    )
+    return record_to_pb(note, common_pb2.NewNote)
 
 
 def note_from_pb(msg: common_pb2.NewNote) -> NewNote:
-    return NewNote(
-        raw_text=msg.raw_text,
-        namespace=msg.namespace,
-        scope=_opt(msg, "scope"),  # type: ignore[arg-type]
-        tags=tuple(msg.tags),
-        session=_opt(msg, "session"),  # type: ignore[arg-type]
-        author=_opt(msg, "author"),  # type: ignore[arg-type]
-        relations={k: tuple(v.ids) for k, v in msg.relations.items()},
-        extraction=extraction_from_pb(msg.extraction) if msg.HasField("extraction") else None,
-        scope_source=_opt(msg, "scope_source"),  # type: ignore[arg-type]
-        scope_evidence=_opt(msg, "scope_evidence"),  # type: ignore[arg-type]
-        possible_supersedes=tuple(msg.possible_supersedes),
-    )
+    return record_from_pb(msg, NewNote)
 
 
 def hit_to_pb(hit: SearchHit) -> common_pb2.SearchHit:
@@ -176,6 +121,53 @@ def hit_to_pb(hit: SearchHit) -> common_pb2.SearchHit:
 
 def hit_from_pb(msg: common_pb2.SearchHit) -> SearchHit:
     return SearchHit(node_id=msg.node_id, chain_root=msg.chain_root, score=msg.score)
+
+
+def recall_query_to_pb(q: RecallQuery) -> storage_pb2.RecallNodesRequest:
+    return record_to_pb(q, storage_pb2.RecallNodesRequest)
+
+
+def recall_query_from_pb(msg: storage_pb2.RecallNodesRequest) -> RecallQuery:
+    return record_from_pb(msg, RecallQuery)
+
+
+def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse:
+    chains = []
+    for entry, history in answer.results:
+        assert entry.matches and entry.matches[0] is entry.best  # resolve() lists the best first
+        chains.append(
+            storage_pb2.RecalledChain(
+                head=node_to_pb(entry.head),
+                score=entry.score,
+                matches=[record_to_pb(m, storage_pb2.RecallMatch) for m in entry.matches],
+                scope_match=entry.scope_match,
+                history=[node_to_pb(n) for n in history],
+            )
+        )
+    return storage_pb2.RecallNodesResponse(
+        results=chains, hidden_forgotten=answer.hidden_forgotten, vector_problem=answer.vector_problem
+    )
+
+
+def recall_answer_from_pb(msg: storage_pb2.RecallNodesResponse) -> RecallAnswer:
+    results: list[tuple[Resolved, list[MemoryNode]]] = []
+    for chain in msg.results:
+        matches = [record_from_pb(m, Match) for m in chain.matches]
+        if not matches:
+            raise ValueError("a recalled chain without matches")
+        entry = Resolved(
+            head=node_from_pb(chain.head),
+            score=chain.score,
+            best=matches[0],
+            matches=matches,
+            scope_match=chain.scope_match if chain.HasField("scope_match") else None,
+        )
+        results.append((entry, [node_from_pb(n) for n in chain.history]))
+    return RecallAnswer(
+        results=results,
+        hidden_forgotten=msg.hidden_forgotten,
+        vector_problem=msg.vector_problem if msg.HasField("vector_problem") else None,
+    )
 
 
 def stats_to_pb(stats: Stats) -> storage_pb2.GetStatsResponse:

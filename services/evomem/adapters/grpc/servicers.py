@@ -9,6 +9,7 @@ from evomem.adapters.grpc.errors import servicer_method
 from evomem.domain.errors import InvalidArgument, Unavailable
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store, Vectors
+from evomem.recalling import LazyPool, check_query, recall_nodes
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,
@@ -42,6 +43,7 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
     def __init__(self, store: Store, vectors: Vectors | None = None) -> None:
         self.store = store
         self.vectors = vectors
+        self._pool = LazyPool()  # the vector half of RecallNodes, beside its full-text half
 
     def _vectors(self) -> Vectors:
         if self.vectors is None:
@@ -147,6 +149,14 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
         return storage_pb2.NearestNodesResponse(
             hits=[storage_pb2.NearestHit(node_id=i, similarity=s) for i, s in hits], model=vectors.name
         )
+
+    @servicer_method
+    def RecallNodes(self, request: storage_pb2.RecallNodesRequest, context: Ctx) -> storage_pb2.RecallNodesResponse:
+        query = check_query(convert.recall_query_from_pb(request))
+        if query.vector_limit > MAX_NEAREST:
+            raise InvalidArgument(f"vector_limit must be from 0 to {MAX_NEAREST}, got {query.vector_limit}")
+        answer = recall_nodes(self.store, self.vectors, query, self._pool, vectors_off=VECTORS_OFF)
+        return convert.recall_answer_to_pb(answer)
 
 
 class CronistaServicer(cronista_pb2_grpc.CronistaServiceServicer):

@@ -1,0 +1,167 @@
+"""Parity of a node's fields across the places that carry them: the dataclass (the source),
+the SQL table, the proto messages and the MCP view.
+
+The SQL columns and the protobuf conversion are derived from the dataclass fields
+(``evomem.adapters.node_codec``), so a field added to ``MemoryNode`` is stored and sent with no
+other edit to the mapping, but it still needs a migration, a proto field and a place in the
+hand-written MCP view. These tests fail until all of them agree, except where
+``VIEW_DIFFERENCES`` says why the public view shows a field another way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from evomem.adapters.grpc import convert
+from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, field_kinds, node_to_row
+from evomem.adapters.sqlite_driver import sqlite
+from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.domain.model import (
+    Extraction,
+    ExtractionState,
+    LinkProvenance,
+    MemoryNode,
+    NewNote,
+    Status,
+    new_id,
+)
+from evomem.domain.recall import Match, RecallQuery
+from evomem.entrypoints.schemas import LinkView, NodeView
+from evomem.v1 import common_pb2, storage_pb2
+
+# Dataclass fields the MCP view shows under another name or shape, with the reason.
+VIEW_DIFFERENCES: dict[str, tuple[str, str]] = {
+    "extraction_state": ("extraction", "grouped as extraction.state: one object for the cronista's work"),
+    "extractor": ("extraction", "grouped as extraction.extractor"),
+    "extraction_error": ("extraction", "grouped as extraction.error"),
+    "extraction_attempts": ("extraction", "grouped as extraction.attempts"),
+    "purged_at": ("purged", "a bool: when a purge happened is not part of the public answer"),
+}
+
+RECORDS = [
+    (MemoryNode, common_pb2.MemoryNode),
+    (NewNote, common_pb2.NewNote),
+    (LinkProvenance, common_pb2.LinkProvenance),
+    (Extraction, common_pb2.Extraction),
+    (RecallQuery, storage_pb2.RecallNodesRequest),
+    (Match, storage_pb2.RecallMatch),
+]
+
+
+@pytest.mark.parametrize(("cls", "message"), RECORDS, ids=[c.__name__ for c, _ in RECORDS])
+def test_every_dataclass_field_has_its_proto_field_and_back(cls: type, message: type) -> None:
+    proto = {f.name: f for f in message.DESCRIPTOR.fields}
+    fields = {k.name: k for k in field_kinds(cls)}
+    assert set(fields) - set(proto) == set(), f"fields of {cls.__name__} missing from proto {message.__name__}"
+    assert set(proto) - set(fields) == set(), f"proto {message.__name__} fields missing from {cls.__name__}"
+    for name, kind in fields.items():
+        pb = proto[name]
+        repeated = pb.is_repeated
+        repeats = kind.shape in ("strings", "string_list", "relations")
+        assert repeated == repeats, f"{cls.__name__}.{name}: repeated/map mismatch"
+        if not repeated:
+            assert pb.has_presence == kind.optional, f"{cls.__name__}.{name}: `| None` needs `optional` in the proto"
+
+
+def test_the_nodes_table_has_exactly_the_codec_columns(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        table = {r[1] for r in store._conn().execute("PRAGMA table_info(nodes)")} - {"rowid"}
+    finally:
+        store.close()
+    assert table == set(NODE_COLUMNS)
+    assert len(NODE_COLUMNS) == len(set(NODE_COLUMNS))
+
+
+def test_the_mcp_view_shows_every_node_field() -> None:
+    view = set(NodeView.model_fields)
+    node_fields = {f.name for f in dataclasses.fields(MemoryNode)}
+    for name in node_fields:
+        shown_as = VIEW_DIFFERENCES[name][0] if name in VIEW_DIFFERENCES else name
+        assert shown_as in view, f"MemoryNode.{name} is not in the MCP NodeView (nor in VIEW_DIFFERENCES)"
+    unexplained = view - node_fields - {shown for shown, _ in VIEW_DIFFERENCES.values()}
+    assert unexplained == set(), f"NodeView fields with no MemoryNode field: {unexplained}"
+    stale = set(VIEW_DIFFERENCES) - node_fields
+    assert stale == set(), f"VIEW_DIFFERENCES names fields MemoryNode no longer has: {stale}"
+    assert set(LinkView.model_fields) == {f.name for f in dataclasses.fields(LinkProvenance)}
+
+
+def _full_node() -> MemoryNode:
+    """A node where every field differs from its default, so a dropped field shows."""
+    return MemoryNode(
+        id=new_id(),
+        raw_text="Moved the ledger to SQLite because Postgres was overkill.",
+        namespace="team",
+        scope="staging",
+        trigger="Postgres was overkill",
+        change="moved the ledger to SQLite",
+        alternatives_tried="DuckDB",
+        consequences="backups are a file copy",
+        summary="Moved the ledger to SQLite.",
+        tags=("db", "ledger"),
+        session="s1",
+        author="alice",
+        created_at=1_700_000_000_123,
+        relations={"caused_by": (new_id(), new_id())},
+        status=Status.SUPERSEDED,
+        supersedes=new_id(),
+        superseded_by=new_id(),
+        chain_root=new_id(),
+        version=3,
+        link=LinkProvenance(
+            method="heuristic",
+            confidence=0.75,
+            by="linker/1",
+            evidence=("ledger", "sqlite"),
+            requested_id=new_id(),
+            created_at=1_700_000_000_456,
+        ),
+        extraction_state=ExtractionState.FAILED,
+        extractor="cronista/1",
+        extraction_error="timeout",
+        extraction_attempts=2,
+        forgotten_at=1_700_000_000_789,
+        purged_at=1_700_000_000_999,
+        scope_source="inferred",
+        scope_evidence="in staging",
+        possible_supersedes=(new_id(),),
+    )
+
+
+def test_full_node_differs_from_the_defaults_in_every_field() -> None:
+    node, bare = _full_node(), MemoryNode(id="x", raw_text="")
+    same = [f.name for f in dataclasses.fields(MemoryNode) if getattr(node, f.name) == getattr(bare, f.name)]
+    assert same == [], f"_full_node leaves these at their defaults, so their mapping is untested: {same}"
+
+
+def test_a_node_survives_the_sql_row_and_the_proto_message(tmp_path: Path) -> None:
+    node = _full_node()
+    assert convert.node_from_pb(convert.node_to_pb(node)) == node
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        with closing(sqlite.connect(store.path)) as conn:  # no foreign-key checks: the ids are made up
+            marks = ",".join("?" * len(NODE_COLUMNS))
+            conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({marks})", node_to_row(node))
+            conn.commit()
+        assert store.get(node.id) == node
+    finally:
+        store.close()
+
+
+def test_a_node_without_optional_values_survives_both() -> None:
+    node = MemoryNode(id=new_id(), raw_text="x", chain_root="r")
+    back = convert.node_from_pb(convert.node_to_pb(node))
+    assert back == node and back.link is None and back.scope is None
+
+
+def test_a_field_type_without_a_codec_is_refused_by_name() -> None:
+    @dataclasses.dataclass
+    class Odd:
+        weights: list[float]
+
+    with pytest.raises(TypeError, match="no codec for fields of type"):
+        field_kinds(Odd)
