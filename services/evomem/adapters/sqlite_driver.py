@@ -11,7 +11,7 @@ connection in one silently drops the other's locks (a corrupted file under concu
 
 The choice, made once at import:
 
-1. ``sqlean`` (the ``sqlean.py`` wheel of the ``vectors`` extra): a drop-in ``sqlite3`` with
+1. ``sqlean`` (the ``sqlean.py`` wheel, a default dependency): a drop-in ``sqlite3`` with
    its own SQLite 3.50, FTS5 and extension loading. Python's own ``sqlite3`` in pyenv and
    python.org builds cannot load extensions, so this is what makes vectors possible there.
 2. Python's own ``sqlite3`` otherwise (always present; vectors only where it can load
@@ -26,11 +26,16 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+import os
 from types import ModuleType
 from typing import Any
 
 ENV_DRIVER = "EVOMEM_SQLITE_DRIVER"
-VECTORS_HINT = "install them with: pip install 'evomem[vectors]' (the same as: pip install sqlean.py sqlite-vec numpy)"
+VECTORS_HINT = (
+    "install evomem-mcp with its default dependencies: pip install 'evomem-mcp' "
+    "(a lite install leaves them out; the same as: pip install sqlean.py sqlite-vec numpy)"
+)
 
 
 def _pick() -> ModuleType:
@@ -58,18 +63,27 @@ def can_load_extensions() -> bool:
 
 
 @functools.cache
+def vec_path() -> str | None:
+    """sqlite-vec's loadable extension (``sqlite_vec.loadable_path()``), found without importing
+    the package: its ``__init__`` imports numpy, about 0.15 s of a server's start."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.normpath(os.path.join(next(iter(spec.submodule_search_locations)), "vec0"))
+
+
+@functools.cache
 def vec_problem() -> str | None:
     """Why sqlite-vec cannot be loaded here (None when it can). Cached: checked once."""
     if not can_load_extensions():
         return f"Python's {sqlite.__name__} here cannot load SQLite extensions; " + VECTORS_HINT
-    try:
-        import sqlite_vec
-    except ImportError:
+    path = vec_path()
+    if path is None:
         return "sqlite-vec is not installed; " + VECTORS_HINT
     probe = sqlite.connect(":memory:")
     try:
         probe.enable_load_extension(True)
-        probe.load_extension(sqlite_vec.loadable_path())
+        probe.load_extension(path)
     except Exception as exc:  # a wheel for another platform, a broken install
         return f"sqlite-vec did not load ({exc}); " + VECTORS_HINT
     finally:
@@ -79,13 +93,12 @@ def vec_problem() -> str | None:
 
 def load_vec(conn: Any) -> bool:
     """Load sqlite-vec into ``conn`` when this process can. False (and nothing done) otherwise."""
-    if vec_problem() is not None:
+    path = vec_path()
+    if path is None or vec_problem() is not None:
         return False
-    import sqlite_vec
-
     conn.enable_load_extension(True)
     try:
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(path)
     finally:
         conn.enable_load_extension(False)
     return True
