@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
-from evomem.domain.linkers.heuristic import HeuristicLinker
-from evomem.domain.linkers.scored import ScoredLinker
 from evomem.ports import Embedder, Linker, Store, Vectors
 from evomem.runtime import GRACE_S, ConfigError, start_metrics
 from evomem.service import MemoryService, ServiceConfig
@@ -90,7 +88,11 @@ class _Stopped(Exception):
 
 
 def start_background(
-    target: MemoryService | Vectors | None, *, stop: threading.Event | None = None
+    target: MemoryService | Vectors | None,
+    *,
+    stop: threading.Event | None = None,
+    after: threading.Event | None = None,
+    after_s: float = 0.0,
 ) -> list[threading.Thread]:
     """Work that must not hold up a server's start: load the embedding model, then embed the
     notes that have no vector yet (written with vectors off, or before a crash).
@@ -99,12 +101,19 @@ def start_background(
     storage service, which has no ``MemoryService``). Vectors that cannot backfill (None, or a
     gRPC client) start nothing. ``stop``: set it, then join the threads, before the process
     exits: the backfill stops after its current batch (the next start continues it). A
-    process that exits while onnxruntime is still loading the model aborts (SIGABRT)."""
+    process that exits while onnxruntime is still loading the model aborts (SIGABRT).
+
+    From here on no call waits for the model (``SemanticIndex.wait_for_model``): recall answers
+    by BM25 until it has loaded and says so. ``after``/``after_s``: start loading once ``after``
+    is set or ``after_s`` seconds have passed, whichever comes first (``evomem-mcp``: after the
+    first tool call is answered, so loading the model never competes with it)."""
     vectors = target.vectors if isinstance(target, MemoryService) else target
     backfill = getattr(vectors, "backfill", None)
     load = getattr(getattr(vectors, "embedder", None), "load", None)
     if vectors is None or backfill is None:
         return []
+    if hasattr(vectors, "wait_for_model"):
+        vectors.wait_for_model = False
 
     def progress(n: int) -> None:
         if stop is not None and stop.is_set():
@@ -113,6 +122,8 @@ def start_background(
             log.info("embedded %d earlier notes", n)
 
     def run() -> None:
+        if after is not None:
+            after.wait(after_s)
         try:
             if load is not None:
                 load()
@@ -137,6 +148,10 @@ def linker_for(
     """The linker called ``mode`` (an ``AUTO_SUPERSEDE`` value). ``store``: lets the scored
     linker read the earlier versions of a candidate's chain (what a terse "Ledger runs on
     SQLite" is about). ``llm`` takes its model, endpoint and key from ``settings``."""
+    if mode == "off":
+        return None
+    from evomem.domain.linkers.scored import ScoredLinker  # here: a server without a linker never imports one
+
     if mode == "llm":
         from evomem.adapters.llm_linker import LLMLinker
         from evomem.domain.linkers.cascade import CascadeLinker, unsure_or_cued
@@ -155,9 +170,9 @@ def linker_for(
             ),
             unsure_or_cued,
         )
-    if mode == "off":
-        return None
     if mode == "heuristic":
+        from evomem.domain.linkers.heuristic import HeuristicLinker
+
         return HeuristicLinker()
     if mode == "scored":
         return ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder)

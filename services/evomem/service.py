@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
 from evomem.domain.errors import (
+    MODEL_LOADING,
     InvalidArgument,
     InvalidId,
     NamespaceMismatch,
@@ -362,7 +363,11 @@ class MemoryService:
         else:
             answer = recall_nodes(self.store, self.vectors, ask, self._pool)
         if answer.vector_problem is not None:
-            self._vector_search_failed(answer.vector_problem)
+            if MODEL_LOADING in answer.vector_problem:
+                notes.append(f"{MODEL_LOADING}: this answer is by words (BM25) only; ask again in a few seconds")
+            else:
+                self._vector_search_failed(answer.vector_problem)
+                notes.append("no search by meaning for this call (BM25 only): " + answer.vector_problem)
         if answer.hidden_forgotten and len(answer.results) < k:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"

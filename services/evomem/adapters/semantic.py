@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evomem.adapters.vector_index import VectorIndex
+from evomem.domain.errors import MODEL_LOADING, Unavailable
 from evomem.domain.model import MemoryNode
 from evomem.ports import Embedder
 
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 
 MAX_EMBED_CHARS = 4_000  # ~4x what 256 word pieces cover in English prose
 CACHE_SIZE = 256
+
+
+class ModelNotReady(Unavailable):
+    """The model is loading in the background (or failed to): search by words meanwhile."""
 
 
 class SemanticIndex:
@@ -46,6 +51,28 @@ class SemanticIndex:
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.embed_ms: list[float] = []  # per encode call, for benchmarks (bounded below)
+        #: True: a call that needs the model loads it and waits. False (a server that loads it
+        #: in the background, ``bootstrap.start_background``): until it has loaded, ``nearest``
+        #: raises ``ModelNotReady`` (recall answers by BM25 and says so) and ``add`` leaves the
+        #: node to the backfill that runs right after the load.
+        self.wait_for_model = True
+
+    @property
+    def model_state(self) -> str:
+        """The embedder's ``state`` (``not_loaded``, ``loading``, ``loaded``, ``failed``); ``loaded``
+        for an embedder without one (nothing to load)."""
+        return str(getattr(self.embedder, "state", "loaded"))
+
+    def _check_ready(self) -> bool:
+        """Whether the model can be used now without waiting (always, when ``wait_for_model``)."""
+        if self.wait_for_model:
+            return True
+        state = self.model_state
+        if state == "loaded":
+            return True
+        if state == "failed":
+            raise ModelNotReady(f"the embedding model failed to load: {getattr(self.embedder, 'load_error', '')}")
+        return False
 
     @property
     def name(self) -> str:
@@ -102,14 +129,16 @@ class SemanticIndex:
 
     def add(self, nodes: Sequence[MemoryNode]) -> None:
         live = [n for n in nodes if not n.purged and n.raw_text]
-        if not live:
-            return
+        if not live or not self._check_ready():
+            return  # the backfill after the background load embeds it
         vectors = self._encode([n.raw_text for n in live])
         self.index.add_many((n.id, n.namespace, v) for n, v in zip(live, vectors, strict=True))
 
     def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
         if limit < 1 or not text.strip():
             return []
+        if not self._check_ready():
+            raise ModelNotReady(MODEL_LOADING)
         (vector,) = self._encode([text])
         hits = self.index.search(vector, namespace, k=limit)
         return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]

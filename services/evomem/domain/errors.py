@@ -73,6 +73,11 @@ class Conflict(EvoMemError):
     code = "conflict"
 
 
+#: Why a search by meaning was skipped while the embedding model loads in the background
+#: (``adapters/semantic.py`` raises it; recall answers by BM25 and says so in its notes).
+MODEL_LOADING = "the embedding model is still loading"
+
+
 class Unavailable(EvoMemError):
     code = "unavailable"
 

@@ -11,15 +11,40 @@ import logging
 import sys
 
 from evomem import __version__
-from evomem.settings import Settings, SettingsError, add_flags, from_flags
+from evomem.settings import Settings, SettingsError, add_flags, describe, from_flags
 
 log = logging.getLogger("evomem")
+#: Over stdio the model starts loading after the first tool call is answered, or after this long.
+MODEL_AFTER_S = 3.0
 FLAGS = ("db", "transport", "host", "port", "auto_supersede", "linker_model", "linker_base_url", "linker_timeout_s")
 FLAGS += ("vectors", "namespace", "author", "max_note_bytes", "log_level", "log_format")
 
 
+#: Settings of the embedded server read from the environment only (no flag); --help lists them.
+ENV_ONLY = ("EVOMEM_LINKER_API_KEY", "EVOMEM_LINKER_STRUCTURED", "EVOMEM_EMBEDDING_MODEL_DIR", "EVOMEM_SQLITE_DRIVER")
+
+
+def _epilog() -> str:
+    rows = {var: (default, help_) for var, _path, default, help_ in describe()}
+    lines = ["settings read from the environment only:"]
+    for var in ENV_ONLY:
+        default, help_ = rows[var]
+        lines.append(f"  {var:<28}{help_}" + ("" if default in (None, "") else f" (default {default})"))
+    lines += [
+        "",
+        "Every flag also has its EVOMEM_* variable (shown after each flag); a flag wins over the",
+        "environment. Clients launch `evomem-mcp --db PATH` over stdio; README: client set-up.",
+    ]
+    return "\n".join(lines)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evomem-mcp", description="EvoMem MCP server: decisions as history.")
+    p = argparse.ArgumentParser(
+        prog="evomem-mcp",
+        description="EvoMem MCP server: agent memory that keeps decisions as a history.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_flags(p, FLAGS)
     p.add_argument("--version", action="version", version=f"evomem-mcp {__version__}")
     return p
@@ -47,16 +72,30 @@ def main(argv: list[str] | None = None) -> int:
     info = bootstrap.server_info(settings, service)
     log.info("evomem %s: %s", __version__, " ".join(f"{k}={v}" for k, v in info.items() if k != "wiring"))
     server = build_mcp_server(lambda: service, server_info=info)
-    bootstrap.start_background(service)  # the model loads, and old notes are embedded, off the handshake
+    stdio = settings.mcp.transport == "stdio"
+    # The model loads, and old notes are embedded, off the handshake: over stdio once the first
+    # tool call is answered (or after a few seconds), so the load never competes with it.
+    # Until it has loaded, recall answers by words and says so.
+    from evomem import telemetry
+
+    bootstrap.start_background(service, after=telemetry.FIRST_CALL if stdio else None, after_s=MODEL_AFTER_S)
     try:
-        if settings.mcp.transport == "stdio":
+        if stdio:
             server.run("stdio")
         else:
             from evomem.entrypoints.http import serve_http
 
-            serve_http(server, settings.mcp.host or "127.0.0.1", settings.mcp.port, info["db"], settings.logging.level)
+            host = settings.mcp.host or "127.0.0.1"
+            required = settings.vectors.mode == "on"
+            serve_http(
+                server, host, settings.mcp.port, info["db"], settings.logging.level,
+                service=lambda: service, model_required=required,
+            )  # fmt: skip
     except KeyboardInterrupt:
         pass
+    except OSError as exc:  # the port is taken, the address is not this machine's
+        log.error("%s", exc)
+        return 1
     finally:
         service.store.close()
     return 0

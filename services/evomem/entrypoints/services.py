@@ -21,10 +21,22 @@ from evomem.commands import COMMANDS, DESCRIPTIONS, run_command
 USAGE = f"usage: evomem-service {{{'|'.join(COMMANDS)}}}"
 
 
+def help_text() -> str:
+    """The commands, then every setting (variable, default, meaning): what ``--help`` prints."""
+    from evomem.settings import describe
+
+    lines = [USAGE, "", "commands:", *(f"  {name:<10}{DESCRIPTIONS[name]}" for name in COMMANDS), ""]
+    lines.append("settings (environment variables; docs/SERVICES.md says which service reads which):")
+    for var, _path, default, help_ in describe():
+        shown = "" if default in (None, "") else f" (default {default})"
+        lines.append(f"  {var:<28}{help_}{shown}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args in (["--help"], ["-h"]):
-        print("\n".join([USAGE, "", *(f"  {name:<10}{DESCRIPTIONS[name]}" for name in COMMANDS)]))
+    if args in (["--help"], ["-h"], ["help"]):
+        print(help_text())
         return 0
     if len(args) != 1 or args[0] not in COMMANDS:
         print(USAGE, file=sys.stderr)
