@@ -27,4 +27,5 @@ def create_app() -> Any:
         "vectors": settings.vectors.mode,
     }
     server = build_mcp_server(lambda: service, server_info=info)
-    return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True)
+    # /readyz asks storage (a stats call); the model lives in storage, so it is never required here.
+    return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True, service=lambda: service)

@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from evomem import __version__
+from evomem import __version__, telemetry
 from evomem.domain.errors import EvoMemError
 from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
@@ -70,6 +70,7 @@ def build_mcp_server(
     get = functools.cache(service)
     info = {"version": __version__, **(server_info or {})}
     mcp: MCPServer[Any] = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
+    mcp.tool = telemetry.instrumented(mcp.tool)  # type: ignore[method-assign]  # one log line + metrics per call
 
     @mcp.tool(annotations=ToolAnnotations(title="Remember a note or decision", destructive_hint=False))
     def remember(
