@@ -840,116 +840,248 @@ def markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
+# ----------------------------------------------------------------------------- plots
+# Drawn from the report alone (``python -m bench.quality --plot-only``), so a figure can be redone
+# from the committed quality.json without rerunning the benchmark.
+
+BASELINE_COLOR, EVOMEM_COLOR, ORACLE_COLOR, ZERO_COLOR = "#9e9e9e", "#1f77b4", "#cfcfcf", "#2ca02c"
+
+
+def _memory_color(mem: str) -> str:
+    if mem == "oracle":
+        return ORACLE_COLOR
+    return EVOMEM_COLOR if mem.startswith("evomem") else BASELINE_COLOR
+
+
+def _hbars(
+    ax: Any,
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    ci: Sequence[Sequence[float]] | None = None,
+    colors: Sequence[str] | None = None,
+    fmt: str = "{:.3f}",
+    lower_is_better: bool = True,
+    xmax: float | None = None,
+) -> None:
+    """Horizontal bars with their value written at the end, and a marker where the value is 0
+    (a zero-height bar is invisible: the best result must not look like missing data)."""  # fmt: skip
+    ys = list(range(len(labels)))[::-1]
+    err = None
+    if ci is not None:
+        err = [[max(0.0, v - c[0]) for v, c in zip(values, ci, strict=True)],
+               [max(0.0, c[1] - v) for v, c in zip(values, ci, strict=True)]]  # fmt: skip
+    ax.barh(ys, values, 0.62, xerr=err, capsize=3, color=colors, error_kw={"elinewidth": 1, "ecolor": "#444"})
+    top = max([*values, *(c[1] for c in ci)] if ci else values, default=1.0) or 1.0
+    for y, v, c in zip(ys, values, ci or [None] * len(values), strict=True):
+        end = c[1] if c else v
+        if v == 0:
+            ax.plot([0], [y], marker="D", color=ZERO_COLOR, markersize=7, zorder=5, clip_on=False)
+            text, style = "0" + (" (best)" if lower_is_better else ""), {"color": ZERO_COLOR, "fontweight": "bold"}
+        else:
+            text, style = fmt.format(v), {}
+        ax.annotate(text, (end, y), xytext=(7, 0), textcoords="offset points", va="center", fontsize=8, **style)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=8)
+    limit = xmax if xmax is not None else (1.0 if top > 0.5 else 0.5)
+    ax.set_xlim(0, limit * 1.15)
+    ax.set_xticks([x / 10 for x in range(0, int(limit * 10) + 1, 2 if limit == 1.0 else 1)])
+    ax.axvline(0, color="#333", linewidth=0.8)
+    ax.grid(axis="x", alpha=0.25)
+
+
 def plots(report: Mapping[str, Any], out: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    written: list[Path] = []
-    groups = [(s, kind) for s, b in report["sets"].items() for kind in b["question_kinds"]]
-    mems = report["memories"]
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.2))
-    width = 0.8 / max(1, len(groups))
-    for gi, (set_name, kind) in enumerate(groups):
-        entries = report["sets"][set_name]["memories"]
-        idx = [i for i, m in enumerate(mems) if m in entries]
-        ms = [entries[mems[i]][kind] for i in idx]
-        xs = [i + gi * width for i in idx]
-        odr = [m["odr"] for m in ms]
-        err = [[m["odr"] - m["odr_ci95"][0] for m in ms], [m["odr_ci95"][1] - m["odr"] for m in ms]]
-        axes[0].bar(xs, odr, width, yerr=err, capsize=3, label=f"{set_name}/{kind}")
-        axes[1].bar(xs, [m["miss_rate"] for m in ms], width, label=f"{set_name}/{kind}")
-    for ax, title in zip(
-        axes, ("ODR (obsolete option acted on), 95% Wilson CI", "miss rate (nothing of the topic)"), strict=True
-    ):
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(mems))])
-        ax.set_xticklabels(mems, rotation=30, ha="right", fontsize=7)
-        ax.set_title(title, fontsize=10)
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"EvoMem quality benchmark — {report['judge']} judge, k={report['k']}")
-    fig.tight_layout()
-    path = out / "quality_odr.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    written.append(path)
-
-    rows = []
-    for set_name, block in report["sets"].items():
-        for mem, e in block["memories"].items():
-            if "links" in e and mem.startswith("evomem-auto") and not mem.endswith("+bm25"):
-                rows.append((f"{mem.removeprefix('evomem-auto:')}\n{set_name}", e))
-    if rows:
-        fig, axes = plt.subplots(1, 2, figsize=(max(12, 1.5 * len(rows)), 4.8))
-        xs = list(range(len(rows)))
-        prec = [e["links"]["precision"] or 0.0 for _, e in rows]
-        rec = [e["links"]["recall"] or 0.0 for _, e in rows]
-        conf = [e["links"].get("recall_if_confirmed") or 0.0 for _, e in rows]
-        axes[0].bar([x - 0.27 for x in xs], prec, 0.27, label="precision (links made)")
-        axes[0].bar(xs, rec, 0.27, label="recall (links made)")
-        axes[0].bar([x + 0.27 for x in xs], conf, 0.27, label="recall if abstentions confirmed")
-        axes[0].set_ylim(0, 1.05)
-        axes[0].set_title("automatic links vs gold supersedes edges (evomem-auto:<linker>, set)", fontsize=10)
-        axes[0].legend(fontsize=7)
-        hid = [e.get("hidden", {}).get("still_valid_decisions", {}).get("hidden", 0) for _, e in rows]
-        wrong = [e["links"]["false_positive"] for _, e in rows]
-        ab_gold = [e["links"]["abstentions"]["on_gold"] for _, e in rows]
-        ab_none = [e["links"]["abstentions"]["no_gold"] for _, e in rows]
-        axes[1].bar([x - 0.3 for x in xs], wrong, 0.2, label="wrong links")
-        axes[1].bar([x - 0.1 for x in xs], hid, 0.2, label="still-valid decisions hidden")
-        axes[1].bar([x + 0.1 for x in xs], ab_gold, 0.2, label="abstained, gold edge (safe, missed)")
-        axes[1].bar([x + 0.3 for x in xs], ab_none, 0.2, label="abstained, no gold edge")
-        axes[1].set_title("wrong links, hidden decisions and abstentions (count)", fontsize=10)
-        axes[1].legend(fontsize=7)
-        for ax in axes:
-            ax.set_xticks(xs)
-            ax.set_xticklabels([r[0] for r in rows], fontsize=7, rotation=30, ha="right")
-        fig.tight_layout()
-        path = out / "quality_vdr.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
-
+    written = [_odr_plot(plt, report, out)]
+    links = _links_plot(plt, report, out)
+    if links is not None:
+        written.append(links)
     for set_name, block in report["sets"].items():
         if "hybrid_vs_bm25" in block:
             written.append(_wording_plot(plt, set_name, block, report["k"], out))
     return written
 
 
+def _odr_plot(plt: Any, report: Mapping[str, Any], out: Path) -> Path:
+    """One column per question set and kind: ODR (top) and miss rate (bottom) per memory.
+    A kind where every memory scores 0 is named in the footnote instead of drawn."""
+    from matplotlib.patches import Patch
+
+    panels, flat = [], []
+    for set_name, block in report["sets"].items():
+        for kind in block["question_kinds"]:
+            mems = [m for m in block["memories"] if not m.endswith("+bm25")]  # the +bm25 twins: quality_para.png
+            if all(
+                block["memories"][m][kind]["odr"] == 0 and block["memories"][m][kind]["miss_rate"] == 0 for m in mems
+            ):
+                flat.append(f"{set_name}/{kind}")
+                continue
+            panels.append((set_name, kind, mems))
+    fig, axes = plt.subplots(2, len(panels), figsize=(5.2 * len(panels), 8.6), squeeze=False)
+    for col, (set_name, kind, mems) in enumerate(panels):
+        entries = report["sets"][set_name]["memories"]
+        n = entries[mems[0]][kind]["questions"]
+        colors = [_memory_color(m) for m in mems]
+        _hbars(axes[0][col], mems, [entries[m][kind]["odr"] for m in mems],
+               ci=[entries[m][kind]["odr_ci95"] for m in mems], colors=colors)  # fmt: skip
+        axes[0][col].set_title(
+            f"{set_name} set, {kind} questions (n={n})\nODR: obsolete decision acted on", fontsize=10
+        )
+        misses = [entries[m][kind]["miss_rate"] for p in panels for m in p[2] if p[:2] == (set_name, kind)]
+        worst = max(entries2[m][k2]["miss_rate"] for s2, k2, ms2 in panels for m in ms2
+                    for entries2 in [report["sets"][s2]["memories"]])  # fmt: skip
+        _hbars(axes[1][col], mems, misses, colors=colors, xmax=1.0 if worst > 0.5 else 0.5)
+        axes[1][col].set_title(
+            f"{set_name}/{kind}: miss rate (nothing on the topic in the top {report['k']})", fontsize=10
+        )
+        if col:
+            for row in (0, 1):
+                axes[row][col].set_yticklabels([])
+    legend = [Patch(color=BASELINE_COLOR, label="baseline memory (flat notes, no history)"),
+              Patch(color=EVOMEM_COLOR, label="EvoMem (agent links, or the automatic linker named)"),
+              Patch(color=ORACLE_COLOR, label="oracle (gold links)")]  # fmt: skip
+    fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=9, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    foot = "Lower is better. Error bars: 95% Wilson CI. Green diamond: exactly 0."
+    if flat:
+        foot += f" Not drawn, 0 for every memory: {', '.join(flat)}."
+    fig.text(0.5, 0.045, foot, ha="center", fontsize=8.5, color="#333")
+    fig.suptitle(f"How often an agent acts on an obsolete decision ({report['judge']} judge, top k={report['k']})")
+    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
+    path = out / "quality_odr.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _links_plot(plt: Any, report: Mapping[str, Any], out: Path) -> Path | None:
+    """The automatic linkers on each set: precision and recall of the links they make (left),
+    and the harm a wrong link does, counted (right). Series that are 0 everywhere are named in
+    the footnote instead of drawn."""
+    rows = []
+    for set_name, block in report["sets"].items():
+        for mem, e in block["memories"].items():
+            if "links" in e and mem.startswith("evomem-auto") and not mem.endswith("+bm25"):
+                rows.append((f"{set_name}: {mem.removeprefix('evomem-auto:')}", e))
+    if not rows:
+        return None
+    labels = [r[0] for r in rows]
+    rate_series = {
+        "precision (links made that are right)": [e["links"]["precision"] or 0.0 for _, e in rows],
+        "recall (gold links found)": [e["links"]["recall"] or 0.0 for _, e in rows],
+        "recall if abstentions are confirmed": [e["links"].get("recall_if_confirmed") or 0.0 for _, e in rows],
+    }
+    count_series = {
+        "wrong links": [e["links"]["false_positive"] for _, e in rows],
+        "still-valid decisions hidden": [
+            e.get("hidden", {}).get("still_valid_decisions", {}).get("hidden", 0) for _, e in rows
+        ],
+        "abstained on a gold link": [e["links"]["abstentions"]["on_gold"] for _, e in rows],
+        "abstained, no gold link": [e["links"]["abstentions"]["no_gold"] for _, e in rows],
+    }
+    recall = rate_series["recall (gold links found)"]
+    dropped = [name for name, vals in count_series.items() if not any(vals)]
+    if rate_series["recall if abstentions are confirmed"] == recall:  # no abstentions: the same bars twice
+        del rate_series["recall if abstentions are confirmed"]
+        dropped.insert(0, "recall if abstentions are confirmed (the same as recall: no linker abstained)")
+    count_series = {k: v for k, v in count_series.items() if any(v)}
+    fig, axes = plt.subplots(1, 2, figsize=(15, 0.55 * len(rows) + 3.2))
+    ys = list(range(len(rows)))[::-1]
+    for ax, series, fmt, title in (
+        (axes[0], rate_series, "{:.2f}", "automatic links against the gold supersedes edges (higher is better)"),
+        (axes[1], count_series, "{:.0f}", "harm done by wrong links, count (lower is better)"),
+    ):
+        h = 0.8 / max(1, len(series))
+        top = max((v for vals in series.values() for v in vals), default=1.0) or 1.0
+        for si, (name, vals) in enumerate(series.items()):
+            offs = [y + 0.4 - h * (si + 0.5) for y in ys]
+            ax.barh(offs, vals, h, label=name)
+            for y, v in zip(offs, vals, strict=True):
+                if v == 0:
+                    ax.plot([0], [y], marker="D", color=ZERO_COLOR, markersize=5, zorder=5, clip_on=False)
+                    ax.text(0.012 * top, y, " 0", va="center", fontsize=7, color=ZERO_COLOR, fontweight="bold")
+                else:
+                    ax.text(v + 0.012 * top, y, fmt.format(v), va="center", fontsize=7)
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=8)
+        ax.set_xlim(0, top * 1.18)
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="x", alpha=0.25)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2, frameon=False)
+    axes[1].set_yticklabels([])
+    foot = "Green diamond: exactly 0."
+    if dropped:
+        foot += f" Not drawn: {'; '.join(dropped)} (0 for every linker unless said)."
+    fig.text(0.5, 0.01, foot, ha="center", fontsize=8.5, color="#333")
+    fig.suptitle("Automatic linking (--auto-supersede): right links, missed links, and the harm of wrong ones")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    path = out / "quality_vdr.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+#: The memories drawn in the paraphrase figure: a baseline, then EvoMem with BM25 alone and hybrid.
+PARA_MEMORIES = ("flat-dates", "evomem-agent+bm25", "evomem-agent", "evomem-auto:scored+bm25", "evomem-auto:scored")
+
+
 def _wording_plot(plt: Any, set_name: str, block: Mapping[str, Any], k: int, out: Path) -> Path:
     wordings = [w for w in ("all", *WORDING_TITLES) if w == "all" or w in block["diagnostics"]["question_wordings"]]
-    mems = list(block["memories"])
-    linkers = [m for m in mems if m.startswith("evomem-auto") and "links" in block["memories"][m]]
-    fig, axes = plt.subplots(1, 2, figsize=(15, 5.8), gridspec_kw={"width_ratios": [3, 1.3]})
-    width = 0.8 / max(1, len(mems))
+    mems = [m for m in PARA_MEMORIES if m in block["memories"] and "by_wording" in block["memories"][m]]
+    styles = {"flat-dates": (BASELINE_COLOR, None), "evomem-agent+bm25": ("#aec7e8", "//"),
+              "evomem-agent": (EVOMEM_COLOR, None), "evomem-auto:scored+bm25": ("#ffbb78", "//"),
+              "evomem-auto:scored": ("#ff7f0e", None)}  # fmt: skip
+    fig, axes = plt.subplots(1, 2, figsize=(15, 6.2), gridspec_kw={"width_ratios": [3, 1.25]})
+    width = 0.82 / max(1, len(mems))
     for mi, mem in enumerate(mems):
         bw = block["memories"][mem]["by_wording"]
-        xs = [wi + mi * width for wi in range(len(wordings))]
+        xs = [wi + (mi - (len(mems) - 1) / 2) * width for wi in range(len(wordings))]
         rates = [bw[w]["hit_rate"] for w in wordings]
-        err = [[bw[w]["hit_rate"] - bw[w]["hit_ci95"][0] for w in wordings]]
-        err.append([bw[w]["hit_ci95"][1] - bw[w]["hit_rate"] for w in wordings])
-        hatch = "//" if mem.endswith("+bm25") else None
-        axes[0].bar(xs, rates, width, yerr=err, capsize=2, label=mem, hatch=hatch)
-    axes[0].set_xticks([wi + 0.4 - width / 2 for wi in range(len(wordings))])
-    axes[0].set_xticklabels([WORDING_TITLES.get(w, "all questions") for w in wordings])
-    axes[0].set_ylim(0, 1.05)
-    axes[0].set_title(f"decision in force in the top {k}, by question wording (95% Wilson CI)", fontsize=10)
-    axes[0].legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    xs = list(range(len(linkers)))
+        err = [[r - bw[w]["hit_ci95"][0] for r, w in zip(rates, wordings, strict=True)],
+               [bw[w]["hit_ci95"][1] - r for r, w in zip(rates, wordings, strict=True)]]  # fmt: skip
+        color, hatch = styles.get(mem, (None, None))
+        axes[0].bar(xs, rates, width, yerr=err, capsize=2, label=mem, color=color, hatch=hatch, edgecolor="white")
+        for x, r, w in zip(xs, rates, wordings, strict=True):
+            y = bw[w]["hit_ci95"][1] + 0.015
+            if r == 0:
+                axes[0].plot([x], [0], marker="D", color="#d62728", markersize=5, zorder=5, clip_on=False)
+            axes[0].text(x, y, f"{r:.2f}", ha="center", fontsize=6.5, rotation=90, va="bottom")
+    axes[0].set_xticks(range(len(wordings)))
+    axes[0].set_xticklabels(
+        [
+            WORDING_TITLES.get(w, "all questions") + f"\n(n={block['memories'][mems[0]]['by_wording'][w]['questions']})"
+            for w in wordings
+        ]
+    )
+    axes[0].set_ylim(0, 1.25)
+    axes[0].set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    axes[0].set_ylabel("decision in force found in the top k (higher is better)")
+    axes[0].set_title(
+        f"decision in force in the top {k}, by the words the question shares (95% Wilson CI)", fontsize=10
+    )
+    axes[0].legend(fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    axes[0].grid(axis="y", alpha=0.25)
+    linkers = [m for m in block["memories"] if m.startswith("evomem-auto") and "links" in block["memories"][m]
+               and not m.endswith("+confirm")]  # fmt: skip
+    ys = list(range(len(linkers)))[::-1]
     rec = [block["memories"][m]["links"]["recall"] or 0.0 for m in linkers]
-    err = [[r - block["memories"][m]["links"]["recall_ci95"][0] for r, m in zip(rec, linkers, strict=True)]]
-    err.append([block["memories"][m]["links"]["recall_ci95"][1] - r for r, m in zip(rec, linkers, strict=True)])
     prec = [block["memories"][m]["links"]["precision"] or 0.0 for m in linkers]
-    axes[1].bar([x - 0.2 for x in xs], rec, 0.4, yerr=err, capsize=3, label="link recall")
-    axes[1].bar([x + 0.2 for x in xs], prec, 0.4, label="link precision")
-    axes[1].set_xticks(xs)
-    axes[1].set_xticklabels(linkers, rotation=25, ha="right", fontsize=7)
-    axes[1].set_ylim(0, 1.05)
-    axes[1].set_title("automatic links (gold edges)", fontsize=10)
-    axes[1].legend(fontsize=7)
-    fig.suptitle(f"{set_name}: hybrid (BM25 + vectors) against BM25 alone (+bm25, hatched)")
-    fig.tight_layout()
+    for off, vals, name, color in ((0.2, prec, "link precision", "#2ca02c"), (-0.2, rec, "link recall", "#9467bd")):
+        axes[1].barh([y + off for y in ys], vals, 0.38, label=name, color=color)
+        for y, v in zip(ys, vals, strict=True):
+            axes[1].text(v + 0.02, y + off, f"{v:.2f}", va="center", fontsize=7)
+    axes[1].set_yticks(ys)
+    axes[1].set_yticklabels([m.removeprefix("evomem-auto:") for m in linkers], fontsize=8)
+    axes[1].set_xlim(0, 1.2)
+    axes[1].set_title("automatic links against gold edges", fontsize=10)
+    axes[1].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    fig.suptitle(
+        f"{set_name} set (paraphrased questions): hybrid recall (BM25 + vectors) against BM25 alone (hatched, +bm25)"
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     path = out / f"quality_{set_name}.png"
     fig.savefig(path, dpi=120)
     plt.close(fig)
