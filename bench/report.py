@@ -22,6 +22,7 @@ that measures it. Everything here is reproducible:
 ```sh
 make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100k-note speed suite
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
+make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
 .venv/bin/python -m bench.gateway --recall-paths   # gateway recall before/after RecallNodes (local)
 .venv/bin/python -m bench.report   # rewrites this page from bench/results/
@@ -159,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     if speed.with_suffix(".png").exists():
         png = "../" + speed.with_suffix(".png").as_posix()
         text += f"![latency against store size]({png})\n\n"
+    text += section(
+        "Start-up: the first tool result over stdio",
+        r / "startup.md",
+        "What an MCP client waits for: spawn `evomem-mcp`, initialize, one `recall` (30 notes, vectors on, "
+        "the model not loaded yet), against a minimal server with one no-op tool on the same MCP SDK "
+        "spawned by the same client in the same hyperfine run (`make bench-startup`, `bench/startup.py`). "
+        "The target is 1.2x the floor. `before` is the code before issue 13 (the model loaded at start "
+        "and recall waited for it; sqlite-vec imported numpy), `after` is this tree.\n\n",
+    )
     text += section("Multi-service gateway against the embedded server", r / "gateway.md")
     text += section("External sets (MemoryAgentBench; `make bench-full`)", r / "external.md")
     args.out.write_text(text)

@@ -36,6 +36,8 @@ README = ROOT / "README.md"
 SERVICES = ROOT / "docs" / "SERVICES.md"
 #: Variables read by compose or by the tests, not by an EvoMem process.
 NOT_SETTINGS = {"EVOMEM_BIND", "EVOMEM_IMAGE", "EVOMEM_JUDGE_API_KEY"}
+#: compose.gpu.yaml's own: where the Triton model repository and the linker's GGUF file are on the host.
+NOT_SETTINGS |= {"EVOMEM_MODEL_REPOSITORY", "EVOMEM_LLM_MODELS", "EVOMEM_LLM_GGUF"}
 CI_RUN = ROOT / ".ci" / "run"
 MAKEFILE = ROOT / "Makefile"
 TEST_COMMAND = "make test"

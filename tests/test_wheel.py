@@ -156,3 +156,47 @@ def test_stdio_session_with_hybrid_recall(installed: dict[str, Any]) -> None:
 
     anyio.run(session)
     assert db.is_file()
+
+
+#: The lite install's own requirements: README's "Lite install" gives this exact line.
+LITE = [
+    "mcp>=2.3,<3",
+    "pydantic>=2.7,<3",
+    "pydantic-settings>=2.3,<3",
+    "uvicorn>=0.30,<1",
+    "prometheus-client>=0.20,<1",
+]
+
+
+def test_the_readme_gives_the_lite_requirements() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pip install " + " ".join(f"'{r}'" for r in LITE) in readme
+    assert "pip install --no-deps evomem-mcp" in readme
+
+
+def test_lite_install_serves_bm25_without_the_model(installed: dict[str, Any], tmp_path: Path) -> None:
+    env = installed["env"]
+    venv = tmp_path / "lite"
+    assert _run([sys.executable, "-m", "venv", str(venv)], env, tmp_path).returncode == 0
+    py = str(venv / "bin" / "python")
+    deps = _run([py, "-m", "pip", "install", "-q", *LITE], env, tmp_path)
+    assert deps.returncode == 0, deps.stderr[-3000:]
+    pkg = _run([py, "-m", "pip", "install", "-q", "--no-deps", str(installed["wheel"])], env, tmp_path)
+    assert pkg.returncode == 0, pkg.stderr[-3000:]
+    probe = "import importlib.util as u; print([m for m in ('numpy', 'onnxruntime', 'sqlite_vec') if u.find_spec(m)])"
+    absent = _run([py, "-c", probe], env, tmp_path)
+    assert absent.stdout.strip() == "[]", absent.stdout
+    params = StdioServerParameters(
+        command=str(venv / "bin" / "evomem-mcp"), args=["--db", str(tmp_path / "lite.db")], env=env, cwd=str(tmp_path)
+    )
+
+    async def session() -> None:
+        async with Client(params) as client:
+            first = await client.call_tool("remember", {"raw_text": OLD})
+            assert not first.is_error, first.content
+            found = await client.call_tool("recall", {"query": "ledger postgres"})
+            assert not found.is_error and OLD in _answer_text(found)
+            stats = await client.call_tool("stats", {})
+            assert (stats.structured_content or {})["server"]["vectors"] == "off"
+
+    anyio.run(session)
