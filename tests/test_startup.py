@@ -7,6 +7,7 @@ tool call is answered). Timing is never asserted here (``bench/startup.py`` meas
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -90,3 +91,24 @@ def test_the_server_imports_no_linker_numpy_or_model_runtime_at_start(tmp_path: 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_vectors_on_without_sqlite_vec_is_one_line_saying_what_to_install(tmp_path: Path) -> None:
+    import sqlite3
+
+    if hasattr(sqlite3.connect(":memory:"), "enable_load_extension"):
+        pytest.skip("this Python's sqlite3 loads extensions: vectors work with it")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVOMEM_")}
+    env["EVOMEM_SQLITE_DRIVER"] = "sqlite3"
+    evomem_mcp = str(Path(sys.executable).with_name("evomem-mcp"))
+    out = subprocess.run(
+        [evomem_mcp, "--db", str(tmp_path / "v.db"), "--vectors", "on"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evomem-mcp: vectors on: "), out.stderr
+    assert "pip install" in lines[0] and "Traceback" not in out.stderr

@@ -11,6 +11,7 @@ import logging
 import sys
 
 from evomem import __version__
+from evomem.domain.errors import Unavailable
 from evomem.settings import Settings, SettingsError, add_flags, describe, from_flags
 
 log = logging.getLogger("evomem")
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         service = bootstrap.build_embedded(settings)
     except SettingsError as exc:
         print(f"evomem-mcp: {exc}", file=sys.stderr)
+        return 2
+    except Unavailable as exc:  # --vectors on without the model or sqlite-vec: the message says what to install
+        print(f"evomem-mcp: {exc.message}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bad path, a read-only directory, a corrupt file: say what to do
         log.error("cannot open the memory database %s: %s. Choose a writable path with --db or EVOMEM_DB.",
