@@ -64,34 +64,50 @@ def seed(db: Path, notes: int = 30) -> None:
     service.store.close()
 
 
-def measure(runs: int, warmup: int, label: str, out: Path) -> dict:
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def measure(runs: int, warmup: int, label: str, out: Path, rounds: int = 5) -> dict:
+    """``rounds`` hyperfine runs of ``runs / rounds`` each, the order of the two commands
+    alternating, so that a change of machine load between them does not favour one."""
     if shutil.which("hyperfine") is None:
         raise SystemExit("hyperfine is not installed (Debian: apt-get install -y hyperfine)")
+    times: dict[str, list[float]] = {"floor": [], "evomem": []}
+    cpu: dict[str, list[float]] = {"floor": [], "evomem": []}
+    per_round = max(2, runs // rounds)
     with tempfile.TemporaryDirectory(prefix="evomem-startup-") as tmp:
         db = Path(tmp) / "startup.db"
         seed(db)
         export = Path(tmp) / "hyperfine.json"
         py = sys.executable
         cmds = {"floor": f"{py} -m bench.startup client floor", "evomem": f"{py} -m bench.startup client evomem {db}"}
-        subprocess.run(
-            ["hyperfine", "--warmup", str(warmup), "--runs", str(runs), "--export-json", str(export), "-N",
-             "--command-name", "floor", cmds["floor"], "--command-name", "evomem", cmds["evomem"]],
-            check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
-        )  # fmt: skip
-        data = json.loads(export.read_text())
-    rows = {r["command"]: r for r in data["results"]}
-    floor, evo = rows["floor"], rows["evomem"]
+        for r in range(rounds):
+            order = ["floor", "evomem"] if r % 2 == 0 else ["evomem", "floor"]
+            argv = ["hyperfine", "--warmup", str(warmup), "--runs", str(per_round), "--export-json", str(export), "-N"]
+            for name in order:
+                argv += ["--command-name", name, cmds[name]]
+            subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+            for row in json.loads(export.read_text())["results"]:
+                times[row["command"]] += row["times"]
+                cpu[row["command"]].append(row["user"] + row["system"])
     report = {
         "label": label,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "runs": runs,
+        "runs": len(times["floor"]),
+        "rounds": rounds,
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg()[0],
-        "floor_s": {"mean": floor["mean"], "median": floor["median"], "stddev": floor["stddev"]},
-        "evomem_s": {"mean": evo["mean"], "median": evo["median"], "stddev": evo["stddev"]},
-        "ratio_median": evo["median"] / floor["median"],
-        "ratio_mean": evo["mean"] / floor["mean"],
     }
+    for name in ("floor", "evomem"):
+        xs = times[name]
+        report[f"{name}_s"] = {"median": _median(xs), "mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs)}
+        report[f"{name}_cpu_s"] = sum(cpu[name]) / len(cpu[name])
+    report["ratio_median"] = report["evomem_s"]["median"] / report["floor_s"]["median"]
+    report["ratio_min"] = report["evomem_s"]["min"] / report["floor_s"]["min"]
+    report["ratio_cpu"] = report["evomem_cpu_s"] / report["floor_cpu_s"]
     out.mkdir(parents=True, exist_ok=True)
     path = out / "startup.json"
     previous = json.loads(path.read_text()) if path.is_file() else {}
@@ -105,16 +121,20 @@ def write_markdown(reports: dict, path: Path) -> None:
     lines = [
         "# Start-up: first tool result over stdio",
         "",
-        "Spawn + initialize + one tool call with the official MCP client (`python -m bench.startup`, hyperfine).",
-        "Floor: a minimal server with one no-op tool on the same MCP SDK, measured in the same run.",
+        "Spawn + initialize + one tool call with the official MCP client (`python -m bench.startup`, hyperfine in",
+        "rounds of alternating order). Floor: a minimal server with one no-op tool on the same MCP SDK, in the same",
+        "run. Wall time is what a client waits; CPU (user + system of client and server) is less sensitive to the",
+        "load of a shared machine.",
         "",
-        "| run | when | runs | load avg | floor median s | evomem median s | ratio (median) | ratio (mean) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | when | runs | load avg | floor median s | evomem median s | × floor (median) | × floor (fastest) "
+        "| floor CPU s | evomem CPU s | × floor (CPU) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, r in reports.items():
         lines.append(
-            f"| {label} | {r['when']} | {r['runs']} | {r['load_avg']:.1f} | {r['floor_s']['median']:.3f} "
-            f"| {r['evomem_s']['median']:.3f} | {r['ratio_median']:.2f} | {r['ratio_mean']:.2f} |"
+            f"| {label} | {r['when']} | {r['runs']} | {r['load_avg']:.1f} | {r['floor_s']['median']:.2f} "
+            f"| {r['evomem_s']['median']:.2f} | {r['ratio_median']:.2f} | {r['ratio_min']:.2f} "
+            f"| {r['floor_cpu_s']:.2f} | {r['evomem_cpu_s']:.2f} | {r['ratio_cpu']:.2f} |"
         )
     path.write_text("\n".join(lines) + "\n")
 
@@ -126,12 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     p = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1, help="warm-up runs per round")
+    p.add_argument("--rounds", type=int, default=5, help="hyperfine runs, the commands' order alternating")
     p.add_argument("--label", default="after", help="the row's name in startup.json (e.g. before, after)")
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
-    r = measure(args.runs, args.warmup, args.label, args.out)
-    print(f"floor {r['floor_s']['median']:.3f} s, evomem {r['evomem_s']['median']:.3f} s: {r['ratio_median']:.2f}x")
+    r = measure(args.runs, args.warmup, args.label, args.out, args.rounds)
+    print(
+        f"floor {r['floor_s']['median']:.3f} s, evomem {r['evomem_s']['median']:.3f} s: {r['ratio_median']:.2f}x "
+        f"(fastest {r['ratio_min']:.2f}x, CPU {r['ratio_cpu']:.2f}x)"
+    )
     return 0
 
 
