@@ -921,6 +921,10 @@ def _odr_plot(plt: Any, report: Mapping[str, Any], out: Path) -> Path:
                 flat.append(f"{set_name}/{kind}")
                 continue
             panels.append((set_name, kind, mems))
+    if not panels:  # every kind is 0 everywhere: draw them all rather than nothing
+        panels = [(s, k, [m for m in b["memories"] if not m.endswith("+bm25")]) for s, b in report["sets"].items()
+                  for k in b["question_kinds"]]  # fmt: skip
+        flat = []
     fig, axes = plt.subplots(2, len(panels), figsize=(5.2 * len(panels), 8.6), squeeze=False)
     for col, (set_name, kind, mems) in enumerate(panels):
         entries = report["sets"][set_name]["memories"]
@@ -1031,6 +1035,8 @@ PARA_MEMORIES = ("flat-dates", "evomem-agent+bm25", "evomem-agent", "evomem-auto
 def _wording_plot(plt: Any, set_name: str, block: Mapping[str, Any], k: int, out: Path) -> Path:
     wordings = [w for w in ("all", *WORDING_TITLES) if w == "all" or w in block["diagnostics"]["question_wordings"]]
     mems = [m for m in PARA_MEMORIES if m in block["memories"] and "by_wording" in block["memories"][m]]
+    if not mems:  # a run without these memories: its first five that have wordings
+        mems = [m for m in block["memories"] if "by_wording" in block["memories"][m]][:5]
     styles = {"flat-dates": (BASELINE_COLOR, None), "evomem-agent+bm25": ("#aec7e8", "//"),
               "evomem-agent": (EVOMEM_COLOR, None), "evomem-auto:scored+bm25": ("#ffbb78", "//"),
               "evomem-auto:scored": ("#ff7f0e", None)}  # fmt: skip
