@@ -124,6 +124,8 @@ def start_background(
     def run() -> None:
         if after is not None:
             after.wait(after_s)
+        if stop is not None and stop.is_set():
+            return
         try:
             if load is not None:
                 load()

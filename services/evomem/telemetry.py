@@ -38,6 +38,11 @@ _CODE = re.compile(r"\[([a-z_]+)\]")
 _ID_KEYS = ("id", "node_id", "supersedes", "restored_head", "current_head", "replaced_by")
 _METRICS_ON = False
 MODEL_STATES = ("off", "not_loaded", "loading", "loaded", "failed", "remote")
+#: What /metrics adds when the store did not answer in time.
+STORE_DOWN = (
+    b"# HELP evomem_store_up 1 when the last read of the store's counts succeeded\n"
+    b"# TYPE evomem_store_up gauge\nevomem_store_up 0.0\n"
+)
 
 
 def enable_metrics() -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
 
 from evomem import __version__
 from evomem.domain.errors import Unavailable
@@ -82,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     # Until it has loaded, recall answers by words and says so.
     from evomem import telemetry
 
-    bootstrap.start_background(service, after=telemetry.FIRST_CALL if stdio else None, after_s=MODEL_AFTER_S)
+    stop = threading.Event()
+    background = bootstrap.start_background(
+        service, stop=stop, after=telemetry.FIRST_CALL if stdio else None, after_s=MODEL_AFTER_S
+    )
+    status = 0
     try:
         if stdio:
             server.run("stdio")
@@ -99,10 +105,19 @@ def main(argv: list[str] | None = None) -> int:
         pass
     except OSError as exc:  # the port is taken, the address is not this machine's
         log.error("%s", exc)
-        return 1
+        status = 1
     finally:
+        stop.set()  # the backfill stops after its batch; the next start goes on
         service.store.close()
-    return 0
+    if any(thread.is_alive() for thread in background):
+        # A client that made one call and left: onnxruntime may be loading the model in its
+        # thread, and a normal interpreter exit would then abort in its C++ destructors (SIGABRT,
+        # "terminate called without an active exception"). Everything of ours is closed; a
+        # vector the backfill may have been writing is rolled back by SQLite and redone next start.
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

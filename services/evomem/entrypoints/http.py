@@ -24,6 +24,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+#: Seconds /readyz and /metrics wait for the store (the gateway: storage over gRPC) before answering without it.
+PROBE_TIMEOUT_S = 2.0
+
 
 def readiness(service: Any, *, model_required: bool = False) -> tuple[bool, dict[str, Any]]:
     """Whether ``service`` can answer now, and the detail /readyz shows."""
@@ -65,19 +68,31 @@ def add_ops_routes(
     async def readyz(request: Request) -> JSONResponse:
         if service is None:
             return JSONResponse({"status": "ready"})
+        import anyio
         import anyio.to_thread
 
-        ready, detail = await anyio.to_thread.run_sync(lambda: readiness(service(), model_required=model_required))
+        answer: tuple[bool, dict[str, Any]] = (False, {"database": f"error: no answer in {PROBE_TIMEOUT_S:g} s"})
+        with anyio.move_on_after(PROBE_TIMEOUT_S):  # a probe answers in time, even when storage does not
+            answer = await anyio.to_thread.run_sync(
+                lambda: readiness(service(), model_required=model_required), abandon_on_cancel=True
+            )
+        ready, detail = answer
         return JSONResponse({"status": "ready" if ready else "not ready", **detail}, status_code=200 if ready else 503)
 
     @server.custom_route("/metrics", methods=["GET"])
     async def metrics(request: Request) -> Response:
+        import anyio
         import anyio.to_thread
 
-        body, content_type = await anyio.to_thread.run_sync(
-            lambda: telemetry.render_metrics(service() if service is not None else None)
-        )
-        return Response(body, media_type=content_type)
+        page = None
+        with anyio.move_on_after(PROBE_TIMEOUT_S):
+            page = await anyio.to_thread.run_sync(
+                lambda: telemetry.render_metrics(service() if service is not None else None), abandon_on_cancel=True
+            )
+        if page is None:  # the store did not answer in time: the process's own metrics, and say so
+            body, content_type = telemetry.render_metrics(None)
+            page = (body + telemetry.STORE_DOWN, content_type)
+        return Response(page[0], media_type=page[1])
 
 
 def build_http_app(
@@ -123,6 +138,7 @@ def serve_http(
         raise OSError(
             exc.errno, f"cannot listen on {host}:{port} ({exc.strerror}): choose another with --port (0 picks one)"
         ) from exc
+    sock.listen(2048)  # from here a client that read the URL below is queued, never refused
     url = f"http://{host}:{sock.getsockname()[1]}/mcp"
     print(
         f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n"
