@@ -377,7 +377,8 @@ def build_storage(settings: Settings) -> GrpcService:
         warm=store.stats,
         probe=store.stats,
         # The model loads and notes without a vector are embedded in the background; until
-        # then a NearestNodes call waits for the model to load (about a second).
+        # then NearestNodes answers UNAVAILABLE ("has not loaded yet") at once and RecallNodes
+        # answers by BM25 with a note saying so: no call waits for the model.
         background=lambda stop: start_background(vectors, stop=stop),
         close=[*closers, store.close],
     )
