@@ -75,7 +75,7 @@ class Conflict(EvoMemError):
 
 #: Why a search by meaning was skipped while the embedding model loads in the background
 #: (``adapters/semantic.py`` raises it; recall answers by BM25 and says so in its notes).
-MODEL_LOADING = "the embedding model is still loading"
+MODEL_LOADING = "the embedding model has not loaded yet"
 
 
 class Unavailable(EvoMemError):
