@@ -125,6 +125,8 @@ def full_node(node: MemoryNode, limit: int) -> dict[str, Any]:
             "possible_supersedes": list(node.possible_supersedes),
         }
     )
+    if texts["summary"] == texts["raw_text"]:
+        out.pop("summary", None)  # a one-sentence note is its own summary: not twice
     if node.purged:
         out["purged"] = True
     if truncated:
