@@ -163,11 +163,13 @@ def write(results: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "answers.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [
-        "### Answer sizes (10 chains of 3 versions, BM25, official client in-process)",
+        "# Answer sizes (10 chains of 3 versions, BM25, official client in-process)",
         "",
         "Characters returned (text content + structured content as compact JSON) per character of the notes "
-        "the answer is about. Target for `recall(k=5)`: at most 1.5 x the notes' text + 100 characters per hit "
-        "(`within target`). `python -m bench.answers --out bench/results` reruns it.",
+        "the answer is about (the hits, plus their earlier versions with history). Target for `recall(k=5)`: at "
+        "most 1.5 x the notes' text + 100 characters per hit (`within target`; the target is for recall without "
+        "history, and the column shows the same budget for the other rows only as a yardstick). "
+        "`python -m bench.answers --out bench/results` reruns it.",
         "",
         "| run | tool | calls | note chars / call | returned / call | text / note char | structured / note char "
         "| returned / note char | recall target / call | within target |",
