@@ -263,3 +263,26 @@ async def test_a_refused_value_is_not_echoed_whole(service: MemoryService) -> No
     async with Client(build_mcp_server(lambda: service)) as client:
         result = await client.call_tool("recall", {"query": "ledger", "k": "9" * 10_000})
     assert result.is_error and len(text_of(result)) < 200
+
+
+async def test_whole_node_answers_stay_within_the_bound(store: SQLiteStore) -> None:
+    """detail=full of a chain of three 800 kB notes (4-byte characters), notes shown up to 100,000
+    characters: about 1.2 MB of text fields; they are shortened to fit, not emptied."""
+    service = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=1_048_576))
+    previous = None
+    for version in range(3):
+        note = f"Ledger version {version}. " + "\U0001f4be" * 200_000
+        previous = service.remember(note, supersedes=previous).node.id
+    async with Client(build_mcp_server(lambda: service, note_chars=100_000)) as client:
+        answers = [
+            await ok(client, "get_node", {"node_id": previous, "detail": "full", "include_history": True}),
+            await ok(client, "recall", {"query": "ledger", "detail": "full", "include_history": True}),
+            await ok(client, "remember", {"raw_text": "Ledger. " + "\U0001f4be" * 250_000, "detail": "full"}),
+        ]
+    for result in answers:
+        data = result.structured_content
+        size = len(json.dumps(text_of(result), ensure_ascii=False).encode())
+        size += len(json.dumps(data, ensure_ascii=False).encode())
+        assert size <= ANSWER_MAX_BYTES, size
+        node = data["results"][0] if "results" in data else data
+        assert node["truncated"] is True and 1_000 <= len(node["raw_text"]) < 100_000

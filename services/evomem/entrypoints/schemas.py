@@ -354,7 +354,18 @@ def page_answer(node: MemoryNode, offset: int) -> Answer:
 # ---------------------------------------------------------------------- remember, supersede, unlink, forget
 
 
+def fit_one(build: Callable[[int], Answer], note_chars: int) -> Answer:
+    """One node's answer (detail=full), its text fields shortened until it fits."""
+    return fit(lambda limit, _history, _keep, _why: build(limit), note_chars, 0)
+
+
 def remember_answer(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
+    if detail == "full":
+        return fit_one(lambda limit: _remember(out, detail=detail, note_chars=limit), note_chars)
+    return _remember(out, detail=detail, note_chars=note_chars)
+
+
+def _remember(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
     node = out.node
     data = written_fields(node, detail=detail, note_chars=note_chars)
     data["latency_ms"] = out.latency_ms
@@ -415,11 +426,20 @@ def link_lines(node: MemoryNode) -> list[str]:
 
 
 def supersede_answer(node: MemoryNode, *, detail: str, note_chars: int) -> Answer:
-    data = written_fields(node, detail=detail, note_chars=note_chars)
-    return Answer("\n".join(["linked " + head_line(node), *link_lines(node)]), data)
+    def build(limit: int) -> Answer:
+        data = written_fields(node, detail=detail, note_chars=limit)
+        return Answer("\n".join(["linked " + head_line(node), *link_lines(node)]), data)
+
+    return fit_one(build, note_chars)
 
 
 def unlink_answer(node: MemoryNode, restored: MemoryNode, *, detail: str, note_chars: int) -> Answer:
+    if detail == "full":
+        return fit_one(lambda limit: _unlink(node, restored, detail=detail, note_chars=limit), note_chars)
+    return _unlink(node, restored, detail=detail, note_chars=note_chars)
+
+
+def _unlink(node: MemoryNode, restored: MemoryNode, *, detail: str, note_chars: int) -> Answer:
     if detail == "full":
         data = {"node": full_node(node, note_chars), "restored": full_node(restored, note_chars)}
     else:
