@@ -286,3 +286,11 @@ async def test_whole_node_answers_stay_within_the_bound(store: SQLiteStore) -> N
         assert size <= ANSWER_MAX_BYTES, size
         node = data["results"][0] if "results" in data else data
         assert node["truncated"] is True and 1_000 <= len(node["raw_text"]) < 100_000
+
+
+async def test_a_huge_one_word_query_is_not_echoed(service: MemoryService) -> None:
+    service.remember(POSTGRES)
+    async with Client(build_mcp_server(lambda: service)) as client:
+        for detail in ("brief", "full"):
+            result = await ok(client, "recall", {"query": "q" * 200_000, "detail": detail})
+            assert len(both(result)) < 1_000, detail

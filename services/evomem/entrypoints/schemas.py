@@ -64,6 +64,11 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit], True
 
 
+def terms_shown(terms: list[str], n: int = TERMS_SHOWN) -> list[str]:
+    """At most ``n`` query words, each cut to 40 characters: a query is never echoed whole."""
+    return [t if len(t) <= 40 else t[:40] + "…" for t in terms[:n]]
+
+
 def _date(ms: int | None) -> str:
     stamp = iso(ms)
     return stamp[:10] if stamp else "?"
@@ -153,7 +158,7 @@ def note_lines(node: MemoryNode, limit: int, indent: str = "  ") -> tuple[list[s
 
 
 def _matched(m: Match) -> str:
-    terms = m.terms[:TERMS_SHOWN]
+    terms = terms_shown(m.terms)
     how = ("on " + ", ".join(terms)) if terms else ""
     if "vector" in m.via:
         how = f"{how} and by meaning" if how else "by meaning"
@@ -227,13 +232,13 @@ def _recall(
         results.append(hit)
     notes = list(out.notes) + ([cut_note] if cut_note else [])
     if not results:
-        terms = ", ".join(out.terms[:TERMS_SHOWN]) + (" …" if len(out.terms) > TERMS_SHOWN else "")
+        terms = ", ".join(terms_shown(out.terms)) + (" …" if len(out.terms) > TERMS_SHOWN else "")
         lines.append(f"no decision in force matches ({terms})" if out.terms else "no decision matches")
     lines.extend(f"note: {n}" for n in notes)
     data: dict[str, Any] = {"results": results}
     if full:
         query, _ = cut(out.query, QUERY_ECHO_CHARS)
-        data = {"query": query, "terms": out.terms[: TERMS_SHOWN * 4], "count": len(results), **data}
+        data = {"query": query, "terms": terms_shown(out.terms, TERMS_SHOWN * 4), "count": len(results), **data}
         data["latency_ms"] = out.latency_ms
     if notes:
         data["notes"] = notes
@@ -248,7 +253,7 @@ def match_fields(m: Match) -> dict[str, Any]:
             "is_current": m.is_head,
             "score": m.score,
             "fields": m.fields,
-            "terms": m.terms[: TERMS_SHOWN * 4],
+            "terms": terms_shown(m.terms, TERMS_SHOWN * 4),
             "via": m.via,
         }
     )
