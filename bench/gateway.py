@@ -72,8 +72,8 @@ async def latency(url: str, n: int, poll_extraction: bool) -> dict[str, Any]:
             node_id = r.structured_content["id"]
             if poll_extraction:
                 while True:
-                    got = await client.call_tool("get_node", {"node_id": node_id})
-                    state = got.structured_content["node"]["extraction"]["state"]
+                    got = await client.call_tool("get_node", {"node_id": node_id, "detail": "full"})
+                    state = got.structured_content["extraction"]["state"]
                     if state != "pending":
                         break
                     await anyio.sleep(0.005)

@@ -382,7 +382,7 @@ class EvoMemMemory:
                 methods[note["i"]] = (out.get("link") or {}).get("method", "?")
             decision = out.get("link_decision") or {}
             if decision.get("kind") == "abstain":
-                listed = out["node"].get("possible_supersedes") or [c.get("id") for c in decision.get("candidates", [])]
+                listed = out.get("possible_supersedes") or [c.get("id") for c in decision.get("candidates", [])]
                 abstentions[note["i"]] = [back.get(c) for c in listed if isinstance(c, str)]
                 gold = note["supersedes"]
                 if self.confirm and gold is not None and gold in abstentions[note["i"]]:
@@ -401,15 +401,15 @@ class EvoMemMemory:
             llm_gate=llm_gate,
         )
         for q in scenario["questions"]:
-            out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns})
+            out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns, "detail": "full"})
             hits = out["results"]
-            run.items[q["id"]] = [Item(h["node"]["raw_text"], status=h["node"]["status"]) for h in hits]
-            run.returned[q["id"]] = [back.get(h["node"]["id"]) for h in hits]
+            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"]) for h in hits]
+            run.returned[q["id"]] = [back.get(h["id"]) for h in hits]
             run.via[q["id"]] = [list((h.get("matched") or {}).get("via") or ["bm25"]) for h in hits]
         for note in scenario["notes"] if self.statuses else ():
             if note["valid_at_question"]:
                 got = await self.call("get_node", {"node_id": ids[note["i"]]})
-                run.statuses[note["i"]] = got["node"]["status"]  # type: ignore[index]
+                run.statuses[note["i"]] = got["status"]  # type: ignore[index]
         return run
 
 

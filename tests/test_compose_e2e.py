@@ -163,6 +163,8 @@ def stack(
 
 
 async def call_ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    if tool in ("remember", "recall", "get_node", "supersede", "unlink"):
+        args = {"detail": "full", **args}  # every field, text included
     with anyio.fail_after(CALL_DEADLINE_S):
         result = await client.call_tool(tool, args)
     assert not result.is_error, f"{tool}({args}) failed: {error_text(result)}"
@@ -177,7 +179,7 @@ def error_text(result: Any) -> str:
 async def wait_extracted(client: Client, node_ids: list[str], deadline_s: float) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + deadline_s
     while True:
-        nodes = {nid: (await call_ok(client, "get_node", {"node_id": nid}))["node"] for nid in node_ids}
+        nodes = {nid: await call_ok(client, "get_node", {"node_id": nid}) for nid in node_ids}
         states = {nid: n["extraction"]["state"] for nid, n in nodes.items()}
         if all(s == "done" for s in states.values()):
             return nodes
@@ -203,13 +205,13 @@ async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
 
         found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True})
         top = found["results"][0]
-        assert top["node"]["id"] == second["id"], "recall must answer the version in force"
-        assert top["node"]["status"] == "active"
-        assert first["id"] not in {hit["node"]["id"] for hit in found["results"]}
+        assert top["id"] == second["id"], "recall must answer the version in force"
+        assert top["status"] == "active"
+        assert first["id"] not in {hit["id"] for hit in found["results"]}
         history = top["history"]
-        assert [step["node"]["id"] for step in history] == [first["id"]]
-        assert history[0]["node"]["status"] == "superseded"
-        assert history[0]["node"]["superseded_by"] == second["id"]
+        assert [step["id"] for step in history] == [first["id"]]
+        assert history[0]["status"] == "superseded"
+        assert history[0]["superseded_by"] == second["id"]
         assert history[0]["replaced_by_method"] == "agent"
 
         # The worker (Redis stream -> cronista -> storage) extracts both notes.
@@ -346,7 +348,7 @@ async def test_restarts_under_load_lose_nothing(stack: Stack, capsys: pytest.Cap
         # Every acknowledged note is there, with the text that was sent.
         for o in acked:
             got = await call_ok(client, "get_node", {"node_id": o.node_id})
-            assert got["node"]["raw_text"] == o.text, o.node_id
+            assert got["raw_text"] == o.text, o.node_id
 
         # And every note is eventually extracted: the killed worker's jobs are reclaimed,
         # notes whose job could not be queued are swept from storage.
@@ -366,7 +368,7 @@ async def test_restarts_under_load_lose_nothing(stack: Stack, capsys: pytest.Cap
         assert compose.redis_cli("XLEN", "evomem:extract:dead").strip() == "0"
         assert stats["nodes"] >= len(acked)
         for o in acked:
-            node = (await call_ok(client, "get_node", {"node_id": o.node_id}))["node"]
+            node = await call_ok(client, "get_node", {"node_id": o.node_id})
             assert node["extraction"]["state"] == "done", node["extraction"]
 
 

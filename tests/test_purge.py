@@ -17,7 +17,7 @@ import pytest
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.errors import Purged
-from evomem.entrypoints.schemas import get_node_result, recall_result
+from evomem.entrypoints.schemas import get_node_answer, recall_answer
 from evomem.service import MemoryService
 
 
@@ -192,18 +192,20 @@ def test_purging_a_middle_version_keeps_the_chain_linked(service, store, secret)
     tomb = store.get(v2)
     assert tomb is not None and tomb.supersedes == v1.id and tomb.superseded_by == v3.id
 
-    hit = recall_result(service.recall("ledger postgres", include_history=True)).results[0]
-    assert hit.node.id == v3.id
-    assert [step.node.id for step in hit.history] == [v2, v1.id]
-    tombstone = hit.history[0]
-    assert tombstone.node.purged is True
-    assert tombstone.node.raw_text == "" and tombstone.node.status == "forgotten"
-    assert tombstone.replaced_by == v3.id
-    assert hit.history[1].node.raw_text == "The ledger uses Postgres."
-    assert hit.history[1].why_replaced is None, "the purged successor's reason is gone too"
+    recalled = service.recall("ledger postgres", include_history=True)
+    hit = recall_answer(recalled, detail="full", note_chars=10**6, scoped=False).data["results"][0]
+    assert hit["id"] == v3.id
+    assert [step["id"] for step in hit["history"]] == [v2, v1.id]
+    tombstone = hit["history"][0]
+    assert tombstone["purged"] is True
+    assert "raw_text" not in tombstone and tombstone["status"] == "forgotten"
+    assert tombstone["replaced_by"] == v3.id
+    assert hit["history"][1]["raw_text"] == "The ledger uses Postgres."
+    assert "why_replaced" not in hit["history"][1], "the purged successor's reason is gone too"
 
-    history = get_node_result(*service.get_node(v3.id, include_history=True)).history
-    assert [step.node.purged for step in history] == [True, False]
+    node, head, past = service.get_node(v3.id, include_history=True)
+    history = get_node_answer(node, head, past, detail="full", note_chars=10**6).data["history"]
+    assert [step.get("purged", False) for step in history] == [True, False]
 
 
 def test_a_purged_chain_can_still_be_continued_from_a_live_version(service, store, secret):

@@ -101,6 +101,9 @@ class McpSettings(_Section):
     )
     host: str | None = _var("HOST", None, "HTTP bind address (embedded: 127.0.0.1, gateway: 0.0.0.0)")
     port: Port = _var("PORT", 8765, "HTTP port (0 picks a free one)")
+    answer_note_chars: Annotated[int, AfterValidator(_between(100, 100_000))] = _var(
+        "ANSWER_NOTE_CHARS", 2000, "longest note text a tool answer shows; get_node(full_text=true) pages the rest"
+    )
 
 
 class MemorySettings(_Section):

@@ -58,14 +58,15 @@ async def story(url: Any, timeout_s: float) -> None:
             )
             check(bool(found["results"]), "recall found nothing")
             top = found["results"][0]
-            check(top["node"]["id"] == second["id"], "recall did not answer with the version in force")
-            history = [step["node"]["id"] for step in top["history"]]
+            check(top["id"] == second["id"], "recall did not answer with the version in force")
+            history = [step["id"] for step in top.get("history", [])]
             check(history == [first["id"]], f"the history is not the first decision: {history}")
 
             deadline = time.monotonic() + timeout_s
             while True:
                 nodes = [
-                    (await call(client, "get_node", {"node_id": nid}))["node"] for nid in (first["id"], second["id"])
+                    await call(client, "get_node", {"node_id": nid, "detail": "full"})
+                    for nid in (first["id"], second["id"])
                 ]
                 states = [node["extraction"]["state"] for node in nodes]
                 if all(state == "done" for state in states):
@@ -74,7 +75,7 @@ async def story(url: Any, timeout_s: float) -> None:
                 check(time.monotonic() < deadline, f"not extracted after {timeout_s:.0f} s: {states}")
                 await anyio.sleep(1)
             check(
-                "SQLite" in nodes[1]["change"],
+                "SQLite" in nodes[1].get("change", ""),
                 f"the change extracted is not the move to SQLite: {nodes[1]['change']!r}",
             )
         finally:

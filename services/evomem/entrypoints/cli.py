@@ -46,7 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     info = bootstrap.server_info(settings, service)
     log.info("evomem %s: %s", __version__, " ".join(f"{k}={v}" for k, v in info.items() if k != "wiring"))
-    server = build_mcp_server(lambda: service, server_info=info)
+    server = build_mcp_server(
+        lambda: service,
+        server_info=info,
+        hybrid=service.vectors is not None,
+        note_chars=settings.mcp.answer_note_chars,
+    )
     bootstrap.start_background(service)  # the model loads, and old notes are embedded, off the handshake
     try:
         if settings.mcp.transport == "stdio":

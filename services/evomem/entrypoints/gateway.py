@@ -26,5 +26,9 @@ def create_app() -> Any:
         "auto_supersede": settings.linker.auto_supersede,
         "vectors": settings.vectors.mode,
     }
-    server = build_mcp_server(lambda: service, server_info=info)
+    # vectors=auto: hybrid when storage has vectors, which the gateway learns per call.
+    hybrid = {"on": True, "off": False}.get(settings.vectors.mode)
+    server = build_mcp_server(
+        lambda: service, server_info=info, hybrid=hybrid, note_chars=settings.mcp.answer_note_chars
+    )
     return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True)
