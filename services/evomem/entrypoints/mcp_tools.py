@@ -92,6 +92,14 @@ def build_mcp_server(
         scope: Scope = None,
         namespace: Namespace = None,
         author: Annotated[str | None, Field(description="Who made the decision (person or agent).")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(
+                description="Any unique string (e.g. a UUID) for this note. A retry with the same key and text "
+                "returns the first answer and stores nothing new; the key with another text is a [conflict].",
+                max_length=200,
+            ),
+        ] = None,
     ) -> schemas.RememberResult:
         """Store a note (usually a decision) as a MemoryNode and return its id.
 
@@ -112,6 +120,7 @@ def build_mcp_server(
                 scope=scope,
                 namespace=namespace,
                 author=author,
+                idempotency_key=idempotency_key,
             )
         )
         return schemas.remember_result(out)

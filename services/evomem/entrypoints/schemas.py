@@ -62,6 +62,10 @@ class NodeView(BaseModel):
         default_factory=list,
         description="decisions the linker thought this note may replace but was not sure; confirm with supersede",
     )
+    # issue 12 (purge): when a purge's bytes were gone from every file; null while a reader delays it
+    file_erased_at: str | None = Field(
+        None, description="purged notes: when the text was gone from the database file and its WAL (null: not yet)"
+    )
 
 
 class HistoryStep(BaseModel):
@@ -130,6 +134,12 @@ class RememberResult(BaseModel):
     link_decision: LinkDecisionView | None = Field(
         None, description="the automatic linker's decision, when it ran (auto-supersede on, no supersedes given)"
     )
+    # issue 12 (idempotent remember)
+    duplicate_of: str | None = Field(
+        None,
+        description="set when nothing was stored: an identical active note of the same namespace and scope was "
+        "stored moments ago, and this is its id",
+    )
 
 
 class GetNodeResult(BaseModel):
@@ -149,6 +159,15 @@ class ForgetResult(BaseModel):
     chain_head: str | None = Field(description="the head of the chain after the change")
     chain_in_force: bool = Field(description="whether the chain still answers recall (its head is not forgotten)")
     message: str
+    # issue 12 (purge that finishes)
+    erased: dict[str, bool] = Field(
+        default_factory=dict,
+        description="purge: where the text is gone from: table, fts, vectors, caches, file",
+    )
+    file_erased: bool | None = Field(
+        None, description="purge: False while another reader keeps the old bytes in the file; retried in the background"
+    )
+    file_erase_reason: str | None = Field(None, description="why file_erased is False")
 
 
 class LinkDecisionView(BaseModel):
@@ -190,6 +209,9 @@ class StatsResult(BaseModel):
     db_bytes: int
     schema_version: int
     server: dict[str, str] = Field(default_factory=dict)
+    # issue 12 (purge that finishes)
+    purges_file_pending: int = Field(0, description="purged notes whose bytes may still be in the file or its WAL")
+    last_file_erased_at: str | None = Field(None, description="when the latest purge was erased from every file")
 
 
 # ---------------------------------------------------------------------- converters
@@ -241,6 +263,7 @@ def node_view(node: MemoryNode) -> NodeView:
         scope_source=node.scope_source,
         scope_evidence=node.scope_evidence,
         possible_supersedes=list(node.possible_supersedes),
+        file_erased_at=iso(node.file_erased_at),
     )
 
 
@@ -318,6 +341,7 @@ def remember_result(out: RememberOutcome) -> RememberResult:
         )
         if out.decision is not None
         else None,
+        duplicate_of=out.duplicate_of,
     )
 
 
@@ -333,8 +357,12 @@ def get_node_result(node: MemoryNode, head: MemoryNode | None, history: list[Mem
 def forget_result(out: ForgetOutcome) -> ForgetResult:
     head = out.chain_head
     in_force = head is not None and head.status == "active"
-    if out.purged:
-        message = "purged: the text was removed from the table, the index and (after a checkpoint) the file"
+    if out.purged and out.file_erased is False:
+        message = "purged from the table, the search index, the vectors and the caches; not yet from the file: " + (
+            out.file_reason or "a reader holds an older snapshot"
+        )
+    elif out.purged:
+        message = "purged: the text was erased from the table, the search index, the vectors, the caches and the file"
     elif out.changed:
         message = "forgotten: dropped from recall; the node and its history are kept"
     else:
@@ -349,6 +377,9 @@ def forget_result(out: ForgetOutcome) -> ForgetResult:
         chain_head=head.id if head else None,
         chain_in_force=in_force,
         message=message,
+        erased=out.erased,
+        file_erased=out.file_erased,
+        file_erase_reason=out.file_reason if out.file_erased is False else None,
     )
 
 
@@ -364,4 +395,6 @@ def stats_result(stats: Stats, namespace: str | None, server: dict[str, str]) ->
         db_bytes=stats.db_bytes,
         schema_version=stats.schema_version,
         server=server,
+        purges_file_pending=stats.purges_file_pending,
+        last_file_erased_at=iso(stats.last_file_erased_at),
     )
