@@ -27,4 +27,6 @@ def create_app() -> Any:
         "vectors": settings.vectors.mode,
     }
     server = build_mcp_server(lambda: service, server_info=info)
-    return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True)
+    return build_http_app(
+        server, host=settings.mcp.host or "0.0.0.0", stateless=True, max_note_bytes=settings.memory.max_note_bytes
+    )
