@@ -183,6 +183,8 @@ MIGRATIONS: list[tuple[str, str]] = [
             created_at  INTEGER NOT NULL
         );
         CREATE INDEX remember_keys_node ON remember_keys(node_id);
+        -- The dedupe window reads a namespace's recent notes (ULIDs sort by time).
+        CREATE INDEX nodes_namespace_recent ON nodes(namespace, id);
         """,
     ),
 ]
@@ -443,9 +445,9 @@ class SQLiteStore:
         if dedupe_window_ms <= 0:
             return None
         row = conn.execute(
-            "SELECT id FROM nodes WHERE id >= ? AND namespace = ? AND scope IS ? AND status = 'active' "
-            "AND raw_text = ? ORDER BY id DESC LIMIT 1",
-            (id_floor(max(0, now - dedupe_window_ms)), note.namespace, note.scope, note.raw_text),
+            "SELECT id FROM nodes INDEXED BY nodes_namespace_recent WHERE namespace = ? AND id >= ? "
+            "AND scope IS ? AND status = 'active' AND raw_text = ? ORDER BY id DESC LIMIT 1",
+            (note.namespace, id_floor(max(0, now - dedupe_window_ms)), note.scope, note.raw_text),
         ).fetchone()
         return (row["id"], InsertOutcome.DUPLICATE) if row is not None else None
 
