@@ -406,3 +406,38 @@ def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
         assert vectors.nearest(secret["key"], namespace="default", limit=5) == []
     finally:
         vectors.close()
+
+
+def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(db_path, secret):
+    """Through storage's gRPC API (the gateway's path): the answer and the tombstone agree."""
+    from evomem.adapters.grpc.clients import GrpcStore
+    from evomem.adapters.grpc.server import create_server
+    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.v1 import storage_pb2_grpc
+
+    backing = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
+    server = create_server(
+        "127.0.0.1:0",
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        ("evomem.v1.StorageService",),
+    )
+    gateway = MemoryService(GrpcStore(f"127.0.0.1:{server.port}"))
+    try:
+        fill(MemoryService(backing), 10)
+        node_id = store_secret(gateway, secret)
+        backing.checkpoint()
+        reader = hold_snapshot(db_path)
+        try:
+            out = gateway.forget(node_id, purge=True)
+            assert out.file_erased is False and out.file_reason
+            assert gateway.stats().purges_file_pending == 1
+        finally:
+            reader.execute("COMMIT")
+            reader.close()
+        assert wait_for(lambda: gateway.store.get(node_id).file_erased_at is not None)
+        assert found_in_files(db_path, secret_needles(secret)) == []
+        assert gateway.stats().purges_file_pending == 0 and gateway.stats().last_file_erased_at is not None
+    finally:
+        gateway.store.close()
+        server.stop(0)
+        backing.close()

@@ -192,6 +192,9 @@ class Vectors(Protocol):
 
     def remove(self, node_id: str) -> None: ...
 
+    # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
+    # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
+
 
 # ----------------------------------------------------------------------------- the job source (worker side)
 
