@@ -28,12 +28,14 @@ ROUNDS = 5
 SEED = 12
 
 WRITER = r"""
+import os
+import signal
 import sys
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.service import MemoryService
 
-db, n = sys.argv[1], int(sys.argv[2])
+db, n, die_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 service = MemoryService(SQLiteStore(db), extractor=LiteCronista())
 for i in range(n):
     out = service.remember(
@@ -41,6 +43,8 @@ for i in range(n):
         idempotency_key=f"job-{i}",
         tags=["crash"],
     )
+    if i == die_at and out.outcome == "inserted":  # committed, and killed before the answer leaves
+        os.kill(os.getpid(), signal.SIGKILL)
     print(f"job-{i} {out.node.id} {out.outcome}", flush=True)
 print("done", flush=True)
 """
@@ -51,12 +55,13 @@ def text_of(i: int) -> str:
 
 
 def run_writer(
-    db: Path, kill_after: float | None, answers: dict[str, set[str]], outcomes: dict[str, int]
+    db: Path, kill_after: float | None, answers: dict[str, set[str]], outcomes: dict[str, int], die_at: int = -1
 ) -> tuple[int, bool]:
-    """One writer; SIGKILL it ``kill_after`` seconds after its first answer (None: let it finish).
-    Returns (answers read, finished)."""
+    """One writer; SIGKILL it ``kill_after`` seconds after its first answer (None: let it finish),
+    or it kills itself right after committing note ``die_at``, before answering. Returns
+    (answers read, finished)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(db), str(NOTES)],
+        [sys.executable, "-c", WRITER, str(db), str(NOTES), str(die_at)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -118,8 +123,12 @@ def test_kill_9_during_keyed_remembers_with_retries_loses_nothing_and_duplicates
     answers: dict[str, set[str]] = defaultdict(set)
     outcomes: dict[str, int] = defaultdict(int)
     killed_rounds = lost_answers = 0
-    for _ in range(ROUNDS):
-        _, finished = run_writer(db, rng.uniform(0.05, 0.6), answers, outcomes)
+    for round_no in range(ROUNDS):
+        # Odd rounds: the writer dies right after a commit (an answer surely lost); even rounds:
+        # killed from outside at a random moment (wherever it is: mid-transaction, mid-answer).
+        # (Notes are stored in order, so the next new one is number node_count(db).)
+        die_at = min(NOTES - 1, node_count(db) + rng.randrange(0, 20)) if round_no % 2 else -1
+        _, finished = run_writer(db, rng.uniform(0.05, 0.6) if die_at < 0 else None, answers, outcomes, die_at)
         killed_rounds += not finished
         check_file(db)
         lost_answers += node_count(db) - len(answers)  # committed, answer killed with the writer
@@ -145,7 +154,7 @@ def test_kill_9_during_keyed_remembers_with_retries_loses_nothing_and_duplicates
         f"{len(missing)} missing, {len(duplicates)} duplicated, {len(forked)} keys answered with two ids"
     )
     assert killed_rounds >= 1, "no round was killed mid-stream: the test proved nothing"
-    assert outcomes["replayed"] > 0
+    assert outcomes["replayed"] > 0 and lost_answers >= ROUNDS // 2, "retries of lost answers were exercised"
     assert missing == [] and duplicates == {} and forked == {}
     assert len(rows) == NOTES == keys
     by_key = {k: next(iter(ids)) for k, ids in answers.items()}
