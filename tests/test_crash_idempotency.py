@@ -23,7 +23,7 @@ from pathlib import Path
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 
-NOTES = 400
+NOTES = 1000
 ROUNDS = 5
 SEED = 12
 
@@ -128,7 +128,7 @@ def test_kill_9_during_keyed_remembers_with_retries_loses_nothing_and_duplicates
         # killed from outside at a random moment (wherever it is: mid-transaction, mid-answer).
         # (Notes are stored in order, so the next new one is number node_count(db).)
         die_at = min(NOTES - 1, node_count(db) + rng.randrange(0, 20)) if round_no % 2 else -1
-        _, finished = run_writer(db, rng.uniform(0.05, 0.6) if die_at < 0 else None, answers, outcomes, die_at)
+        _, finished = run_writer(db, rng.uniform(0.05, 0.3) if die_at < 0 else None, answers, outcomes, die_at)
         killed_rounds += not finished
         check_file(db)
         lost_answers += node_count(db) - len(answers)  # committed, answer killed with the writer
