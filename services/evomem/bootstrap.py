@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -171,6 +172,7 @@ def _service_config(settings: Settings, *, extract_inline: bool, vectors_require
         default_author=settings.memory.author,
         extract_inline=extract_inline,
         vectors_required=vectors_required,  # recall then logs each time storage skips the vector half
+        dedupe_window_ms=settings.memory.dedupe_window_s * 1000,
     )
 
 
@@ -180,7 +182,7 @@ def _service_config(settings: Settings, *, extract_inline: bool, vectors_require
 def build_embedded(settings: Settings) -> MemoryService:
     if settings.linker.auto_supersede == "llm":
         settings.require_llm("auto_supersede")  # before the database is opened
-    store = SQLiteStore(settings.db_path())
+    store = SQLiteStore(settings.db_path(), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = build_vectors(settings, store)
     except BaseException:
@@ -199,7 +201,9 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     """What the embedded server reports about itself (``stats``' ``server``) and logs at start."""
     vectors = getattr(service.vectors, "name", None) or "off"
     auto = settings.linker.auto_supersede
-    return {"db": settings.db_path(), "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
+    # The file's name only: a client has no business knowing the server's directory layout.
+    db = os.path.basename(settings.db_path()) or settings.db_path()
+    return {"db": db, "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
 
 
 # ----------------------------------------------------------------------------- the multi-service wiring
@@ -344,7 +348,7 @@ def build_storage(settings: Settings) -> GrpcService:
     from evomem.adapters.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
-    store = SQLiteStore(settings.db_path(STORAGE_DB))
+    store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = storage_vectors(settings, store)
     except BaseException:
@@ -355,7 +359,9 @@ def build_storage(settings: Settings) -> GrpcService:
         settings,
         "storage",
         "evomem.v1.StorageService",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store, vectors), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(
+            StorageServicer(store, vectors, _service_config(settings, extract_inline=False)), s
+        ),
         f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
         probe=store.stats,

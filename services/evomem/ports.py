@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkProposal,
     LinkProvenance,
@@ -43,6 +44,21 @@ class Store(Protocol):
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
         """Write a new node. With ``supersedes``, link it after the current head of that chain
         (re-targeting when the named node was already superseded), in one transaction."""
+        ...
+
+    def insert_once(
+        self,
+        note: NewNote,
+        *,
+        supersedes: str | None = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: str | None = None,
+        dedupe_window_ms: int = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """``insert`` at most once, decided in the write's transaction: a key used before in the
+        namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
+        one ``Purged``); without a key, an identical active note of the same namespace and scope
+        created within ``dedupe_window_ms`` answers that node (DUPLICATE)."""
         ...
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
@@ -175,6 +191,9 @@ class Vectors(Protocol):
         ...
 
     def remove(self, node_id: str) -> None: ...
+
+    # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
+    # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
 
 
 # ----------------------------------------------------------------------------- the job source (worker side)

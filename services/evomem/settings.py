@@ -114,12 +114,18 @@ class MemorySettings(_Section):
     max_note_bytes: Annotated[int, AfterValidator(_between(1, 64 * 1024 * 1024))] = _var(
         "MAX_NOTE_BYTES", DEFAULT_MAX_NOTE_BYTES, "largest note accepted, in UTF-8 bytes"
     )
+    dedupe_window_s: Annotated[int, AfterValidator(_between(0, 86_400))] = _var(
+        "DEDUPE_WINDOW_S", 120, "remember without a key: an identical active note this recent is returned, not copied"
+    )
 
 
 class StoreSettings(_Section):
     db: str | None = _var("DB", None, "SQLite file (embedded: ~/.evomem/evomem.db, storage: /data/evomem.db)")
     sqlite_driver: _choice(*SQLITE_DRIVERS) | None = _var(
         "SQLITE_DRIVER", None, "force the SQLite library: sqlean or sqlite3 (default: sqlean when installed)"
+    )
+    purge_retry_s: Annotated[int, AfterValidator(_between(1, 3600))] = _var(
+        "PURGE_RETRY_S", 2, "a purge a reader kept from the file: seconds between retries of the checkpoint"
     )
 
 

@@ -52,14 +52,34 @@ def main(argv: list[str] | None = None) -> int:
         hybrid=service.vectors is not None,
         note_chars=settings.mcp.answer_note_chars,
     )
+    sock = None
+    if settings.mcp.transport != "stdio":
+        from evomem.entrypoints.http import PortInUse, bind
+
+        try:  # before anything starts in the background: a busy port is one line, then exit 1
+            sock = bind(settings.mcp.host or "127.0.0.1", settings.mcp.port)
+        except PortInUse as exc:
+            print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
+            service.store.close()
+            return 1
     bootstrap.start_background(service)  # the model loads, and old notes are embedded, off the handshake
     try:
         if settings.mcp.transport == "stdio":
-            server.run("stdio")
+            from evomem.entrypoints.stdio import run_stdio  # strict UTF-8, parse errors answered
+
+            run_stdio(server)
         else:
             from evomem.entrypoints.http import serve_http
 
-            serve_http(server, settings.mcp.host or "127.0.0.1", settings.mcp.port, info["db"], settings.logging.level)
+            serve_http(
+                server,
+                settings.mcp.host or "127.0.0.1",
+                settings.mcp.port,
+                settings.db_path(),  # the operator's console: the full path
+                settings.logging.level,
+                max_note_bytes=settings.memory.max_note_bytes,
+                sock=sock,
+            )
     except KeyboardInterrupt:
         pass
     finally:

@@ -31,4 +31,6 @@ def create_app() -> Any:
     server = build_mcp_server(
         lambda: service, server_info=info, hybrid=hybrid, note_chars=settings.mcp.answer_note_chars
     )
-    return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True)
+    return build_http_app(
+        server, host=settings.mcp.host or "0.0.0.0", stateless=True, max_note_bytes=settings.memory.max_note_bytes
+    )

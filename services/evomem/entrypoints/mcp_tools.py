@@ -219,6 +219,10 @@ def build_mcp_server(
         ] = None,
         namespace: Namespace = None,
         author: Annotated[str | None, Field(description="Who made the decision.")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(description="A unique string per note: a retry with it stores nothing new.", max_length=200),
+        ] = None,
         detail: Detail = "brief",
     ) -> CallToolResult:
         out = _call(
@@ -231,6 +235,7 @@ def build_mcp_server(
                 scope=scope,
                 namespace=namespace,
                 author=author,
+                idempotency_key=idempotency_key,
             )
         )
         return _result(schemas.remember_answer(out, detail=detail, note_chars=note_chars))

@@ -8,20 +8,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class InsertNodeRequest(_message.Message):
-    __slots__ = ("note", "supersedes", "link")
+    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms")
     NOTE_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    DEDUPE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     note: _common_pb2.NewNote
     supersedes: str
     link: _common_pb2.LinkProvenance
-    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ...) -> None: ...
+    idempotency_key: str
+    dedupe_window_ms: int
+    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ...) -> None: ...
 
 class InsertNodeResponse(_message.Message):
-    __slots__ = ("node",)
+    __slots__ = ("node", "outcome")
     NODE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     node: _common_pb2.MemoryNode
-    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+    outcome: str
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class LinkNodesRequest(_message.Message):
     __slots__ = ("node_id", "supersedes", "link")
@@ -176,7 +182,7 @@ class GetStatsRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("by_status", "purged", "chains", "extraction", "namespaces", "db_bytes", "schema_version")
+    __slots__ = ("by_status", "purged", "chains", "extraction", "namespaces", "db_bytes", "schema_version", "purges_file_pending", "last_file_erased_at")
     class ByStatusEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +211,8 @@ class GetStatsResponse(_message.Message):
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     DB_BYTES_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PURGES_FILE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    LAST_FILE_ERASED_AT_FIELD_NUMBER: _ClassVar[int]
     by_status: _containers.ScalarMap[str, int]
     purged: int
     chains: int
@@ -212,7 +220,9 @@ class GetStatsResponse(_message.Message):
     namespaces: _containers.ScalarMap[str, int]
     db_bytes: int
     schema_version: int
-    def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ...) -> None: ...
+    purges_file_pending: int
+    last_file_erased_at: int
+    def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ..., purges_file_pending: _Optional[int] = ..., last_file_erased_at: _Optional[int] = ...) -> None: ...
 
 class AddVectorsRequest(_message.Message):
     __slots__ = ("node_ids",)

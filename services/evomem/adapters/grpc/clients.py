@@ -22,6 +22,7 @@ from evomem.domain.errors import EvoMemError, Unavailable
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkProposal,
     LinkProvenance,
@@ -86,12 +87,28 @@ class GrpcStore(_Client):
         self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
 
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
+        return self.insert_once(note, supersedes=supersedes, link=link)[0]
+
+    def insert_once(
+        self,
+        note: NewNote,
+        *,
+        supersedes: str | None = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: str | None = None,
+        dedupe_window_ms: int = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """InsertNode with the key and the window: storage decides, under its write lock, so a
+        retry through any gateway process finds the first call's node."""
         req = storage_pb2.InsertNodeRequest(
             note=convert.note_to_pb(note),
             supersedes=supersedes,
             link=convert.link_to_pb(link) if link else None,
+            idempotency_key=idempotency_key,
+            dedupe_window_ms=dedupe_window_ms,
         )
-        return convert.node_from_pb(self._call(self._stub.InsertNode, req).node)
+        resp = self._call(self._stub.InsertNode, req)
+        return convert.node_from_pb(resp.node), InsertOutcome(resp.outcome or InsertOutcome.INSERTED)
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))

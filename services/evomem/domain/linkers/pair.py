@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from evomem.domain.linkers import decision_text as dt
-from evomem.domain.model import LinkDecision, LinkProposal
-from evomem.domain.model import MemoryNode
+from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import is_default
 
