@@ -33,6 +33,7 @@ from evomem.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from evomem.adapters.grpc.server import RunningServer
+    from evomem.entrypoints.gate import Gate
     from evomem.jobs import ExtractionWorker
 
 log = logging.getLogger("evomem.bootstrap")
@@ -202,6 +203,60 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     return {"db": settings.db_path(), "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
 
 
+# ----------------------------------------------------------------------------- who may call (HTTP)
+
+
+def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
+    """The auth gate of an HTTP wiring (embedded HTTP or gateway) bound to ``host:port``, or
+    None when no token file is set. Without one, a non-loopback ``host`` is refused unless
+    EVOMEM_INSECURE_NO_AUTH is set, and then warned about at every start."""
+    from evomem.entrypoints.gate import Gate, is_loopback
+
+    if not settings.auth.file:
+        if not is_loopback(host):
+            if not settings.auth.insecure_no_auth:
+                raise ConfigError(
+                    f"refusing to serve MCP on {host}, a non-loopback address, without authentication: "
+                    "set --auth-file / EVOMEM_AUTH_FILE (see README, Share one memory across a team), "
+                    "bind 127.0.0.1, or pass --insecure-no-auth / EVOMEM_INSECURE_NO_AUTH=true"
+                )
+            log.warning(
+                "INSECURE: serving MCP on %s without authentication (--insecure-no-auth): anyone who can "
+                "reach this port can read, rewrite and purge every namespace",
+                host,
+            )
+        return None
+    from evomem.auth import AuthFileError, TokenRegistry, TokenVerifier
+
+    try:
+        registry = TokenRegistry(settings.auth.file)
+    except AuthFileError as exc:
+        raise ConfigError(str(exc)) from None
+    shown = f"[{host}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"
+    resource = settings.auth.resource_url or f"http://{shown}:{port}/mcp"
+    issuer = settings.auth.issuer_url or _origin(resource)
+    from evomem.ratelimit import build_limiter
+
+    # Tokens with a ``rate`` are limited; the file may gain one at the next SIGHUP, so always built.
+    limiter = build_limiter(settings.auth.rate_redis_url or settings.queue.redis_url)
+    log.info("authentication on: %d identities from %s", len(registry), settings.auth.file)
+    return Gate(TokenVerifier(registry, resource=resource), resource, issuer, limiter)
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def allowed(value: str | None) -> list[str]:
+    """A comma-separated setting (EVOMEM_ALLOWED_HOSTS, _ORIGINS) as a list."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
 # ----------------------------------------------------------------------------- the multi-service wiring
 
 
@@ -250,7 +305,8 @@ def gateway_command(settings: Settings) -> list[str]:
     """gunicorn with uvicorn workers, serving ``evomem.entrypoints.gateway:create_app()``.
     Checks the gateway's settings first, so a missing address stops the command at once."""
     gateway_peers(settings)
-    host = settings.mcp.host or "0.0.0.0"
+    host = settings.mcp.host or "127.0.0.1"
+    build_gate(settings, host, settings.mcp.port)  # a bad token file, or no auth off loopback, stops here
     return [
         "gunicorn",
         "--worker-class",

@@ -18,6 +18,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from evomem import __version__
+from evomem.access import GuardedService, visible_info
 from evomem.domain.errors import EvoMemError
 from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
@@ -65,11 +66,20 @@ def build_mcp_server(
     *,
     name: str = "evomem",
     server_info: dict[str, str] | None = None,
+    gate: Any = None,
 ) -> MCPServer[Any]:
-    """Build the MCP server. ``service`` is called on first use, so start-up never waits on it."""
-    get = functools.cache(service)
+    """Build the MCP server. ``service`` is called on first use, so start-up never waits on it.
+
+    ``gate`` (``evomem.entrypoints.gate.Gate``, HTTP with a token file): every call runs as
+    the authenticated caller (``evomem.access``: roles, namespaces, attribution, audit), and
+    the admin's ``audit`` tool is added. None: one local user, every call allowed."""
+    base = functools.cache(service)
+    get: Callable[[], Any] = base if gate is None else (lambda: gate.scoped(base()))  # --- auth (issue 14)
     info = {"version": __version__, **(server_info or {})}
-    mcp: MCPServer[Any] = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
+    auth = gate.server_kwargs() if gate is not None else {}
+    mcp: MCPServer[Any] = MCPServer(name, version=__version__, instructions=INSTRUCTIONS, **auth)
+    if gate is not None:
+        gate.register(mcp, get)
 
     @mcp.tool(annotations=ToolAnnotations(title="Remember a note or decision", destructive_hint=False))
     def remember(
@@ -237,8 +247,12 @@ def build_mcp_server(
 
         Use it to check the memory is healthy (e.g. nothing stuck in extraction "pending").
         """
-        result = _call(lambda: get().stats(namespace))
+        svc = get()
+        result = _call(lambda: svc.stats(namespace))
         # Fix: echo the namespace that was counted (normalised, None for all), not the raw argument.
-        return schemas.stats_result(result, clean_label(namespace, "namespace"), info)
+        # With auth: the caller's default namespace when none is named; no paths or addresses unless admin.
+        guarded = isinstance(svc, GuardedService)
+        counted = _call(lambda: svc.counted_namespace(namespace)) if guarded else clean_label(namespace, "namespace")
+        return schemas.stats_result(result, counted, visible_info(svc.principal if guarded else None, info))
 
     return mcp
