@@ -280,11 +280,12 @@ def build_gateway(settings: Settings) -> MemoryService:
 
     storage_addr, redis_url, linker_addr = gateway_peers(settings)
     mode = settings.vectors.mode
+    secret = settings.grpc_secret()  # every gRPC call carries it (EVOMEM_GRPC_SECRET)
     return MemoryService(
-        GrpcStore(storage_addr),
+        GrpcStore(storage_addr, secret=secret),
         extractor=None,
-        linker=GrpcLinker(linker_addr) if linker_addr else None,
-        vectors=GrpcVectors(storage_addr, required=mode == "on") if mode != "off" else None,
+        linker=GrpcLinker(linker_addr, secret=secret) if linker_addr else None,
+        vectors=GrpcVectors(storage_addr, required=mode == "on", secret=secret) if mode != "off" else None,
         queue=RedisQueue(redis_url),
         config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
     )
@@ -347,12 +348,13 @@ class GrpcService:
 
         port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
         try:
-            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,))
+            secret = grpc_listen_secret(self.settings)
+            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,), secret=secret)
         except BaseException:
             self._close()
             raise
         self.running = running
-        start_metrics(self.settings.metrics.port)
+        start_metrics(self.settings.metrics.port, self.settings.metrics.host)
         if self.warm is not None:
             self.warm()
         running.set_serving(True)
@@ -385,6 +387,24 @@ class GrpcService:
     def _close(self) -> None:
         for close in self.close:
             close()
+
+
+def grpc_listen_secret(settings: Settings) -> str | None:
+    """The secret a gRPC service demands of its callers. Without one, a non-loopback bind
+    address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at every start)."""
+    from evomem.entrypoints.gate import is_loopback
+
+    secret = settings.grpc_secret()
+    host = settings.grpc.host
+    if secret is None and not is_loopback(host):
+        if not settings.auth.grpc_insecure:
+            raise ConfigError(
+                f"refusing to serve gRPC on {host}, a non-loopback address, without EVOMEM_GRPC_SECRET "
+                "(or EVOMEM_GRPC_SECRET_FILE): anyone reaching the port could read and purge every namespace. "
+                "Set a secret, bind 127.0.0.1, or set EVOMEM_GRPC_INSECURE=true"
+            )
+        log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
+    return secret
 
 
 def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
@@ -456,7 +476,8 @@ def build_linker(settings: Settings) -> GrpcService:
             settings.require_llm("auto_supersede")
         except SettingsError as exc:
             raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
-    store = GrpcStore(settings.addresses.storage) if settings.addresses.storage else None
+    secret = settings.grpc_secret()
+    store = GrpcStore(settings.addresses.storage, secret=secret) if settings.addresses.storage else None
     linker = linker_for(mode, settings, store)
     assert linker is not None
     return GrpcService(
@@ -469,12 +490,15 @@ def build_linker(settings: Settings) -> GrpcService:
     )
 
 
-def worker_service(storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None) -> MemoryService:
+def worker_service(
+    storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, secret: str | None = None
+) -> MemoryService:
     """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
     from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
 
-    store = GrpcStore(storage_addr) if timeout_s is None else GrpcStore(storage_addr, timeout_s=timeout_s)
-    extractor = GrpcExtractor(cronista_addr) if timeout_s is None else GrpcExtractor(cronista_addr, timeout_s=timeout_s)
+    t = {} if timeout_s is None else {"timeout_s": timeout_s}
+    store = GrpcStore(storage_addr, secret=secret, **t)
+    extractor = GrpcExtractor(cronista_addr, secret=secret, **t)
     return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
 
 
@@ -498,7 +522,8 @@ def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> 
     source = RedisJobSource(
         connect(redis_url), q.worker_consumer or default_consumer(), visibility_ms=q.job_visibility_ms
     )
-    return ExtractionWorker(worker_service(storage_addr, cronista_addr), source, config, stop=stop)
+    service = worker_service(storage_addr, cronista_addr, secret=settings.grpc_secret())
+    return ExtractionWorker(service, source, config, stop=stop)
 
 
 BUILDERS: dict[str, Callable[[Settings], GrpcService]] = {

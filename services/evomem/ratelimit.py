@@ -24,7 +24,7 @@ from evomem.access import Principal
 
 log = logging.getLogger("evomem.ratelimit")
 
-KEY_PREFIX = "evomem:rate:"
+KEY_PREFIX = "evomem:rate"
 
 
 def _quota(rate: float) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from evomem.adapters.grpc.peer_auth import SecretServerInterceptor
 from evomem.runtime import GRACE_S, ConfigError, metric
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -43,12 +44,15 @@ def create_server(
     *,
     max_workers: int = 16,
     metrics: bool = True,
+    secret: str | None = None,
 ) -> RunningServer:
     """Start a gRPC server on ``address`` (port 0 picks one) with health and metrics.
 
+    ``secret``: every call but health must carry it (``peer_auth``; UNAUTHENTICATED otherwise).
     Returns once it is listening; health is NOT_SERVING until the caller says otherwise.
     """
-    interceptors = [MetricsInterceptor()] if metrics else []
+    interceptors: list[Any] = [SecretServerInterceptor(secret)] if secret else []  # first: refused calls do no work
+    interceptors += [MetricsInterceptor()] if metrics else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         interceptors=interceptors,
