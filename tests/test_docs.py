@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SERVICES = ROOT / "docs" / "SERVICES.md"
 #: Variables read by compose or by the tests, not by an EvoMem process.
-NOT_SETTINGS = {"EVOMEM_BIND", "EVOMEM_IMAGE", "EVOMEM_JUDGE_API_KEY"}
+NOT_SETTINGS = {"EVOMEM_BIND", "EVOMEM_IMAGE", "EVOMEM_JUDGE_API_KEY", "EVOMEM_SECRETS_DIR"}
 CI_RUN = ROOT / ".ci" / "run"
 MAKEFILE = ROOT / "Makefile"
 TEST_COMMAND = "make test"
