@@ -91,6 +91,12 @@ SERVICE_ENV = {
     "EVOMEM_GRPC_SECRET": "grpc-secret",
     "EVOMEM_GRPC_SECRET_FILE": "/run/secrets/evomem-grpc",
     "EVOMEM_GRPC_INSECURE": "false",
+    "EVOMEM_JWT_ISSUER": "https://idp.example",
+    "EVOMEM_JWT_AUDIENCE": "evomem",
+    "EVOMEM_JWT_JWKS": "https://idp.example/.well-known/jwks.json",
+    "EVOMEM_JWT_NAME_CLAIM": "email",
+    "EVOMEM_JWT_ROLE_CLAIM": "team_role",
+    "EVOMEM_JWT_NAMESPACES_CLAIM": "spaces",
 }
 
 
@@ -151,6 +157,12 @@ def test_every_service_setting_has_an_env_variable() -> None:
         False,
     )
     assert s.grpc_secret() == "grpc-secret" and a.grpc_secret_file == "/run/secrets/evomem-grpc"
+    assert (a.jwt_issuer, a.jwt_audience, a.jwt_jwks) == (
+        "https://idp.example",
+        "evomem",
+        "https://idp.example/.well-known/jwks.json",
+    )
+    assert (a.jwt_name_claim, a.jwt_role_claim, a.jwt_namespaces_claim) == ("email", "team_role", "spaces")
     assert "grpc-secret" not in repr(s)
     assert "sk-secret" not in repr(s) and "sk-secret" not in str(s.model_dump())  # the key never shows
 

@@ -212,7 +212,8 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
     EVOMEM_INSECURE_NO_AUTH is set, and then warned about at every start."""
     from evomem.entrypoints.gate import Gate, is_loopback
 
-    if not settings.auth.file:
+    jwt_on = bool(settings.auth.jwt_issuer or settings.auth.jwt_audience or settings.auth.jwt_jwks)
+    if not settings.auth.file and not jwt_on:
         if not is_loopback(host):
             if not settings.auth.insecure_no_auth:
                 raise ConfigError(
@@ -229,9 +230,10 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
     from evomem.auth import AuthFileError, TokenRegistry, TokenVerifier
 
     try:
-        registry = TokenRegistry(settings.auth.file)
+        registry = TokenRegistry(settings.auth.file) if settings.auth.file else None
     except AuthFileError as exc:
         raise ConfigError(str(exc)) from None
+    jwt = _jwt_verifier(settings) if jwt_on else None
     shown = f"[{host}]" if ":" in host else host
     if host in ("0.0.0.0", "::"):
         shown = "127.0.0.1"
@@ -241,8 +243,30 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
 
     # Tokens with a ``rate`` are limited; the file may gain one at the next SIGHUP, so always built.
     limiter = build_limiter(settings.auth.rate_redis_url or settings.queue.redis_url)
-    log.info("authentication on: %d identities from %s", len(registry), settings.auth.file)
-    return Gate(TokenVerifier(registry, resource=resource), resource, issuer, limiter)
+    if registry is not None:
+        log.info("authentication on: %d identities from %s", len(registry), settings.auth.file)
+    if jwt is not None:
+        log.info("authentication on: JWTs from %s for %s", settings.auth.jwt_issuer, settings.auth.jwt_audience)
+    return Gate(TokenVerifier(registry, resource=resource, jwt=jwt), resource, issuer, limiter)
+
+
+def _jwt_verifier(settings: Settings) -> Any:
+    from evomem.jwt_auth import JwtVerifier
+
+    a = settings.auth
+    if not (a.jwt_issuer and a.jwt_audience and a.jwt_jwks):
+        raise ConfigError("JWTs need all three of EVOMEM_JWT_ISSUER, EVOMEM_JWT_AUDIENCE and EVOMEM_JWT_JWKS")
+    try:
+        return JwtVerifier(
+            a.jwt_issuer,
+            a.jwt_audience,
+            a.jwt_jwks,
+            name_claim=a.jwt_name_claim,
+            role_claim=a.jwt_role_claim,
+            namespaces_claim=a.jwt_namespaces_claim,
+        )
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"EVOMEM_JWT_JWKS {a.jwt_jwks}: {exc}") from None
 
 
 def _origin(url: str) -> str:

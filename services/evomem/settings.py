@@ -207,6 +207,14 @@ class AuthSettings(_Section):
     grpc_insecure: bool = _var(
         "GRPC_INSECURE", False, "allow a gRPC service on a non-loopback address without a secret (warns)"
     )
+    jwt_issuer: str | None = _var("JWT_ISSUER", None, "accept JWTs from this issuer (iss), with _AUDIENCE and _JWKS")
+    jwt_audience: str | None = _var("JWT_AUDIENCE", None, "the audience (aud) JWTs must name")
+    jwt_jwks: str | None = _var("JWT_JWKS", None, "the issuer's keys: a JWKS URL or a JSON file")
+    jwt_name_claim: str = _var("JWT_NAME_CLAIM", "sub", "JWT claim holding the identity")
+    jwt_role_claim: str = _var("JWT_ROLE_CLAIM", "evomem_role", "JWT claim holding the role (reader, writer, admin)")
+    jwt_namespaces_claim: str = _var(
+        "JWT_NAMESPACES_CLAIM", "evomem_namespaces", "JWT claim holding the namespaces (a list, or space-separated)"
+    )
 
 
 class LoggingSettings(_Section):

@@ -95,7 +95,8 @@ def _http_gate(settings: Settings, host: str) -> tuple[Any, Any, dict[str, Any]]
         if settings.mcp.port == 0 and not settings.auth.resource_url:  # the real port, now that it is known
             gate = bootstrap.build_gate(settings, host, sock.getsockname()[1])
             assert gate is not None
-        install_reload_signal(gate.verifier.registry)  # SIGHUP re-reads the token file
+        if gate.verifier.registry is not None:
+            install_reload_signal(gate.verifier.registry)  # SIGHUP re-reads the token file
     lists = {"allowed_hosts": bootstrap.allowed(settings.auth.allowed_hosts)}
     lists["allowed_origins"] = bootstrap.allowed(settings.auth.allowed_origins)
     return gate, sock, {"gate": gate, **lists}
