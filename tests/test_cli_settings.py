@@ -91,6 +91,9 @@ SERVICE_ENV = {
     "EVOMEM_GRPC_SECRET": "grpc-secret",
     "EVOMEM_GRPC_SECRET_FILE": "/run/secrets/evomem-grpc",
     "EVOMEM_GRPC_INSECURE": "false",
+    "EVOMEM_GRPC_TLS_CA": "/tls/ca.pem",
+    "EVOMEM_GRPC_TLS_CERT": "/tls/cert.pem",
+    "EVOMEM_GRPC_TLS_KEY": "/tls/key.pem",
     "EVOMEM_JWT_ISSUER": "https://idp.example",
     "EVOMEM_JWT_AUDIENCE": "evomem",
     "EVOMEM_JWT_JWKS": "https://idp.example/.well-known/jwks.json",
@@ -162,6 +165,7 @@ def test_every_service_setting_has_an_env_variable() -> None:
         "evomem",
         "https://idp.example/.well-known/jwks.json",
     )
+    assert (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key) == ("/tls/ca.pem", "/tls/cert.pem", "/tls/key.pem")
     assert (a.jwt_name_claim, a.jwt_role_claim, a.jwt_namespaces_claim) == ("email", "team_role", "spaces")
     assert "grpc-secret" not in repr(s)
     assert "sk-secret" not in repr(s) and "sk-secret" not in str(s.model_dump())  # the key never shows

@@ -304,12 +304,12 @@ def build_gateway(settings: Settings) -> MemoryService:
 
     storage_addr, redis_url, linker_addr = gateway_peers(settings)
     mode = settings.vectors.mode
-    secret = settings.grpc_secret()  # every gRPC call carries it (EVOMEM_GRPC_SECRET)
+    peer = grpc_peer(settings)  # every gRPC call carries the secret, over mutual TLS when set
     return MemoryService(
-        GrpcStore(storage_addr, secret=secret),
+        GrpcStore(storage_addr, **peer),
         extractor=None,
-        linker=GrpcLinker(linker_addr, secret=secret) if linker_addr else None,
-        vectors=GrpcVectors(storage_addr, required=mode == "on", secret=secret) if mode != "off" else None,
+        linker=GrpcLinker(linker_addr, **peer) if linker_addr else None,
+        vectors=GrpcVectors(storage_addr, required=mode == "on", **peer) if mode != "off" else None,
         queue=RedisQueue(redis_url),
         config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
     )
@@ -372,8 +372,8 @@ class GrpcService:
 
         port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
         try:
-            secret = grpc_listen_secret(self.settings)
-            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,), secret=secret)
+            peer = grpc_listen_peer(self.settings)
+            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,), **peer)
         except BaseException:
             self._close()
             raise
@@ -413,14 +413,40 @@ class GrpcService:
             close()
 
 
+def grpc_peer(settings: Settings) -> dict[str, Any]:
+    """How this process authenticates to (and as) a gRPC peer: ``secret`` (EVOMEM_GRPC_SECRET or
+    _FILE) and ``tls`` (EVOMEM_GRPC_TLS_CA, _CERT, _KEY: all three, or none)."""
+    from evomem.adapters.grpc.peer_auth import TlsFiles
+
+    a = settings.auth
+    files = (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key)
+    tls = None
+    if any(files):
+        if not all(files):
+            raise ConfigError(
+                "mutual TLS needs all three of EVOMEM_GRPC_TLS_CA, EVOMEM_GRPC_TLS_CERT and EVOMEM_GRPC_TLS_KEY"
+            )
+        try:
+            tls = TlsFiles.load(*files)  # type: ignore[arg-type]
+        except OSError as exc:
+            raise ConfigError(f"EVOMEM_GRPC_TLS_*: cannot read {exc.filename}: {exc.strerror}") from None
+    return {"secret": settings.grpc_secret(), "tls": tls}
+
+
 def grpc_listen_secret(settings: Settings) -> str | None:
-    """The secret a gRPC service demands of its callers. Without one, a non-loopback bind
-    address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at every start)."""
+    """The secret a gRPC service demands of its callers (``grpc_listen_peer`` without TLS)."""
+    return grpc_listen_peer(settings)["secret"]
+
+
+def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
+    """What a gRPC service demands of its callers: the secret and/or mutual TLS. With neither,
+    a non-loopback bind address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at
+    every start)."""
     from evomem.entrypoints.gate import is_loopback
 
-    secret = settings.grpc_secret()
+    peer = grpc_peer(settings)
     host = settings.grpc.host
-    if secret is None and not is_loopback(host):
+    if peer["secret"] is None and peer["tls"] is None and not is_loopback(host):
         if not settings.auth.grpc_insecure:
             raise ConfigError(
                 f"refusing to serve gRPC on {host}, a non-loopback address, without EVOMEM_GRPC_SECRET "
@@ -428,7 +454,7 @@ def grpc_listen_secret(settings: Settings) -> str | None:
                 "Set a secret, bind 127.0.0.1, or set EVOMEM_GRPC_INSECURE=true"
             )
         log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
-    return secret
+    return peer
 
 
 def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
@@ -500,8 +526,8 @@ def build_linker(settings: Settings) -> GrpcService:
             settings.require_llm("auto_supersede")
         except SettingsError as exc:
             raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
-    secret = settings.grpc_secret()
-    store = GrpcStore(settings.addresses.storage, secret=secret) if settings.addresses.storage else None
+    peer = grpc_peer(settings)
+    store = GrpcStore(settings.addresses.storage, **peer) if settings.addresses.storage else None
     linker = linker_for(mode, settings, store)
     assert linker is not None
     return GrpcService(
@@ -515,14 +541,14 @@ def build_linker(settings: Settings) -> GrpcService:
 
 
 def worker_service(
-    storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, secret: str | None = None
+    storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, **peer: Any
 ) -> MemoryService:
     """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
     from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
 
     t = {} if timeout_s is None else {"timeout_s": timeout_s}
-    store = GrpcStore(storage_addr, secret=secret, **t)
-    extractor = GrpcExtractor(cronista_addr, secret=secret, **t)
+    store = GrpcStore(storage_addr, **peer, **t)
+    extractor = GrpcExtractor(cronista_addr, **peer, **t)
     return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
 
 
@@ -546,7 +572,7 @@ def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> 
     source = RedisJobSource(
         connect(redis_url), q.worker_consumer or default_consumer(), visibility_ms=q.job_visibility_ms
     )
-    service = worker_service(storage_addr, cronista_addr, secret=settings.grpc_secret())
+    service = worker_service(storage_addr, cronista_addr, **grpc_peer(settings))
     return ExtractionWorker(service, source, config, stop=stop)
 
 

@@ -204,6 +204,9 @@ class AuthSettings(_Section):
     )
     grpc_secret: SecretStr | None = _var("GRPC_SECRET", None, "shared secret every gRPC call carries (metadata)")
     grpc_secret_file: str | None = _var("GRPC_SECRET_FILE", None, "file holding the gRPC shared secret")
+    grpc_tls_ca: str | None = _var("GRPC_TLS_CA", None, "mutual TLS between services: the CA (PEM) signing every peer")
+    grpc_tls_cert: str | None = _var("GRPC_TLS_CERT", None, "mutual TLS: this process's certificate chain (PEM)")
+    grpc_tls_key: str | None = _var("GRPC_TLS_KEY", None, "mutual TLS: this process's private key (PEM)")
     grpc_insecure: bool = _var(
         "GRPC_INSECURE", False, "allow a gRPC service on a non-loopback address without a secret (warns)"
     )

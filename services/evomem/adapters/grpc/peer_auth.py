@@ -1,4 +1,4 @@
-"""Who may call a gRPC service: a shared secret in every call's metadata.
+"""Who may call a gRPC service: a shared secret in every call's metadata, and/or mutual TLS.
 
 Storage, cronista and linker accept a call only when its ``authorization`` metadata is
 ``Bearer <EVOMEM_GRPC_SECRET>``, compared with ``hmac.compare_digest`` on SHA-256 digests
@@ -8,6 +8,10 @@ open: probes carry no metadata and health tells nothing about the data. A refuse
 
 Clients (``adapters.grpc.clients``) add the metadata through a channel interceptor, so every
 call of every client carries it, the vectors' probes included.
+
+Mutual TLS (EVOMEM_GRPC_TLS_CA, _CERT, _KEY): the server presents its certificate and demands
+one signed by the CA from every client; clients check the server's against the same CA (its
+name must match the address they dial). Both can be on at once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import hashlib
 import hmac
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import grpc
@@ -92,3 +98,27 @@ def with_secret(channel: grpc.Channel, secret: str | None) -> grpc.Channel:
     if not secret:
         return channel
     return grpc.intercept_channel(channel, SecretClientInterceptor(secret))
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """PEM bytes: the CA that signs every peer, this process's certificate chain and key."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+
+    @classmethod
+    def load(cls, ca: str, cert: str, key: str) -> TlsFiles:
+        return cls(*(Path(p).expanduser().read_bytes() for p in (ca, cert, key)))
+
+    def __repr__(self) -> str:  # never the key
+        return "TlsFiles(<pem>)"
+
+
+def server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    return grpc.ssl_server_credentials([(tls.key, tls.cert)], root_certificates=tls.ca, require_client_auth=True)
+
+
+def channel_credentials(tls: TlsFiles) -> grpc.ChannelCredentials:
+    return grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key, certificate_chain=tls.cert)
