@@ -12,6 +12,7 @@ implements them:
 - ``JobQueue``: ``adapters.redis_queue.RedisQueue`` (Redis Streams).
 - ``Vectors``: ``adapters.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec);
   ``adapters.grpc.clients.GrpcVectors``.
+- ``AuditLog``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore``.
 - ``Embedder``: ``adapters.embedding.OnnxEmbedder`` (and the unit tests' ``HashingEmbedder``);
   ``adapters.semantic.SemanticIndex`` is one too, through its cache.
 """
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -265,4 +267,15 @@ class JobSource(Protocol):
 
     def forget_stale_consumers(self) -> None:
         """Drop consumers that hold nothing and have been idle a long time (dead workers)."""
+        ...
+
+
+@runtime_checkable
+class AuditLog(Protocol):
+    """The write audit log (``evomem.access`` appends, the admin's ``audit`` tool pages)."""
+
+    def append_audit(self, entry: AuditEntry) -> None: ...
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        """Entries matching ``query``, newest first (highest ``seq`` first)."""
         ...

@@ -26,6 +26,7 @@ from dataclasses import replace
 from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row, row_to_node
 from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
+from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import (
     Conflict,
     CycleError,
@@ -185,6 +186,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX remember_keys_node ON remember_keys(node_id);
         -- The dedupe window reads a namespace's recent notes (ULIDs sort by time).
         CREATE INDEX nodes_namespace_recent ON nodes(namespace, id);
+        """,
+    ),
+    (
+        "0005_write_audit",
+        """
+        -- Every write call made with authentication on (evomem.access): who, which tool, which
+        -- ids, when, how it ended. Never any note text, so a purge leaves nothing readable here.
+        CREATE TABLE write_audit (
+            seq           INTEGER PRIMARY KEY,
+            at            INTEGER NOT NULL,
+            identity      TEXT NOT NULL,
+            role          TEXT NOT NULL,
+            tool          TEXT NOT NULL,
+            namespace     TEXT,
+            ids           TEXT NOT NULL DEFAULT '[]',
+            outcome       TEXT NOT NULL,
+            on_behalf_of  TEXT,
+            detail        TEXT
+        );
+        CREATE INDEX write_audit_namespace_at ON write_audit(namespace, at);
+        CREATE INDEX write_audit_at ON write_audit(at);
         """,
     ),
 ]
@@ -836,6 +858,55 @@ class SQLiteStore:
                     (state.value, error, node_id),
                 )
         return self.get(node_id)
+
+    # ------------------------------------------------------------------ write audit (AuditLog port)
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO write_audit(at, identity, role, tool, namespace, ids, outcome, on_behalf_of, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    entry.at,
+                    entry.identity,
+                    entry.role,
+                    entry.tool,
+                    entry.namespace,
+                    json.dumps(list(entry.ids)),
+                    entry.outcome,
+                    entry.on_behalf_of,
+                    entry.detail,
+                ),
+            )
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        where, args = [], []
+        for clause, value in (
+            ("namespace = ?", query.namespace),
+            ("at >= ?", query.since_ms),
+            ("at < ?", query.until_ms),
+            ("seq < ?", query.before_seq),
+        ):
+            if value is not None:
+                where.append(clause)
+                args.append(value)
+        sql = "SELECT * FROM write_audit" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._conn().execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, query.limit)).fetchall()
+        return [
+            AuditEntry(
+                seq=r["seq"],
+                at=r["at"],
+                identity=r["identity"],
+                role=r["role"],
+                tool=r["tool"],
+                namespace=r["namespace"],
+                ids=tuple(json.loads(r["ids"])),
+                outcome=r["outcome"],
+                on_behalf_of=r["on_behalf_of"],
+                detail=r["detail"],
+            )
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ diagnostics
 

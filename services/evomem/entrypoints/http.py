@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -67,24 +66,32 @@ class TooLargeAsJsonRpc:
 
 
 def build_http_app(
-    server: Any, *, host: str = "127.0.0.1", stateless: bool = False, max_note_bytes: int | None = None
+    server: Any,
+    *,
+    host: str = "127.0.0.1",
+    stateless: bool = False,
+    gate: Any = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_note_bytes: int | None = None,
 ) -> Any:
+    """``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
+    Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
+    ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413)."""
     assert isinstance(server, MCPServer)
+    from evomem.entrypoints.gate import transport_security
 
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    security = None
-    if host in ("0.0.0.0", "::"):
-        # Bound to every interface (containers): the operator chose exposure; accept any Host header.
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = transport_security(host, allowed_hosts or [], allowed_origins or [])
     limit = body_limit(max_note_bytes)
     app = server.streamable_http_app(
         host=host, stateless_http=stateless, transport_security=security, max_request_body_size=limit
     )
     app.add_middleware(TooLargeAsJsonRpc, limit=limit)
-    return app
+    return gate.wrap(app) if gate is not None else app
 
 
 class PortInUse(OSError):
@@ -92,7 +99,8 @@ class PortInUse(OSError):
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """The listening socket for ``host:port`` (0 picks a free port), or ``PortInUse``."""
+    """The listening socket for ``host:port`` (0 picks a free port), or ``PortInUse``; bound
+    first, so the URL is known before the app is built."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit this. Without it, small JSON responses wait on the
@@ -119,22 +127,23 @@ def serve_http(
     *,
     max_note_bytes: int | None = None,
     sock: socket.socket | None = None,
+    **app: Any,
 ) -> None:
     """The embedded server over streamable HTTP on ``host:port`` (0 picks a free port), or on
     ``sock`` when the caller bound it first (``bind``: a busy port is reported before anything
-    else starts)."""
+    else starts); ``app``: ``build_http_app``'s gate and allowed lists."""
     import uvicorn
 
-    app = build_http_app(server, host=host, max_note_bytes=max_note_bytes)
-    if sock is None:
-        sock = bind(host, port)
+    sock = sock if sock is not None else bind(host, port)
+    asgi = build_http_app(server, host=host, max_note_bytes=max_note_bytes, **app)
     url = f"http://{host}:{sock.getsockname()[1]}/mcp"
+    auth = "on (send Authorization: Bearer <token>)" if app.get("gate") is not None else "off"
     print(
-        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n"
+        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n  authentication: {auth}\n"
         f"  Claude Code:  claude mcp add --transport http evomem {url}\n"
         f"  other clients: point an MCP client at {url}\n"
         "  (stdio clients launch `evomem-mcp --db PATH` themselves; see README)\n  Ctrl-C to stop.",
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), lifespan="on")).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on")).run(sockets=[sock])

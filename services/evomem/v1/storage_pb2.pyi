@@ -331,3 +331,57 @@ class RecallNodesResponse(_message.Message):
     hidden_forgotten: int
     vector_problem: str
     def __init__(self, results: _Optional[_Iterable[_Union[RecalledChain, _Mapping]]] = ..., hidden_forgotten: _Optional[int] = ..., vector_problem: _Optional[str] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("seq", "at_ms", "identity", "role", "tool", "namespace", "ids", "outcome", "on_behalf_of", "detail")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ON_BEHALF_OF_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    at_ms: int
+    identity: str
+    role: str
+    tool: str
+    namespace: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    outcome: str
+    on_behalf_of: str
+    detail: str
+    def __init__(self, seq: _Optional[int] = ..., at_ms: _Optional[int] = ..., identity: _Optional[str] = ..., role: _Optional[str] = ..., tool: _Optional[str] = ..., namespace: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., outcome: _Optional[str] = ..., on_behalf_of: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class AppendAuditRequest(_message.Message):
+    __slots__ = ("entry",)
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    entry: AuditEntry
+    def __init__(self, entry: _Optional[_Union[AuditEntry, _Mapping]] = ...) -> None: ...
+
+class AppendAuditResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListAuditRequest(_message.Message):
+    __slots__ = ("namespace", "since_ms", "until_ms", "before_seq", "limit")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_MS_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    since_ms: int
+    until_ms: int
+    before_seq: int
+    limit: int
+    def __init__(self, namespace: _Optional[str] = ..., since_ms: _Optional[int] = ..., until_ms: _Optional[int] = ..., before_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListAuditResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ...) -> None: ...

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import grpc
 
-from evomem.adapters.grpc import convert
+from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import servicer_method
+from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import InvalidArgument, Unavailable
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store, Vectors
@@ -168,6 +169,21 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
             raise InvalidArgument(f"vector_limit must be from 0 to {MAX_NEAREST}, got {query.vector_limit}")
         answer = recall_nodes(self.store, self.vectors, query, self._pool, vectors_off=VECTORS_OFF)
         return convert.recall_answer_to_pb(answer)
+
+    # -- the write audit log (evomem.access, through the gateway)
+
+    @servicer_method
+    def AppendAudit(self, request: storage_pb2.AppendAuditRequest, context: Ctx) -> storage_pb2.AppendAuditResponse:
+        self.store.append_audit(audit_convert.entry_from_pb(request.entry))  # type: ignore[attr-defined]
+        return storage_pb2.AppendAuditResponse()
+
+    @servicer_method
+    def ListAudit(self, request: storage_pb2.ListAuditRequest, context: Ctx) -> storage_pb2.ListAuditResponse:
+        query = audit_convert.query_from_pb(request)
+        if not 1 <= query.limit <= AUDIT_PAGE_MAX:
+            raise InvalidArgument(f"limit must be from 1 to {AUDIT_PAGE_MAX}, got {query.limit}")
+        entries = self.store.audit_page(query)  # type: ignore[attr-defined]
+        return storage_pb2.ListAuditResponse(entries=[audit_convert.entry_to_pb(e) for e in entries])
 
 
 class CronistaServicer(cronista_pb2_grpc.CronistaServiceServicer):
