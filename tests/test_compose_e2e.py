@@ -279,8 +279,8 @@ async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
             ("ledger-team", "remember", "ok", first["id"]),
             ("ledger-team", "remember", "ok", second["id"]),
         ]
-        node = await call_ok(admin, "get_node", {"node_id": second["id"]})
-        assert node["node"]["author"] == "ledger-team"
+        node = await call_ok(admin, "get_node", {"node_id": second["id"], "detail": "full"})
+        assert node["author"] == "ledger-team"
 
 
 # ---------------------------------------------------------------------------- (b) restarts under load

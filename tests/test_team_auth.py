@@ -193,8 +193,8 @@ async def test_isolation_roles_and_unknown_ids(server: Server) -> None:
         a2 = (await ok(alice, "remember", {"raw_text": "team-a uses CBOR", "namespace": "shared"}))["id"]
         b1 = (await ok(bob, "remember", {"raw_text": "team-b ledger runs on MySQL"}))["id"]
         b2 = (await ok(bob, "remember", {"raw_text": "team-b ledger uses CBOR too", "namespace": "shared"}))["id"]
-        assert (await ok(alice, "get_node", {"node_id": a1}))["node"]["namespace"] == "team-a"
-        assert (await ok(bob, "get_node", {"node_id": b1}))["node"]["namespace"] == "team-b"
+        assert (await ok(alice, "get_node", {"node_id": a1, "detail": "full"}))["namespace"] == "team-a"
+        assert (await ok(bob, "get_node", {"node_id": b1, "detail": "full"}))["namespace"] == "team-b"
 
         # recall / stats on a namespace outside the token: forbidden.
         for client, foreign in ((alice, "team-b"), (bob, "team-a"), (rita, "shared")):
@@ -205,11 +205,11 @@ async def test_isolation_roles_and_unknown_ids(server: Server) -> None:
         # recall by default and on the shared namespace: never a node of the other tenant.
         cross = 0
         for client, own, other in ((alice, {a1}, {b1}), (bob, {b1}, {a1})):
-            got = {r["node"]["id"] for r in (await ok(client, "recall", {"query": "ledger", "k": 20}))["results"]}
+            got = {r["id"] for r in (await ok(client, "recall", {"query": "ledger", "k": 20}))["results"]}
             assert got == own
             cross += len(got & other)
             found = await ok(client, "recall", {"query": "CBOR", "namespace": "shared"})
-            shared = {r["node"]["id"] for r in found["results"]}
+            shared = {r["id"] for r in found["results"]}
             assert shared == {a2, b2}
         assert cross == 0
 
@@ -229,12 +229,12 @@ async def test_isolation_roles_and_unknown_ids(server: Server) -> None:
             assert hidden.startswith("[not_found]"), (tool, hidden)
             assert hidden.replace(a1, "<id>") == unknown.replace(UNKNOWN_ID, "<id>"), (tool, hidden, unknown)
         # ...and nothing of alice's changed.
-        node = (await ok(alice, "get_node", {"node_id": a1}))["node"]
-        assert node["status"] == "active" and node["superseded_by"] is None
+        node = (await ok(alice, "get_node", {"node_id": a1, "detail": "full"}))
+        assert node["status"] == "active" and node.get("superseded_by") is None
 
         # reader: reads only; the error names the role needed.
-        assert (await ok(rita, "get_node", {"node_id": a1}))["node"]["id"] == a1
-        assert {r["node"]["id"] for r in (await ok(rita, "recall", {"query": "ledger"}))["results"]} == {a1}
+        assert (await ok(rita, "get_node", {"node_id": a1, "detail": "full"}))["id"] == a1
+        assert {r["id"] for r in (await ok(rita, "recall", {"query": "ledger"}))["results"]} == {a1}
         for tool, args in (
             ("remember", {"raw_text": "rita was here"}),
             ("forget", {"node_id": a1}),
@@ -268,15 +268,15 @@ async def test_attribution_and_audit(server: Server) -> None:
     async with connect(server, "alice") as alice, connect(server, "root") as root:
         forged = await ok(alice, "remember", {"raw_text": "we pick Redis", "author": "someone-else"})
         assert any("authenticated identity" in w for w in forged.get("warnings", []))
-        node = (await ok(alice, "get_node", {"node_id": forged["id"]}))["node"]
+        node = (await ok(alice, "get_node", {"node_id": forged["id"], "detail": "full"}))
         assert node["author"] == "alice"
         nxt = await ok(alice, "remember", {"raw_text": "we pick Valkey", "supersedes": forged["id"], "author": "eve"})
-        node2 = (await ok(alice, "get_node", {"node_id": nxt["id"]}))["node"]
+        node2 = (await ok(alice, "get_node", {"node_id": nxt["id"], "detail": "full"}))
         assert node2["author"] == "alice"
         assert node2["link"]["by"] == "alice"
 
         behalf = await ok(root, "remember", {"raw_text": "carol decided X", "namespace": "team-a", "author": "carol"})
-        assert (await ok(root, "get_node", {"node_id": behalf["id"]}))["node"]["author"] == "carol (via root)"
+        assert (await ok(root, "get_node", {"node_id": behalf["id"], "detail": "full"}))["author"] == "carol (via root)"
         await ok(root, "forget", {"node_id": behalf["id"], "purge": True})
         await err(alice, "remember", {"raw_text": "x", "namespace": "team-b"})
 

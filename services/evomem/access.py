@@ -148,6 +148,13 @@ class ScopedStore:
         self._target(supersedes)
         return self._store.insert(note, supersedes=supersedes, link=link)
 
+    def insert_once(
+        self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None, **once: Any
+    ) -> Any:
+        """``insert`` at most once (idempotency key, dedupe window): the same hidden-target rule."""
+        self._target(supersedes)
+        return self._store.insert_once(note, supersedes=supersedes, link=link, **once)
+
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         self._target(supersedes)
         return self._store.link(node_id, supersedes, link)

@@ -362,5 +362,6 @@ def build_mcp_server(
 
     for tool in mcp._tool_manager.list_tools():
         tool.parameters = compact_input_schema(tool.parameters)
-        tool.fn_metadata.output_schema = schemas.OUTPUT[tool.name]
+        # The admin's audit tool (auth on) keeps the schema of its own result model.
+        tool.fn_metadata.output_schema = schemas.OUTPUT.get(tool.name, tool.fn_metadata.output_schema)
     return mcp
