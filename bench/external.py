@@ -266,13 +266,11 @@ async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> Scenario
                     run.link_evidence[p["pep"]] = list((out.get("link") or {}).get("evidence") or [])
                 decision = out.get("link_decision") or {}
                 if decision.get("kind") == "abstain":
-                    listed = out["node"].get("possible_supersedes") or [
-                        c.get("id") for c in decision.get("candidates", [])
-                    ]
+                    listed = out.get("possible_supersedes") or [c.get("id") for c in decision.get("candidates", [])]
                     run.abstentions[p["pep"]] = [back.get(c) for c in listed if isinstance(c, str)]
             for pep, node_id in ids.items():
                 got = await memory.call("get_node", {"node_id": node_id})
-                run.statuses[pep] = got["node"]["status"]  # type: ignore[index]
+                run.statuses[pep] = got["status"]  # type: ignore[index]
         run.remembers = len(ids)
     memory.add_timings(run)
     return run

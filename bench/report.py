@@ -38,6 +38,14 @@ a shared, noisy machine. How the suites work: `bench/README.md`.
 """
 
 
+ANSWERS_NOTE = (
+    "`python -m bench.answers` (a few seconds): the tools' answers on a fixed store, before (the answers as "
+    "indented JSON of 30-field nodes, repeated in the structured content) and after (a short text rendering and "
+    'compact structured content, issue 13). The note\'s text now travels once per answer; `detail="full"` '
+    "returns every field.\n\n"
+)
+
+
 def section(title: str, path: Path, note: str = "") -> str:
     if not path.exists():
         return f"## {title}\n\nNot run yet (`{path}` is missing).\n\n"
@@ -169,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "The target is 1.2x the floor. `before` is the code before issue 13 (the model loaded at start "
         "and recall waited for it; sqlite-vec imported numpy), `after` is this tree.\n\n",
     )
+    text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section("Multi-service gateway against the embedded server", r / "gateway.md")
     text += section("External sets (MemoryAgentBench; `make bench-full`)", r / "external.md")
     args.out.write_text(text)

@@ -139,7 +139,7 @@ def test_bm25_twin_is_labelled_and_runs_on_the_paraphrase_set_only() -> None:
     if not has_vectors_setting():
         pytest.skip("this evomem has no vectors setting")
     twin = EvoMemMemory(vectors="off", sets=("para",))
-    assert twin.name == "evomem-agent+bm25" and twin.settings().vectors == "off"  # type: ignore[attr-defined]
+    assert twin.name == "evomem-agent+bm25" and twin.settings().vectors.mode == "off"  # type: ignore[attr-defined]
     names = [m.name for m in build_memories(linkers=("scored",), sets=("odr", "para"))]
     assert {"evomem-agent+bm25", "evomem-auto:scored+bm25"} <= set(names)
 

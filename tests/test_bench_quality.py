@@ -364,16 +364,15 @@ class _ScriptedEvoMem(EvoMemMemory):
             if n == 1:
                 return {
                     "id": node_id,
-                    "supersedes": None,
-                    "node": {"possible_supersedes": ["N0"]},
+                    "possible_supersedes": ["N0"],
                     "link_decision": {"kind": "abstain", "candidates": [{"id": "N0", "score": 0.5}]},
                 }
-            return {"id": node_id, "supersedes": None, "node": {}, "link_decision": {"kind": "none"}}
+            return {"id": node_id, "link_decision": {"kind": "none"}}
         if tool == "supersede":
             return {"id": args["node_id"], "supersedes": args["supersedes"]}
         if tool == "recall":
             return {"results": []}
-        return {"node": {"status": "active"}}
+        return {"id": args.get("node_id"), "status": "active", "version": 1}
 
 
 def _tiny_scenario() -> dict:

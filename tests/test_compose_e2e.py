@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from compose_support import (
     COMPOSE_FILE,
@@ -43,7 +44,10 @@ from compose_support import (
     docker_unreachable,
 )
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from procutil import free_port
+
+from evomem.auth import digest
 
 # The first test also pays for the session set-up: `make images` (minutes on a machine that
 # must first build the stand-in base images) and `up` with every health check passing.
@@ -67,15 +71,44 @@ def anyio_backend() -> str:
 # ---------------------------------------------------------------------------- pytest-docker set-up
 
 
+#: The gateway's tokens in the test project (compose.cpu.yaml mounts them as a secret).
+WRITER_TOKEN = "evm_" + secrets.token_urlsafe(24)
+ADMIN_TOKEN = "evm_" + secrets.token_urlsafe(24)
+
+
 @pytest.fixture(scope="session")
-def compose_env() -> dict[str, str]:
+def secrets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tokens.toml and grpc-secret, as `make secrets` makes them (readable by the image's user)."""
+    folder = tmp_path_factory.mktemp("secrets")
+    entries = [("ledger-team", WRITER_TOKEN, "writer"), ("ops", ADMIN_TOKEN, "admin")]
+    text = "".join(
+        f'[[tokens]]\nname = "{name}"\nsha256 = "{digest(token)}"\nrole = "{role}"\nnamespaces = ["*"]\n\n'
+        for name, token, role in entries
+    )
+    (folder / "tokens.toml").write_text(text)
+    (folder / "grpc-secret").write_text(secrets.token_urlsafe(32) + "\n")
+    for f in folder.iterdir():
+        f.chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def compose_env(secrets_dir: Path) -> dict[str, str]:
     """The variables compose.cpu.yaml reads, fixed for the test project."""
     return {
         "EVOMEM_BIND": "127.0.0.1",
         "EVOMEM_PORT": str(free_port()),
         "EVOMEM_AUTO_SUPERSEDE": "off",
         "EVOMEM_LOG_LEVEL": "INFO",
+        "EVOMEM_SECRETS_DIR": str(secrets_dir),
     }
+
+
+def connect(url: str, token: str = WRITER_TOKEN) -> Client:
+    """The official client with the gateway's bearer token."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    return Client(streamable_http_client(url, http_client=http))
 
 
 @pytest.fixture(scope="session")
@@ -163,6 +196,8 @@ def stack(
 
 
 async def call_ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    if tool in ("remember", "recall", "get_node", "supersede", "unlink"):
+        args = {"detail": "full", **args}  # every field, text included
     with anyio.fail_after(CALL_DEADLINE_S):
         result = await client.call_tool(tool, args)
     assert not result.is_error, f"{tool}({args}) failed: {error_text(result)}"
@@ -177,7 +212,7 @@ def error_text(result: Any) -> str:
 async def wait_extracted(client: Client, node_ids: list[str], deadline_s: float) -> dict[str, dict[str, Any]]:
     deadline = time.monotonic() + deadline_s
     while True:
-        nodes = {nid: (await call_ok(client, "get_node", {"node_id": nid}))["node"] for nid in node_ids}
+        nodes = {nid: await call_ok(client, "get_node", {"node_id": nid}) for nid in node_ids}
         states = {nid: n["extraction"]["state"] for nid, n in nodes.items()}
         if all(s == "done" for s in states.values()):
             return nodes
@@ -190,7 +225,16 @@ async def wait_extracted(client: Client, node_ids: list[str], deadline_s: float)
 
 
 async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
-    async with Client(stack.url) as client:
+    # Without a token the gateway answers 401 and names its protected-resource metadata.
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    refused = httpx2.post(stack.url, json=init, headers=headers, timeout=30)
+    assert refused.status_code == 401
+    assert "resource_metadata=" in refused.headers["www-authenticate"]
+    wrong = httpx2.post(stack.url, json=init, headers={**headers, "Authorization": "Bearer nope"}, timeout=30)
+    assert wrong.status_code == 401
+    async with connect(stack.url) as client:
         first = await call_ok(client, "remember", {"raw_text": POSTGRES, "tags": ["ledger"]})
         assert first["status"] == "active"
         assert first["extraction"]["state"] == "pending"  # queued for the worker, not inline
@@ -203,13 +247,13 @@ async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
 
         found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True})
         top = found["results"][0]
-        assert top["node"]["id"] == second["id"], "recall must answer the version in force"
-        assert top["node"]["status"] == "active"
-        assert first["id"] not in {hit["node"]["id"] for hit in found["results"]}
+        assert top["id"] == second["id"], "recall must answer the version in force"
+        assert top["status"] == "active"
+        assert first["id"] not in {hit["id"] for hit in found["results"]}
         history = top["history"]
-        assert [step["node"]["id"] for step in history] == [first["id"]]
-        assert history[0]["node"]["status"] == "superseded"
-        assert history[0]["node"]["superseded_by"] == second["id"]
+        assert [step["id"] for step in history] == [first["id"]]
+        assert history[0]["status"] == "superseded"
+        assert history[0]["superseded_by"] == second["id"]
         assert history[0]["replaced_by_method"] == "agent"
 
         # The worker (Redis stream -> cronista -> storage) extracts both notes.
@@ -224,6 +268,19 @@ async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
 
         stats = await call_ok(client, "stats", {})
         assert stats["server"]["wiring"] == "gateway"
+        assert "storage" not in stats["server"]  # no internal addresses for a non-admin
+        assert (await client.call_tool("audit", {})).is_error  # the audit log is the admin's
+
+    # Every write is in storage's audit log, signed by the token's identity.
+    async with connect(stack.url, ADMIN_TOKEN) as admin:
+        page = await call_ok(admin, "audit", {"limit": 10})
+        mine = [(e["identity"], e["tool"], e["outcome"], e["ids"][0]) for e in page["entries"][::-1]]
+        assert mine[:2] == [
+            ("ledger-team", "remember", "ok", first["id"]),
+            ("ledger-team", "remember", "ok", second["id"]),
+        ]
+        node = await call_ok(admin, "get_node", {"node_id": second["id"], "detail": "full"})
+        assert node["author"] == "ledger-team"
 
 
 # ---------------------------------------------------------------------------- (b) restarts under load
@@ -244,7 +301,7 @@ async def remember_loop(url: str, loop_no: int, stop: anyio.Event, outcomes: lis
     seq = 0
     while not stop.is_set():
         try:
-            async with Client(url) as client:
+            async with connect(url) as client:
                 while not stop.is_set():
                     seq += 1
                     text = (
@@ -342,11 +399,11 @@ async def test_restarts_under_load_lose_nothing(stack: Stack, capsys: pytest.Cap
     assert any(o.started > marks["storage_healthy"] for o in acked), "no remember succeeded after the restart"
     assert any(o.started > marks["worker_up"] for o in acked), "no remember succeeded after the worker came back"
 
-    async with Client(stack.url) as client:
+    async with connect(stack.url) as client:
         # Every acknowledged note is there, with the text that was sent.
         for o in acked:
             got = await call_ok(client, "get_node", {"node_id": o.node_id})
-            assert got["node"]["raw_text"] == o.text, o.node_id
+            assert got["raw_text"] == o.text, o.node_id
 
         # And every note is eventually extracted: the killed worker's jobs are reclaimed,
         # notes whose job could not be queued are swept from storage.
@@ -366,7 +423,7 @@ async def test_restarts_under_load_lose_nothing(stack: Stack, capsys: pytest.Cap
         assert compose.redis_cli("XLEN", "evomem:extract:dead").strip() == "0"
         assert stats["nodes"] >= len(acked)
         for o in acked:
-            node = (await call_ok(client, "get_node", {"node_id": o.node_id}))["node"]
+            node = await call_ok(client, "get_node", {"node_id": o.node_id})
             assert node["extraction"]["state"] == "done", node["extraction"]
 
 

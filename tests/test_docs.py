@@ -35,9 +35,17 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SERVICES = ROOT / "docs" / "SERVICES.md"
 #: Variables read by compose or by the tests, not by an EvoMem process.
-NOT_SETTINGS = {"EVOMEM_BIND", "EVOMEM_IMAGE", "EVOMEM_JUDGE_API_KEY"}
-#: compose.gpu.yaml's own: where the Triton model repository and the linker's GGUF file are on the host.
-NOT_SETTINGS |= {"EVOMEM_MODEL_REPOSITORY", "EVOMEM_LLM_MODELS", "EVOMEM_LLM_GGUF"}
+# Read by something other than EvoMem's settings: docker compose on the host (bind address, image,
+# model paths mounted into triton and llm, the secrets folder), and the benchmark's LLM judge.
+NOT_SETTINGS = {
+    "EVOMEM_BIND",
+    "EVOMEM_IMAGE",
+    "EVOMEM_JUDGE_API_KEY",
+    "EVOMEM_MODEL_REPOSITORY",
+    "EVOMEM_LLM_MODELS",
+    "EVOMEM_LLM_GGUF",
+    "EVOMEM_SECRETS_DIR",  # compose: the folder holding tokens.toml and grpc-secret
+}
 CI_RUN = ROOT / ".ci" / "run"
 MAKEFILE = ROOT / "Makefile"
 TEST_COMMAND = "make test"

@@ -66,25 +66,36 @@ async def run_story(client: Client) -> None:
     assert second["chain_root"] == first["id"]
     assert second["link"]["method"] == "agent"
 
-    found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True})
+    found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True, "detail": "full"})
     assert found["count"] >= 1
     top = found["results"][0]
-    assert top["node"]["id"] == second["id"]
-    assert top["node"]["raw_text"] == SQLITE
-    assert top["node"]["status"] == "active"
+    assert top["id"] == second["id"]
+    assert top["raw_text"] == SQLITE
+    assert top["status"] == "active"
     # The obsolete version is never answered as a result, only shown as history.
-    assert all(hit["node"]["status"] == "active" for hit in found["results"])
-    assert first["id"] not in {hit["node"]["id"] for hit in found["results"]}
+    assert all(hit["status"] == "active" for hit in found["results"])
+    assert first["id"] not in {hit["id"] for hit in found["results"]}
 
     history = top["history"]
-    assert [step["node"]["id"] for step in history] == [first["id"]]
+    assert [step["id"] for step in history] == [first["id"]]
     old = history[0]
-    assert old["node"]["raw_text"] == POSTGRES
-    assert old["node"]["status"] == "superseded"
-    assert old["node"]["superseded_by"] == second["id"]
+    assert old["raw_text"] == POSTGRES
+    assert old["status"] == "superseded"
+    assert old["superseded_by"] == second["id"]
     assert old["replaced_by"] == second["id"]
     assert old["replaced_by_method"] == "agent"
     assert "overkill" in f"{old['why_replaced']} {old['what_changed']}"
+
+    # Brief (the default): the text renders the decision and its history; the structured content
+    # has the ids and versions, and no note text (nothing travels twice).
+    result = await client.call_tool("recall", {"query": "ledger postgres", "include_history": True})
+    text = result.content[0].text
+    assert text.splitlines()[0].startswith(f"{second['id']} active v2, ")
+    assert SQLITE in text and POSTGRES in text
+    assert f"└ {first['id']} superseded v1" in text
+    brief = result.structured_content
+    assert brief["results"][0] == {"id": second["id"], "version": 2, "history": [{"id": first["id"], "version": 1}]}
+    assert SQLITE not in json.dumps(brief) and POSTGRES not in json.dumps(brief)
 
 
 # ---------------------------------------------------------------------------- stdio
@@ -341,10 +352,16 @@ async def test_list_tools_exact_and_documented(service: MemoryService) -> None:
     assert set(tools["forget"].input_schema["properties"]) >= {"node_id", "purge"}
     assert set(tools["supersede"].input_schema["properties"]) >= {"node_id", "supersedes"}
     # Output schemas name the fields the agent relies on.
-    assert {"id", "status", "scope", "created_at", "link", "supersedes"} <= set(
+    assert {"id", "status", "version", "link", "supersedes", "possible_supersedes"} <= set(
         tools["remember"].output_schema["properties"]
     )
-    assert {"results", "count", "terms"} <= set(tools["recall"].output_schema["properties"])
+    assert {"results", "notes"} <= set(tools["recall"].output_schema["properties"])
+    for name in ("remember", "recall", "get_node", "supersede", "unlink"):
+        detail = tools[name].input_schema["properties"]["detail"]
+        assert (detail["enum"], detail["default"]) == (["brief", "full"], "brief"), name
+    assert tools["get_node"].input_schema["properties"]["offset"]["minimum"] == 0
+    # Strict: an argument the schema does not name is refused, not ignored.
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
     # Hints: recall/get_node/stats are read-only, forget is destructive.
     for name in ("recall", "get_node", "stats"):
         assert tools[name].annotations and tools[name].annotations.read_only_hint, name
@@ -366,19 +383,20 @@ async def test_in_process_structured_content(service: MemoryService) -> None:
         first = await call_ok(
             client,
             "remember",
-            {"raw_text": POSTGRES, "scope": "Production", "tags": ["ledger", "db"], "session": "s-1"},
+            {"raw_text": POSTGRES, "scope": "Production", "tags": ["ledger", "db"], "session": "s-1", "detail": "full"},
         )
         assert len(first["id"]) == 26
         assert first["status"] == "active"
         assert first["scope"] == "production"  # labels are normalised to lowercase
         assert first["namespace"] == "default"
         assert _is_iso(first["created_at"])
-        assert first["link"] is None
-        assert first["supersedes"] is None
+        assert "link" not in first and "supersedes" not in first  # empty fields are dropped
         assert first["extraction"]["state"] == "done"
-        assert first["node"]["tags"] == ["ledger", "db"]
-        assert first["node"]["session"] == "s-1"
+        assert first["tags"] == ["ledger", "db"]
+        assert first["session"] == "s-1"
+        assert first["raw_text"] == POSTGRES
         assert first["latency_ms"] >= 0
+        assert "node" not in first  # nothing twice
 
         second = await call_ok(
             client,
@@ -392,21 +410,23 @@ async def test_in_process_structured_content(service: MemoryService) -> None:
         assert _is_iso(link["created_at"])
         assert second["supersedes"] == first["id"]
 
-        got = await call_ok(client, "get_node", {"node_id": first["id"], "include_history": True})
-        assert got["node"]["status"] == "superseded"
-        assert got["node"]["superseded_by"] == second["id"]
+        got = await call_ok(client, "get_node", {"node_id": first["id"], "include_history": True, "detail": "full"})
+        assert got["status"] == "superseded"
+        assert got["superseded_by"] == second["id"]
         assert got["in_force"] is False
         assert got["current_head"]["id"] == second["id"]
         assert got["current_head"]["status"] == "active"
 
-        head = await call_ok(client, "get_node", {"node_id": second["id"].lower(), "include_history": True})
+        head = await call_ok(
+            client, "get_node", {"node_id": second["id"].lower(), "include_history": True, "detail": "full"}
+        )
         assert head["in_force"] is True
-        assert head["current_head"] is None
-        assert [s["node"]["id"] for s in head["history"]] == [first["id"]]
+        assert "current_head" not in head
+        assert [s["id"] for s in head["history"]] == [first["id"]]
         assert _is_iso(head["history"][0]["replaced_at"])
 
-        found = await call_ok(client, "recall", {"query": "postgres", "scope": "production"})
-        assert found["results"][0]["node"]["id"] == second["id"]
+        found = await call_ok(client, "recall", {"query": "postgres", "scope": "production", "detail": "full"})
+        assert found["results"][0]["id"] == second["id"]
         assert found["results"][0]["rank"] == 1
         matched = found["results"][0]["matched"]
         assert matched["node_id"] in {first["id"], second["id"]}
@@ -422,11 +442,12 @@ async def test_in_process_structured_content(service: MemoryService) -> None:
         assert linked["link"]["requested_id"] == first["id"]
         assert linked["version"] == 3
 
-        forgot = await call_ok(client, "forget", {"node_id": third["id"]})
+        forgotten = await client.call_tool("forget", {"node_id": third["id"]})
+        forgot = forgotten.structured_content
         assert forgot["status"] == "forgotten"
         assert forgot["changed"] is True
         assert forgot["chain_in_force"] is False
-        assert forgot["message"]
+        assert forgotten.content[0].text.startswith(f"{third['id']} forgotten: dropped from recall")
 
         stats = await call_ok(client, "stats", {})
         assert stats["nodes"] == 3

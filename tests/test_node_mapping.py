@@ -30,7 +30,7 @@ from evomem.domain.model import (
     new_id,
 )
 from evomem.domain.recall import Match, RecallQuery
-from evomem.entrypoints.schemas import LinkView, NodeView
+from evomem.entrypoints.schemas import full_node, link_fields
 from evomem.v1 import common_pb2, storage_pb2
 
 # Dataclass fields the MCP view shows under another name or shape, with the reason.
@@ -78,16 +78,21 @@ def test_the_nodes_table_has_exactly_the_codec_columns(tmp_path: Path) -> None:
 
 
 def test_the_mcp_view_shows_every_node_field() -> None:
-    view = set(NodeView.model_fields)
+    """detail=full shows every field of a node whose fields all differ from their defaults."""
+    node = _full_node()
+    view = set(full_node(node, 10**6))
     node_fields = {f.name for f in dataclasses.fields(MemoryNode)}
     for name in node_fields:
         shown_as = VIEW_DIFFERENCES[name][0] if name in VIEW_DIFFERENCES else name
-        assert shown_as in view, f"MemoryNode.{name} is not in the MCP NodeView (nor in VIEW_DIFFERENCES)"
+        assert shown_as in view, f"MemoryNode.{name} is not in the MCP full view (nor in VIEW_DIFFERENCES)"
     unexplained = view - node_fields - {shown for shown, _ in VIEW_DIFFERENCES.values()}
-    assert unexplained == set(), f"NodeView fields with no MemoryNode field: {unexplained}"
+    assert unexplained == set(), f"full view fields with no MemoryNode field: {unexplained}"
     stale = set(VIEW_DIFFERENCES) - node_fields
     assert stale == set(), f"VIEW_DIFFERENCES names fields MemoryNode no longer has: {stale}"
-    assert set(LinkView.model_fields) == {f.name for f in dataclasses.fields(LinkProvenance)}
+    assert node.link is not None
+    assert set(link_fields(node.link) or {}) == {f.name for f in dataclasses.fields(LinkProvenance)}
+    cut = full_node(node, 5)
+    assert cut["truncated"] is True and cut["text_chars"] == len(node.raw_text) and len(cut["raw_text"]) == 5
 
 
 def _full_node() -> MemoryNode:
@@ -126,6 +131,7 @@ def _full_node() -> MemoryNode:
         extraction_attempts=2,
         forgotten_at=1_700_000_000_789,
         purged_at=1_700_000_000_999,
+        file_erased_at=1_700_000_001_000,
         scope_source="inferred",
         scope_evidence="in staging",
         possible_supersedes=(new_id(),),

@@ -29,7 +29,7 @@ from evomem.bootstrap import vectors_problem
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.recall import RecallQuery
-from evomem.entrypoints.schemas import recall_result
+from evomem.entrypoints.schemas import recall_answer
 from evomem.ports import NodeRecall, Vectors
 from evomem.recalling import LocalRecall
 from evomem.service import MemoryService, ServiceConfig
@@ -132,7 +132,7 @@ def wirings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wirings]
 
 
 def _answer(svc: MemoryService, query: str, kw: dict[str, Any]) -> dict[str, Any]:
-    out = recall_result(svc.recall(query, **kw)).model_dump()
+    out = recall_answer(svc.recall(query, **kw), detail="full", note_chars=10**6, scoped="scope" in kw).data
     out.pop("latency_ms")
     return out
 

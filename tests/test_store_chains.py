@@ -20,11 +20,16 @@ from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import CycleError, Forgotten, InvalidArgument, NamespaceMismatch, Purged
-from evomem.entrypoints.schemas import recall_result
-from evomem.service import MemoryService
+from evomem.entrypoints.schemas import recall_answer
+from evomem.service import MemoryService, ServiceConfig
 
 V1 = "We picked Postgres for the ledger."
 V2 = "We moved the ledger from Postgres to SQLite, Postgres was overkill."
+
+
+def recall_full(out):
+    """recall's structured content with every field (detail=full), as a dict."""
+    return recall_answer(out, detail="full", note_chars=10**6, scoped=False).data
 
 
 def fill(service: MemoryService, n: int = 12) -> None:
@@ -118,16 +123,16 @@ def test_recall_answers_with_the_head_even_when_the_old_version_matches_best(ser
     v1 = service.remember(V1).node
     v2 = service.remember(V2, supersedes=v1.id).node
 
-    result = recall_result(service.recall("ledger postgres"))
+    result = recall_full(service.recall("ledger postgres"))
 
-    top = result.results[0]
-    assert top.node.id == v2.id
-    assert top.node.status == "active"
-    assert top.node.raw_text == V2
-    assert top.matched.node_id == v1.id
-    assert top.matched.version == 1
-    assert top.matched.is_current is False
-    assert set(top.matched.terms) == {"ledger", "postgres"}
+    top = result["results"][0]
+    assert top["id"] == v2.id
+    assert top["status"] == "active"
+    assert top["raw_text"] == V2
+    assert top["matched"]["node_id"] == v1.id
+    assert top["matched"]["version"] == 1
+    assert top["matched"]["is_current"] is False
+    assert set(top["matched"]["terms"]) == {"ledger", "postgres"}
     assert store.check_invariants() == []
 
 
@@ -135,15 +140,15 @@ def test_hits_on_several_versions_merge_into_one_result(service, store):
     fill(service)
     ids = build_chain(service, 4)
 
-    result = recall_result(service.recall("ledger engine", k=10))
+    result = recall_full(service.recall("ledger engine", k=10))
 
-    ledger_hits = [r for r in result.results if r.node.chain_root == ids[0]]
+    ledger_hits = [r for r in result["results"] if r["chain_root"] == ids[0]]
     assert len(ledger_hits) == 1
     hit = ledger_hits[0]
-    assert hit.node.id == ids[-1]
-    matched = {hit.matched.node_id, *(m.node_id for m in hit.also_matched)}
+    assert hit["id"] == ids[-1]
+    matched = {hit["matched"]["node_id"], *(m["node_id"] for m in hit.get("also_matched", []))}
     assert matched == set(ids)
-    assert sum(m.is_current for m in [hit.matched, *hit.also_matched]) == 1
+    assert sum(m["is_current"] for m in [hit["matched"], *hit.get("also_matched", [])]) == 1
     assert store.check_invariants() == []
 
 
@@ -151,22 +156,22 @@ def test_include_history_lists_earlier_versions_newest_first_up_to_the_depth(ser
     fill(service)
     ids = build_chain(service, 5)
 
-    result = recall_result(service.recall("ledger engine", include_history=True, history_depth=3))
+    result = recall_full(service.recall("ledger engine", include_history=True, history_depth=3))
 
-    hit = next(r for r in result.results if r.node.chain_root == ids[0])
-    assert [step.node.id for step in hit.history] == [ids[3], ids[2], ids[1]]
-    assert [step.node.version for step in hit.history] == [4, 3, 2]
+    hit = next(r for r in result["results"] if r["chain_root"] == ids[0])
+    assert [step["id"] for step in hit["history"]] == [ids[3], ids[2], ids[1]]
+    assert [step["version"] for step in hit["history"]] == [4, 3, 2]
     successors = [ids[4], ids[3], ids[2]]
-    for step, successor_id in zip(hit.history, successors, strict=True):
+    for step, successor_id in zip(hit["history"], successors, strict=True):
         successor = service.get_node(successor_id)[0]
-        assert step.replaced_by == successor_id
-        assert step.node.superseded_by == successor_id
-        assert step.node.status == "superseded"
-        assert step.why_replaced == successor.trigger
-        assert step.why_replaced and "too slow" in step.why_replaced
-        assert step.what_changed == successor.change
-        assert step.what_changed and "Moved the ledger" in step.what_changed
-        assert step.replaced_by_method == "agent"
+        assert step.get("replaced_by") == successor_id
+        assert step["superseded_by"] == successor_id
+        assert step["status"] == "superseded"
+        assert step.get("why_replaced") == successor.trigger
+        assert step.get("why_replaced") and "too slow" in step.get("why_replaced")
+        assert step.get("what_changed") == successor.change
+        assert step.get("what_changed") and "Moved the ledger" in step.get("what_changed")
+        assert step.get("replaced_by_method") == "agent"
     assert store.check_invariants() == []
 
 
@@ -174,17 +179,17 @@ def test_include_history_with_depth_zero_or_without_history_returns_no_steps(ser
     fill(service)
     ids = build_chain(service, 3)
     for kwargs in ({"include_history": True, "history_depth": 0}, {"include_history": False}):
-        result = recall_result(service.recall("ledger engine", **kwargs))
-        hit = next(r for r in result.results if r.node.chain_root == ids[0])
-        assert hit.history == []
+        result = recall_full(service.recall("ledger engine", **kwargs))
+        hit = next(r for r in result["results"] if r["chain_root"] == ids[0])
+        assert hit.get("history", []) == []
 
 
 def test_the_full_history_stops_at_version_one(service, store):
     fill(service)
     ids = build_chain(service, 3)
-    result = recall_result(service.recall("ledger engine", include_history=True, history_depth=50))
-    hit = next(r for r in result.results if r.node.chain_root == ids[0])
-    assert [step.node.version for step in hit.history] == [2, 1]
+    result = recall_full(service.recall("ledger engine", include_history=True, history_depth=50))
+    hit = next(r for r in result["results"] if r["chain_root"] == ids[0])
+    assert [step["version"] for step in hit["history"]] == [2, 1]
 
 
 # ---------------------------------------------------------------------------- forget
@@ -231,9 +236,12 @@ def test_forgetting_an_old_version_keeps_the_chain_in_force(service, store):
 
     service.forget(v1.id)
 
-    result = recall_result(service.recall("ledger postgres"))
-    assert [r.node.id for r in result.results] == [v2.id]
-    matched = {result.results[0].matched.node_id, *(m.node_id for m in result.results[0].also_matched)}
+    result = recall_full(service.recall("ledger postgres"))
+    assert [r["id"] for r in result["results"]] == [v2.id]
+    matched = {
+        result["results"][0]["matched"]["node_id"],
+        *(m["node_id"] for m in result["results"][0].get("also_matched", [])),
+    }
     assert v1.id not in matched, "a forgotten version no longer matches"
     assert store.check_invariants() == []
 
@@ -407,7 +415,9 @@ class ChainMachine(RuleBasedStateMachine):
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="evomem-chains-"))
         self.store = SQLiteStore(self.dir / "m.db")
-        self.service = MemoryService(self.store, extractor=LiteCronista())
+        # This machine models chains, not retries: an identical text is a distinct note here (the
+        # dedupe window, which would return the earlier note, has its own tests in test_idempotency.py).
+        self.service = MemoryService(self.store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0))
         self.chains: dict[str, list[str]] = {}  # root -> ids, oldest first
         self.chain_of: dict[str, str] = {}  # id -> root
         self.words: dict[str, str] = {}  # id -> the vocabulary word in its text

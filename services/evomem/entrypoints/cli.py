@@ -21,6 +21,8 @@ log = logging.getLogger("evomem")
 MODEL_AFTER_S = 3.0
 FLAGS = ("db", "transport", "host", "port", "auto_supersede", "linker_model", "linker_base_url", "linker_timeout_s")
 FLAGS += ("vectors", "namespace", "author", "max_note_bytes", "log_level", "log_format")
+FLAGS += ("auth_file", "resource_url", "allowed_hosts", "allowed_origins")  # HTTP only (issue 14)
+SWITCHES = ("insecure_no_auth",)  # flags without a value
 
 
 #: Settings of the embedded server read from the environment only (no flag); --help lists them.
@@ -49,12 +51,19 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_flags(p, FLAGS)
+    p.add_argument(
+        "--insecure-no-auth",
+        dest="insecure_no_auth",
+        action="store_true",
+        default=None,
+        help="HTTP: allow a non-loopback --host without --auth-file (EVOMEM_INSECURE_NO_AUTH; warns at every start)",
+    )
     p.add_argument("--version", action="version", version=f"evomem-mcp {__version__}")
     return p
 
 
 def settings_from_args(argv: list[str] | None = None) -> Settings:
-    return from_flags(parser().parse_args(argv), FLAGS)
+    return from_flags(parser().parse_args(argv), FLAGS + SWITCHES)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,29 +86,43 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     info = bootstrap.server_info(settings, service)
     log.info("evomem %s: %s", __version__, " ".join(f"{k}={v}" for k, v in info.items() if k != "wiring"))
-    server = build_mcp_server(lambda: service, server_info=info)
     stdio = settings.mcp.transport == "stdio"
+    gate, sock, app, host = None, None, {}, settings.mcp.host or "127.0.0.1"
+    if not stdio:  # tokens, rate limits, Host/Origin lists; the port bound before anything else starts
+        from evomem.entrypoints.http import PortInUse
+
+        try:
+            gate, sock, app = bootstrap.build_http_front(settings, host)
+        except PortInUse as exc:  # a busy port: one line, then exit 1
+            service.store.close()
+            print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
+            return 1
+        except SettingsError as exc:
+            service.store.close()
+            print(f"evomem-mcp: {exc}", file=sys.stderr)
+            return 2
+    hybrid, chars = service.vectors is not None, settings.mcp.answer_note_chars
+    server = build_mcp_server(lambda: service, server_info=info, gate=gate, hybrid=hybrid, note_chars=chars)
     # The model loads, and old notes are embedded, off the handshake: over stdio once the first
-    # tool call is answered (or after a few seconds), so the load never competes with it.
-    # Until it has loaded, recall answers by words and says so.
+    # tool call is answered (or after a few seconds). Until it has loaded, recall answers by words.
     from evomem import telemetry
 
     stop = threading.Event()
-    background = bootstrap.start_background(
-        service, stop=stop, after=telemetry.FIRST_CALL if stdio else None, after_s=MODEL_AFTER_S
-    )
+    after = telemetry.FIRST_CALL if stdio else None
+    background = bootstrap.start_background(service, stop=stop, after=after, after_s=MODEL_AFTER_S)
     status = 0
     try:
         if stdio:
-            server.run("stdio")
+            from evomem.entrypoints.stdio import run_stdio  # strict UTF-8, parse errors answered
+
+            run_stdio(server)
         else:
             from evomem.entrypoints.http import serve_http
 
-            host = settings.mcp.host or "127.0.0.1"
-            required = settings.vectors.mode == "on"
             serve_http(
-                server, host, settings.mcp.port, info["db"], settings.logging.level,
-                service=lambda: service, model_required=required,
+                server, host, settings.mcp.port, settings.db_path(), settings.logging.level,
+                max_note_bytes=settings.memory.max_note_bytes, sock=sock, service=lambda: service,
+                model_required=settings.vectors.mode == "on", **app,
             )  # fmt: skip
     except KeyboardInterrupt:
         pass

@@ -14,13 +14,13 @@ Routes, all in ``build_http_app`` (the embedded server and the gateway serve the
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -95,37 +95,96 @@ def add_ops_routes(
         return Response(page[0], media_type=page[1])
 
 
+DEFAULT_BODY_LIMIT = 4 * 1024 * 1024  # the MCP SDK's default request body limit
+
+
+def body_limit(max_note_bytes: int | None) -> int:
+    """The request body limit for notes of up to ``max_note_bytes``: JSON escaping can grow a
+    note (\\uXXXX is 6 bytes per character), so a body well over the note limit must still reach
+    ``remember``, which answers ``[note_too_large]`` itself instead of a bare HTTP 413."""
+    if max_note_bytes is None:
+        return DEFAULT_BODY_LIMIT
+    return max(DEFAULT_BODY_LIMIT, 16 * max_note_bytes + 1024 * 1024)
+
+
+class TooLargeAsJsonRpc:
+    """ASGI middleware: the SDK's bare 413 ("Request body too large") becomes a JSON-RPC error
+    that says which limit was hit, still with status 413."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rewriting = False
+
+        async def send_wrapper(message: Any) -> None:
+            nonlocal rewriting
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                rewriting = True
+                return
+            if rewriting and message["type"] == "http.response.body":
+                if message.get("more_body"):
+                    return
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": -32600,
+                            "message": f"[note_too_large] the request body is over {self.limit:,} bytes, the most "
+                            "this server reads; notes are limited by --max-note-bytes. Store a summary, or split it.",
+                        },
+                    }
+                ).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 413, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_wrapper)
+
+
 def build_http_app(
     server: Any,
     *,
     host: str = "127.0.0.1",
     stateless: bool = False,
+    gate: Any = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_note_bytes: int | None = None,
     service: Callable[[], Any] | None = None,
     model_required: bool = False,
 ) -> Any:
+    """``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
+    Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
+    ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
+    ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
     assert isinstance(server, MCPServer)
+    from evomem.entrypoints.gate import transport_security
+
     add_ops_routes(server, service, model_required=model_required)
-    security = None
-    if host in ("0.0.0.0", "::"):
-        # Bound to every interface (containers): the operator chose exposure; accept any Host header.
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return server.streamable_http_app(host=host, stateless_http=stateless, transport_security=security)
+    security = transport_security(host, allowed_hosts or [], allowed_origins or [])
+    limit = body_limit(max_note_bytes)
+    app = server.streamable_http_app(
+        host=host, stateless_http=stateless, transport_security=security, max_request_body_size=limit
+    )
+    app.add_middleware(TooLargeAsJsonRpc, limit=limit)
+    return gate.wrap(app) if gate is not None else app
 
 
-def serve_http(
-    server: Any,
-    host: str,
-    port: int,
-    db: str,
-    log_level: str,
-    *,
-    service: Callable[[], Any] | None = None,
-    model_required: bool = False,
-) -> None:
-    """The embedded server over streamable HTTP on ``host:port`` (0 picks a free port)."""
-    import uvicorn
+class PortInUse(OSError):
+    """The HTTP port cannot be bound (in use, or not allowed): one line for the operator."""
 
-    app = build_http_app(server, host=host, service=service, model_required=model_required)
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket for ``host:port`` (0 picks a free port), or ``PortInUse``; bound
+    first, so the URL is known before the app is built."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit this. Without it, small JSON responses wait on the
@@ -135,13 +194,41 @@ def serve_http(
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise OSError(
-            exc.errno, f"cannot listen on {host}:{port} ({exc.strerror}): choose another with --port (0 picks one)"
+        raise PortInUse(
+            exc.errno,
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop the process that holds it "
+            "or choose another port with --port / EVOMEM_PORT (0 picks one)",
         ) from exc
-    sock.listen(2048)  # from here a client that read the URL below is queued, never refused
+    sock.listen(2048)  # from here a client that read the URL is queued, never refused
+    return sock
+
+
+def serve_http(
+    server: Any,
+    host: str,
+    port: int,
+    db: str,
+    log_level: str,
+    *,
+    max_note_bytes: int | None = None,
+    sock: socket.socket | None = None,
+    service: Callable[[], Any] | None = None,
+    model_required: bool = False,
+    **app: Any,
+) -> None:
+    """The embedded server over streamable HTTP on ``host:port`` (0 picks a free port), or on
+    ``sock`` when the caller bound it first (``bind``: a busy port is reported before anything
+    else starts); ``app``: ``build_http_app``'s gate and allowed lists."""
+    import uvicorn
+
+    sock = sock if sock is not None else bind(host, port)
+    asgi = build_http_app(
+        server, host=host, max_note_bytes=max_note_bytes, service=service, model_required=model_required, **app
+    )
     url = f"http://{host}:{sock.getsockname()[1]}/mcp"
+    auth = "on (send Authorization: Bearer <token>)" if app.get("gate") is not None else "off"
     print(
-        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n"
+        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n  authentication: {auth}\n"
         f"  Claude Code:  claude mcp add --transport http evomem {url}\n"
         f"  other clients: point an MCP client at {url}\n"
         "  (stdio clients launch `evomem-mcp --db PATH` themselves; see README)\n  Ctrl-C to stop.",
@@ -150,5 +237,5 @@ def serve_http(
     )
     # log_config=None: uvicorn's loggers go through the root handler evomem.logs set up
     # (text or JSON), instead of uvicorn's own plain-text handlers.
-    config = uvicorn.Config(app, log_level=log_level.lower(), lifespan="on", log_config=None)
+    config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", log_config=None)
     uvicorn.Server(config).run(sockets=[sock])
