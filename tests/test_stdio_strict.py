@@ -71,16 +71,24 @@ def test_a_real_server_answers_every_bad_line_and_stores_only_the_good_note(tmp_
     answers: list[dict] = []
     raw_out: list[bytes] = []
     try:
-        for line in lines:
+        deadline = time.monotonic() + 60
+
+        def read_until(rid: int) -> None:
+            while rid not in {a.get("id") for a in answers} and time.monotonic() < deadline:
+                out = proc.stdout.readline()  # type: ignore[union-attr]
+                if not out:
+                    break
+                raw_out.append(out)
+                answers.append(json.loads(out))
+
+        # Requests run concurrently: stats is sent once the remember has answered.
+        for line in lines[:-1]:
             proc.stdin.write(line + b"\n")
         proc.stdin.flush()
-        deadline = time.monotonic() + 60
-        while {13, 14} - {a.get("id") for a in answers} and time.monotonic() < deadline:
-            out = proc.stdout.readline()
-            if not out:
-                break
-            raw_out.append(out)
-            answers.append(json.loads(out))
+        read_until(13)
+        proc.stdin.write(lines[-1] + b"\n")
+        proc.stdin.flush()
+        read_until(14)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
