@@ -12,6 +12,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 
 .PHONY: run test lint format bench bench-full bench-llm images base-images clean help protos test-deps
+.PHONY: models triton-venv triton-cpu
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -19,6 +20,8 @@ help:
 	@echo "make bench       quality suite + PEP chains (every offline linker) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
+	@echo "make models      put the model files into the Triton repositories (models/triton, models/triton-cpu)"
+	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +46,7 @@ $(VENV)/.installed-bench: pyproject.toml | $(VENV)/bin/activate
 run: $(VENV)/.installed
 	$(VENV)/bin/evomem-mcp --db "$(DB)" --transport http --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed-test test-deps
+test: $(VENV)/.installed-test test-deps triton-venv
 	$(VENV)/bin/ruff check services tests bench
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -144,8 +147,31 @@ compose-logs:
 compose-test: $(VENV)/.installed-test images
 	$(VENV)/bin/pytest tests/test_compose_e2e.py $(PYTEST_ARGS)
 
+# ---- Triton (docs/SERVICES.md, "Run on a GPU workstation" in README.md) ------------------
+# The model files of both repositories, from the installed packages and the repository's
+# model folder, sha256-checked (scripts/make_models.py); nothing is downloaded.
+models: $(VENV)/.installed
+	$(PY) scripts/make_models.py
+
+# The CPU Triton stand-in's own environment: nvidia-pytriton needs numpy<2. Made from Debian's
+# /usr/bin/python3.11 where there is one (its stub links that libpython; see MACHINE-FACTS).
+# The tests use it (EVOMEM_TRITON_VENV, default .triton-venv) and make it themselves if missing.
+TRITON_VENV ?= .triton-venv
+TRITON_PYTHON ?= $(shell [ -x /usr/bin/python3.11 ] && echo /usr/bin/python3.11 || echo $(PYTHON))
+
+triton-venv: $(TRITON_VENV)/.installed
+
+$(TRITON_VENV)/.installed: models/triton-cpu/requirements.txt
+	$(TRITON_PYTHON) -m venv $(TRITON_VENV)
+	$(TRITON_VENV)/bin/pip install -q -r models/triton-cpu/requirements.txt
+	@touch $@
+
+# Serves the CPU mirror (Python-backend models running the same model.onnx) in the foreground.
+triton-cpu: models triton-venv
+	$(TRITON_VENV)/bin/python scripts/serve_triton_cpu.py --model-repository models/triton-cpu
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
+	rm -rf $(VENV) $(TRITON_VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
 
 # gRPC code generated from protos/ into services/evomem/v1/ (never edit it by hand).
 protos: $(VENV)/.installed-test
