@@ -78,9 +78,32 @@ class ScenarioRun:
 VECTORS = ("auto", "on", "off")
 
 
+#: The pair linker's weights file (None: the one shipped next to it); ``bench.quality --pair-model``.
+PAIR_MODEL: str | None = None
+
+
+def _pair_linker(service: Any) -> Any:
+    """The pair linker (``evomem.domain.linkers.pair``) as ``--auto-supersede scored`` wires the
+    scored one: the service's embedder and the store's ``get_many``."""
+    from evomem.domain.linkers.pair import PairLinker, PairModel
+
+    model = PairModel.load(PAIR_MODEL) if PAIR_MODEL else None
+    return PairLinker(getattr(service, "vectors", None), lookup=service.store.get_many, model=model)
+
+
+#: Linkers the benchmark wires itself until ``evomem.settings`` knows them: name -> factory(service).
+BENCH_LINKERS: dict[str, Any] = {"pair": _pair_linker}
+
+
 def available_linkers() -> list[str]:
     """Linkers that run without outside services (the llm linker needs an endpoint)."""
-    return [m for m in AUTO_SUPERSEDE if m not in ("off", "llm")]
+    return [m for m in AUTO_SUPERSEDE if m not in ("off", "llm")] + [
+        m for m in BENCH_LINKERS if m not in AUTO_SUPERSEDE
+    ]
+
+
+def _bench_wired(linker: str | None) -> bool:
+    return linker is not None and linker in BENCH_LINKERS and linker not in AUTO_SUPERSEDE
 
 
 @dataclass(frozen=True)
@@ -263,6 +286,8 @@ class EvoMemMemory:
         assert self._current is not None, "use the memory inside 'async with'"
         service = build_embedded(self.settings())
         self._share_embedder(service)
+        if _bench_wired(self.linker):
+            service.linker = BENCH_LINKERS[self.linker](service)
         self._current.service = service
         self._last_service = service
         try:
@@ -286,7 +311,8 @@ class EvoMemMemory:
             semantic.embedder = self._embedder  # type: ignore[union-attr]
 
     def settings(self) -> Settings:
-        kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": self.linker or "off"}
+        linker = "off" if _bench_wired(self.linker) else self.linker
+        kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": linker or "off"}
         if has_vectors_setting():
             kw["vectors"] = self.vectors
         if self.linker == "llm" and self.llm is not None:
@@ -401,7 +427,7 @@ def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
     from evomem.bootstrap import linker_for
 
-    if linker == "llm":  # the LLM behind the scored linker: both abstain
+    if linker == "llm" or _bench_wired(linker):  # the LLM behind the scored linker, the pair linker
         return True
     built = linker_for(linker)
     return built is not None and built.abstains

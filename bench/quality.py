@@ -977,10 +977,63 @@ def write_outputs(report: dict[str, Any], out: Path, meta: Mapping[str, Any]) ->
 # ----------------------------------------------------------------------------- CLI
 
 
+#: Paths whose sets are blind: reported in aggregate only (no per-question or per-link rows).
+BLIND_PATHS = ("bench/blind/", "data/external/")
+
+
+def is_blind(name: str, path: Path) -> bool:
+    where = str(path.resolve())
+    return name.startswith("blind") or any(b in where for b in BLIND_PATHS)
+
+
+def adapt_scenarios(items: Sequence[Mapping[str, Any]], name: str) -> list[dict[str, Any]]:
+    """Scenarios in the shared format (``/work/tasks/scenario-format.md``: notes with i, text, date,
+    kind, topic, scope, option, supersedes, valid_at_question; questions with id, kind, text, topic,
+    scope, gold_option, obsolete_options, wrong_scope_options, gold_note) with the generator-only
+    fields this report reads filled with neutral values: the set name and index, the wording
+    ("written"), the BM25 diagnostics (0) and the number of versions of the asked topic."""
+    out: list[dict[str, Any]] = []
+    for k, s in enumerate(items):
+        notes = [{"wording": "written", **n} for n in s["notes"]]
+        topics = Counter((n["topic"], n["scope"]) for n in notes if n.get("option") is not None)
+        questions = [
+            {"wording": "written", "bm25_first_topic_note_obsolete": 0, "bm25_current_in_top_k": 0, **q}
+            for q in s["questions"]
+        ]
+        main = next((q for q in questions if q["kind"] == "main"), questions[0] if questions else None)
+        versions = topics.get((main["topic"], main["scope"]), 1) if main else 1
+        out.append({**s, "set": name, "index": k, "n_versions": versions, "notes": notes, "questions": questions})
+    return out
+
+
+def _load_data(specs: Sequence[str]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """``--data NAME=PATH`` sets (shared scenario format)."""
+    sets: dict[str, list[dict[str, Any]]] = {}
+    sources: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        name = name.strip().lower()
+        if not sep or not name or not path:
+            raise BenchError(f"--data wants NAME=PATH, got {spec!r}")
+        p = Path(path)
+        if not p.exists():
+            raise BenchError(f"{p} not found")
+        items = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        sets[name] = adapt_scenarios(items, name)
+        sources[name] = {"file": str(p), "sha256": _sha256(p), "n": len(items), "blind": is_blind(name, p)}
+    return sets, sources
+
+
 def _load_sets(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     sets: dict[str, list[dict[str, Any]]] = {}
     sources: dict[str, Any] = {}
-    unknown = set(args.sets) - {"odr", "vdr", "para"}
+    if args.data:
+        sets, sources = _load_data(args.data)
+        if args.limit:
+            for name in sets:
+                sets[name] = sets[name][: args.limit]
+                sources[name]["limit"] = args.limit
+    unknown = set(args.sets) - {"odr", "vdr", "para"} - set(sets)
     if unknown:
         raise BenchError(f"unknown set {sorted(unknown)}; known: odr, vdr, para")
     for name, seed, n, path in (
@@ -988,7 +1041,7 @@ def _load_sets(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]
         ("vdr", args.vdr_seed, 80, args.vdr),
         ("para", args.para_seed, 72, args.para),
     ):
-        if name not in args.sets:
+        if name not in args.sets or name in sets:
             continue
         if seed is not None:
             if name == "para":
@@ -1019,7 +1072,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None, help="regenerate the ODR set (120) with this seed instead")
     ap.add_argument("--vdr-seed", type=int, default=None, help="regenerate the VDR set (80) with this seed instead")
     ap.add_argument("--para-seed", type=int, default=None, help="regenerate the paraphrase set (72) with this seed")
-    ap.add_argument("--sets", default="odr,vdr,para", help="comma list of sets to run (odr, vdr, para)")
+    ap.add_argument(
+        "--sets", default=None, help="comma list of sets to run (odr, vdr, para; default all, or the --data sets)"
+    )
+    ap.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a scenario file in the shared format (repeatable); a blind one (under bench/blind or "
+        "data/external, or a name starting with 'blind') is reported in aggregate only",
+    )
     ap.add_argument("--limit", type=int, default=0, help="only the first N scenarios of each set")
     ap.add_argument(
         "--memories",
@@ -1045,6 +1108,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not pass the note's scope to remember (the scope lives only in the text)",
     )
+    ap.add_argument("--pair-model", default="", help="weights file for the pair linker (default: the shipped one)")
     ap.add_argument("--k", type=int, default=K, help="results asked from every memory per question")
     ap.add_argument("--judge", choices=("deterministic", "llm"), default="deterministic")
     ap.add_argument("--judge-model", default="", help="model name for --judge llm")
@@ -1053,7 +1117,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-workers", type=int, default=4, help="parallel LLM judge requests")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = ap.parse_args(argv)
+    if args.sets is None:
+        args.sets = "" if args.data else "odr,vdr,para"
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    args.sets += [spec.partition("=")[0].strip().lower() for spec in args.data]
+    if args.pair_model:
+        from bench import memories as bench_memories
+
+        bench_memories.PAIR_MODEL = args.pair_model
     try:
         sets, sources = _load_sets(args)
         linkers = [x.strip() for x in args.linkers.split(",") if x.strip()]
@@ -1093,7 +1164,12 @@ def main(argv: list[str] | None = None) -> int:
         "scope_field": not args.no_scope_field,
         "linkers": linkers,
         "vectors_setting": has_vectors_setting(),
+        **({"pair_model": args.pair_model} if args.pair_model else {}),
     }
+    blind = {name for name, src in sources.items() if src.get("blind")}
+    if blind:  # aggregate only: no row names a blind scenario, question or note
+        report["rows"] = [r for r in report["rows"] if r.get("set") not in blind]
+        meta["blind_sets"] = sorted(blind)
     out = Path(args.out)
     files = write_outputs(report, out, meta)
     print(markdown({**meta, **report}))

@@ -3,6 +3,7 @@
     python -m bench.train_linker                       # default data, seed 7, writes pair_model.json
     python -m bench.train_linker --check               # cross-validated numbers only, writes nothing
     python -m bench.train_linker --gen-seeds 0         # frozen files only, no extra generated sets
+    python -m bench.train_linker --hold-out dev-a --out /tmp/m.json   # odd dev-a scenarios held out
 
 The pair dataset. For every scenario of every development file (default: ``bench/data/odr.jsonl``,
 ``vdr.jsonl``, ``para.jsonl``, every ``bench/devdata/*.jsonl``) and of the generated sets
@@ -103,8 +104,10 @@ def replay(scenario: dict[str, Any], linker: pl.PairLinker) -> list[dict[str, An
         i = n["i"]
         scope = _scope(n)
         prior = [nodes[j] for j in sorted(nodes) if active[j] and compatible(scope, nodes[j].scope)]
+        ranked: list[MemoryNode] = []
         if prior:
             ranked = _rank(n["text"], prior, linker)[:CANDIDATES]
+        if prior and ranked:  # the service calls the linker only with candidates
             rows = linker.features(n["text"], scope, ranked)
             gold = n.get("supersedes")
             labels = [int(c.id == f"n{gold}") for c in ranked]
@@ -261,6 +264,122 @@ def metrics(dec: list[tuple[float, bool, bool, bool]], link_at: float, abstain_a
     }
 
 
+def load_sources(files: Sequence[Path], gen_seeds: int) -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
+    """(name, scenarios, metadata) of every development file, and ``gen_seeds`` generated sets per
+    generator (seeds 1001, 1002, ...)."""
+    sources: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = []
+    for f in files:
+        items = load_jsonl(f)
+        where = str(f.resolve().relative_to(ROOT)) if f.resolve().is_relative_to(ROOT) else str(f)
+        sources.append((f.stem, items, {"file": where, "sha256": _sha256(f), "n": len(items)}))
+    for k in range(gen_seeds):
+        seed = 1001 + k
+        sources.append((f"gen-odr-{seed}", scen.generate(120, seed), {"generator": scen.GENERATOR, "seed": seed}))
+        sources.append(
+            (f"gen-vdr-{seed}", scen.generate(80, seed, vdr=True), {"generator": scen.GENERATOR, "seed": seed})
+        )
+        sources.append((f"gen-para-{seed}", para.generate(72, seed), {"generator": para.GENERATOR, "seed": seed}))
+    return sources
+
+
+def hold_out(sources: list[Any], names: Sequence[str], folder: str) -> list[Any]:
+    """Drop the odd-indexed scenarios of the named sources from training and write them to
+    ``folder/<name>-odd.jsonl``: an evaluation set the model never saw (``bench.quality --data``)."""
+    out = []
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for name, items, meta in sources:
+        if name in names:
+            held = items[1::2]
+            path = Path(folder) / f"{name}-odd.jsonl"
+            path.write_text("".join(json.dumps(s) + "\n" for s in held), encoding="utf-8")
+            items = items[0::2]
+            meta = {**meta, "held_out": f"odd-indexed scenarios ({len(held)}) written to {path}"}
+            print(f"held out {len(held)} scenarios of {name} -> {path}", file=sys.stderr)
+        out.append((name, items, meta))
+    return out
+
+
+def build_groups(sources: Sequence[Any], linker: pl.PairLinker) -> list[tuple[str, int, list[dict[str, Any]]]]:
+    """(source, scenario index, replayed notes) per scenario: the pair dataset."""
+    groups: list[tuple[str, int, list[dict[str, Any]]]] = []
+    for name, items, _ in sources:
+        for k, s in enumerate(items):
+            groups.append((name, k, replay(s, linker)))
+        print(f"{name}: {len(items)} scenarios", file=sys.stderr)
+    return groups
+
+
+def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gbt") -> dict[str, Any]:
+    """Weights, grouped k-fold out-of-fold probabilities (fold order from ``seed``), the two
+    thresholds and the out-of-fold metrics per source (see the module docstring)."""
+    import numpy as np
+
+    written = {name for name, _, meta in sources if "file" in meta and meta["file"].startswith("bench/devdata")}
+    family = {name: ("written" if name in written else "generated") for name, _, _ in sources}
+    family_sources = {f: sum(1 for v in family.values() if v == f) for f in set(family.values())}
+    xs, ys, ws, gid = [], [], [], []
+    per_source_rows: dict[str, int] = {}
+    for name, _, entries in groups:
+        for e in entries:
+            per_source_rows[name] = per_source_rows.get(name, 0) + len(e["rows"])
+    for g, (name, _, entries) in enumerate(groups):
+        for e in entries:
+            for r, lab in zip(e["rows"], e["labels"], strict=True):
+                xs.append(r)
+                ys.append(lab)
+                ws.append(1000.0 / per_source_rows[name] / family_sources[family[name]])
+                gid.append(g)
+    x, y, w, gid_a = np.array(xs), np.array(ys, dtype=float), np.array(ws), np.array(gid)
+    rng = random.Random(seed)
+    order = list(range(len(groups)))
+    rng.shuffle(order)
+    fold = {g: k % FOLDS for k, g in enumerate(order)}
+    fold_a = np.array([fold[g] for g in gid_a])
+    oof = np.zeros(len(y))
+    for k in range(FOLDS):
+        tr, te = fold_a != k, fold_a == k
+        if model == "gbt":
+            oof[te] = fit_gbt(x[tr], y[tr], w[tr], seed).predict_proba(x[te])[:, 1]
+        else:
+            beta, mean, scale, b0 = fit(x[tr], y[tr], w[tr])
+            oof[te] = _prob(beta, mean, scale, b0, x[te].copy())
+    # per note decisions from the out-of-fold probabilities
+    pos = 0
+    by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
+    gold_by_source: dict[str, int] = {}
+    for name, _, entries in groups:
+        for e in entries:
+            ps = oof[pos : pos + len(e["rows"])].tolist()
+            pos += len(e["rows"])
+            by_source.setdefault(name, []).extend(decisions([e], [ps]))
+    for name, items, _ in sources:
+        gold_by_source[name] = sum(1 for s in items for n in s["notes"] if n.get("supersedes") is not None)
+    pooled = [d for v in by_source.values() for d in v]
+    # precision >= the target on every source with enough gold edges, and pooled
+    link_at = max(
+        [link_threshold(pooled)]
+        + [link_threshold(by_source[n]) for n in by_source if gold_by_source.get(n, 0) >= MIN_GOLD_FOR_CALIBRATION]
+    )
+    abstain_at = abstain_threshold(pooled, link_at)
+    # the decision-part cosine above which a candidate is on the same subject: the 10th percentile of
+    # the gold pairs' (with embeddings); the linker abstains rather than say none above it
+    cos = pl.FEATURES.index("cos_dec")
+    gold_cos = sorted(float(r[cos]) for r, lab in zip(x.tolist(), y.tolist(), strict=True) if lab and r[1])
+    subject_at = gold_cos[len(gold_cos) // 10] if gold_cos else 1.0
+    report = {name: metrics(by_source[name], link_at, abstain_at, gold_by_source[name]) for name in by_source}
+    report["all"] = metrics(pooled, link_at, abstain_at, sum(gold_by_source.values()))
+    return {
+        "x": x,
+        "y": y,
+        "w": w,
+        "oof": oof,
+        "link_at": link_at,
+        "abstain_at": abstain_at,
+        "subject_at": subject_at,
+        "report": report,
+    }
+
+
 def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
     """Out-of-fold decisions of the development files (never blind data) for reading errors."""
     items = {name: its for name, its, _ in sources}
@@ -293,8 +412,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", action="append", default=[], help="another development JSONL file")
     ap.add_argument("--out", default=str(pl.MODEL_FILE))
     ap.add_argument("--no-embeddings", action="store_true", help="train without the embedding features")
-    ap.add_argument("--model", choices=("gbt", "lr"), default="gbt", help="gradient-boosted trees or logistic regression")
+    ap.add_argument(
+        "--model", choices=("gbt", "lr"), default="gbt", help="gradient-boosted trees or logistic regression"
+    )
     ap.add_argument("--dump", default="", help="write the out-of-fold decisions (development data) to this file")
+    ap.add_argument(
+        "--hold-out", action="append", default=[], help="train without the odd-indexed scenarios of this source"
+    )
+    ap.add_argument("--hold-out-dir", default="bench/results/holdout", help="where the held-out scenarios go")
     ap.add_argument("--check", action="store_true", help="cross-validate and print; write nothing")
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -304,77 +429,18 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = OnnxEmbedder(threads=1)
     dummy = pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)
-    linker = pl.PairLinker(embedder, model=dummy)
-    sources: list[tuple[str, list[dict[str, Any]], dict[str, Any]]] = []
-    for f in dev_files(args.data):
-        items = load_jsonl(f)
-        sources.append((f.stem, items, {"file": str(f.relative_to(ROOT)), "sha256": _sha256(f), "n": len(items)}))
-    for k in range(args.gen_seeds):
-        seed = 1001 + k
-        sources.append((f"gen-odr-{seed}", scen.generate(120, seed), {"generator": scen.GENERATOR, "seed": seed}))
-        sources.append(
-            (f"gen-vdr-{seed}", scen.generate(80, seed, vdr=True), {"generator": scen.GENERATOR, "seed": seed})
-        )
-        sources.append((f"gen-para-{seed}", para.generate(72, seed), {"generator": para.GENERATOR, "seed": seed}))
-    groups: list[tuple[str, int, list[dict[str, Any]]]] = []  # (source, scenario idx, entries)
-    for name, items, _ in sources:
-        for k, s in enumerate(items):
-            groups.append((name, k, replay(s, linker)))
-        print(f"{name}: {len(items)} scenarios", file=sys.stderr)
-    written = {name for name, _, meta in sources if "file" in meta and meta["file"].startswith("bench/devdata")}
-    family = {name: ("written" if name in written else "generated") for name, _, _ in sources}
-    family_sources = {f: sum(1 for v in family.values() if v == f) for f in set(family.values())}
-    xs, ys, ws, gid = [], [], [], []
-    per_source_rows: dict[str, int] = {}
-    for g, (name, _, entries) in enumerate(groups):
-        for e in entries:
-            per_source_rows[name] = per_source_rows.get(name, 0) + len(e["rows"])
-    for g, (name, _, entries) in enumerate(groups):
-        for e in entries:
-            for r, lab in zip(e["rows"], e["labels"], strict=True):
-                xs.append(r)
-                ys.append(lab)
-                ws.append(1000.0 / per_source_rows[name] / family_sources[family[name]])
-                gid.append(g)
-    x, y, w, gid_a = np.array(xs), np.array(ys, dtype=float), np.array(ws), np.array(gid)
-    rng = random.Random(args.seed)
-    order = list(range(len(groups)))
-    rng.shuffle(order)
-    fold = {g: k % FOLDS for k, g in enumerate(order)}
-    fold_a = np.array([fold[g] for g in gid_a])
-    oof = np.zeros(len(y))
-    for k in range(FOLDS):
-        tr, te = fold_a != k, fold_a == k
-        if args.model == "gbt":
-            oof[te] = fit_gbt(x[tr], y[tr], w[tr], args.seed).predict_proba(x[te])[:, 1]
-        else:
-            beta, mean, scale, b0 = fit(x[tr], y[tr], w[tr])
-            oof[te] = _prob(beta, mean, scale, b0, x[te].copy())
-    # per note decisions from the out-of-fold probabilities
-    pos = 0
-    by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
-    gold_by_source: dict[str, int] = {}
-    for name, _, entries in groups:
-        for e in entries:
-            ps = oof[pos : pos + len(e["rows"])].tolist()
-            pos += len(e["rows"])
-            by_source.setdefault(name, []).extend(decisions([e], [ps]))
-    for name, items, _ in sources:
-        gold_by_source[name] = sum(1 for s in items for n in s["notes"] if n.get("supersedes") is not None)
-    pooled = [d for v in by_source.values() for d in v]
+    linker = pl.PairLinker(embedder, model=dummy, cache_size=1_000_000)
+    sources = load_sources(dev_files(args.data), args.gen_seeds)
+    if args.hold_out:
+        sources = hold_out(sources, args.hold_out, args.hold_out_dir)
+    groups = build_groups(sources, linker)
+    cal = calibrate(sources, groups, args.seed, args.model)
+    x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
+    link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
+    subject_at = cal["subject_at"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
-    # precision >= the target on every source with enough gold edges, and pooled
-    link_at = max(
-        [link_threshold(pooled)]
-        + [link_threshold(by_source[n]) for n in by_source if gold_by_source.get(n, 0) >= MIN_GOLD_FOR_CALIBRATION]
-    )
-    abstain_at = abstain_threshold(pooled, link_at)
-    report = {
-        name: metrics(by_source[name], link_at, abstain_at, gold_by_source[name]) for name in by_source
-    }
-    report["all"] = metrics(pooled, link_at, abstain_at, sum(gold_by_source.values()))
-    print(json.dumps({"link_at": link_at, "abstain_at": abstain_at, "oof": report}, indent=1))
+    print(json.dumps({"link_at": link_at, "abstain_at": abstain_at, "subject_at": subject_at, "oof": report}, indent=1))
     if args.model == "gbt":
         est = fit_gbt(x, y, w, args.seed)
         body: dict[str, Any] = {"kind": "gbt", "rate": GBT["learning_rate"], "intercept": 0.0, "trees": export_gbt(est)}
@@ -403,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         "features": list(pl.FEATURES),
         "link_at": round(link_at, 4),
         "abstain_at": round(abstain_at, 4),
+        "subject_at": round(subject_at, 4),
         "training": {
             "script": "bench/train_linker.py",
             "seed": args.seed,
@@ -413,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
             "embedder": getattr(embedder, "name", None),
             "candidates_per_note": CANDIDATES,
             "sources": {name: meta for name, _, meta in sources},
-            "pairs": int(len(y)),
+            "pairs": len(y),
             "positives": int(y.sum()),
             "out_of_fold": report,
             "seconds": round(time.perf_counter() - started, 1),

@@ -53,9 +53,10 @@ LEAVE_AFTER = re.compile(
 )
 BACK_TO = re.compile(r"\b(?:back\s+to|back\s+on|revert(?:ed|ing)?\s+to|return(?:ed|ing)?\s+to|again)\b", re.I)
 CHANGE = re.compile(
-    r"\b(?:now|moved?|moving|switch(?:ed|ing)?|migrat(?:e|ed|ing)|replac(?:e|ed|es|ing)|chang(?:e|ed|es|ing)|"
+    r"\b(?:now|mov(?:e|ed|es|ing)|switch(?:ed|es|ing)?|migrat(?:e|ed|es|ing)|replac(?:e|ed|es|ing)|chang(?:e|ed|es|ing)|"
     r"no\s+longer|instead|anymore|going\s+forward|from\s+now\s+on|from\s+here\s+on|effective|as\s+of|starting|"
-    r"updat(?:e|ed|ing)|upgrad(?:e|ed|ing)|downgrad(?:e|ed|ing)|bump(?:ed|ing)?|revert(?:ed|ing)?|rolled\s+back|"
+    r"updat(?:e|ed|es|ing)|upgrad(?:e|ed|es|ing)|downgrad(?:e|ed|es|ing)|bump(?:s|ed|ing)?|revert(?:s|ed|ing)?|"
+    r"rolled\s+back|"
     r"went\s+back|supersed(?:e|ed|es|ing)|new|took\s+over|takes\s+over|handed\s+over|rotat(?:e|ed|ing))\b|->|→",
     re.I,
 )
@@ -63,6 +64,24 @@ HEDGE = re.compile(
     r"\b(?:might|may\s+(?:move|switch|want)|maybe|perhaps|consider(?:ing|ed)?|evaluat(?:e|ing)|propos(?:e|ed|al)|"
     r"thinking\s+about|could|would\s+like|not\s+sure|trial|experiment(?:ing)?|spike|poc|decided\s+against|"
     r"rejected|if\s+we|whether|\?)",
+    re.I,
+)
+KEEP = re.compile(
+    r"\b(?:stay|stays|stayed|staying|keep|keeps|kept|keeping|still|remain|remains|remained|unchanged|as\s+is|"
+    r"as\s+before|as\s+always|as\s+decided|same|confirm(?:s|ed)?|reconfirm(?:s|ed)?|reiterat\w*|no\s+change|but|only|"
+    r"except|while)\b",
+    re.I,
+)
+DECIDES = re.compile(
+    r"\b(?:decided|decision|we\s+(?:will|use|run|go|pick|chose|picked|adopt|adopted)|going\s+with|goes\s+to|"
+    r"is\s+now|are\s+now|pinned|pin|adopt(?:ed)?|approved|agreed|chosen|standardi[sz]e|policy|owner|owns|"
+    r"from\s+now|effective|starting|must|should|default)\b",
+    re.I,
+)
+REPORTS = re.compile(
+    r"\b(?:took|came\s+in|measured|reported|saw|observed|asked|discussed|incident|drill|reminder|fyi|"
+    r"question|wondering|minutes|recap|results?|metrics?|data|numbers|went\s+fine|worked|works|passed|failed|"
+    r"outage|postmortem|not\s+scheduled|pending|todo|tbd)\b",
     re.I,
 )
 NEGATED = re.compile(r"\b(?:not|never|no|don't|won't|didn't)\b", re.I)
@@ -95,7 +114,7 @@ def distinctive(text: str) -> set[str]:
         for j, m in enumerate(re.finditer(r"[\w.\-+/]*\w", sent)):
             w = m.group(0)
             low = w.lower()
-            if low in STOPWORDS or len(low) < 2 and not low.isdigit():
+            if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
                 continue
             if any(c.isdigit() for c in w) or (j > 0 and w[0].isupper()) or any(c.isupper() for c in w[1:]):
                 out.update(tokens(w))

@@ -15,14 +15,19 @@ over features that name no product, component or topic (``pair_features``):
 - an explicit reference to the candidate's identifier ("supersedes ADR-12");
 - recency and search rank among the candidates, scope, and lengths.
 
+An explicit reference to exactly one candidate's identifier with a replacing verb ("Supersedes
+ADR 7") is a link on its own, as in the scored linker.
+
 The weights live in ``pair_model.json`` next to this module, written by
 ``bench/train_linker.py`` with what they were trained on (files and sha256, seed, thresholds,
-cross-validated precision and recall). Inference is plain Python: a dot product per pair.
+cross-validated precision and recall). The model is gradient-boosted trees (or a logistic
+regression); inference is plain Python, a few hundred comparisons per pair.
 
 Three outcomes: ``link`` when the best pair's probability reaches ``link_at`` (calibrated for
 precision >= 0.98 on development data); ``abstain`` with up to 3 likely predecessors when the
-best reaches ``abstain_at`` or a candidate's words stand in a leaving position of the note;
-``none`` otherwise.
+best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
+or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
+percentile of the true pairs' in development data); ``none`` otherwise.
 """
 
 from __future__ import annotations
@@ -46,11 +51,15 @@ VERSION = "1"
 MODEL_FILE = Path(__file__).with_name("pair_model.json")
 MAX_LISTED = 3
 HISTORY_DEPTH = 3
+EXPLICIT_REFERENCE = 0.9  # confidence of a link on an explicit reference to the candidate's identifier
+NO_EMBEDDING_JACCARD = 0.25  # without an embedder: the word overlap that puts a candidate on the subject
 
 Lookup = Callable[[Iterable[str]], Mapping[str, MemoryNode]]
 
 _IDENT = re.compile(r"^\W{0,6}(?:title:\s*)?([A-Za-z]{2,8})[-\s:#_]{0,3}0*(\d{1,5})\b")
-_REF_VERB = re.compile(r"\b(?:supersed\w*|replac\w*|obsolet\w*|deprecat\w*|overrid\w*|amend\w*|updat\w*|revis\w*)\b", re.I)
+_REF_VERB = re.compile(
+    r"\b(?:supersed\w*|replac\w*|obsolet\w*|deprecat\w*|overrid\w*|amend\w*|updat\w*|revis\w*)\b", re.I
+)
 
 FEATURES = (
     "bias",
@@ -86,6 +95,12 @@ FEATURES = (
     "newer_similar",
     "margin",
     "cand_chained",
+    "keep",
+    "decides",
+    "reports",
+    "cand_decides",
+    "cand_reports",
+    "novel",
 )
 
 
@@ -103,6 +118,9 @@ class _Read:
     change: bool
     hedge: bool
     question: bool
+    keep: bool
+    decides: bool
+    reports: bool
     ident: str | None
     long: bool
 
@@ -122,6 +140,9 @@ def read(text: str) -> _Read:
         change=dt.CHANGE.search(part) is not None,
         hedge=dt.HEDGE.search(part) is not None,
         question=part.rstrip().endswith("?"),
+        keep=dt.KEEP.search(part) is not None,
+        decides=dt.DECIDES.search(part) is not None,
+        reports=dt.REPORTS.search(part) is not None,
         ident=ident,
         long=len(text) > dt.SHORT_NOTE_CHARS,
     )
@@ -137,10 +158,7 @@ def _refers(note: _Read, ident: str | None) -> bool:
         return False
     prefix, num = ident.split()
     pat = re.compile(rf"\b{re.escape(prefix)}\W{{0,3}}0*{num}\b", re.I)
-    for sent in dt.sentences(note.text):
-        if pat.search(sent) and _REF_VERB.search(sent):
-            return True
-    return False
+    return any(pat.search(sent) and _REF_VERB.search(sent) for sent in dt.sentences(note.text))
 
 
 def pair_features(
@@ -211,6 +229,12 @@ def pair_features(
             float(sum(1 for j in range(n) if created[j] > created[i] and sim[j] >= sim[i] - 0.05)),
             sim[i] - max((sim[j] for j in range(n) if j != i), default=0.0),
             1.0 if chained[i] else 0.0,
+            1.0 if note.keep else 0.0,
+            1.0 if note.decides else 0.0,
+            1.0 if note.reports else 0.0,
+            1.0 if c.decides else 0.0,
+            1.0 if c.reports else 0.0,
+            len(note.toks - c.toks) / len(note.toks) if note.toks else 0.0,
         ]
         rows.append(row)
     return rows
@@ -235,6 +259,7 @@ class PairModel:
     kind: str
     link_at: float
     abstain_at: float
+    subject_at: float = 1.0  # decision-part cosine from which a candidate is on the note's subject
     weights: tuple[float, ...] = ()
     mean: tuple[float, ...] = ()
     scale: tuple[float, ...] = ()
@@ -253,6 +278,7 @@ class PairModel:
             kind=data["kind"],
             link_at=float(data["link_at"]),
             abstain_at=float(data["abstain_at"]),
+            subject_at=float(data.get("subject_at", 1.0)),
             weights=tuple(data.get("weights", ())),
             mean=tuple(data.get("mean", ())),
             scale=tuple(data.get("scale", ())),
@@ -295,7 +321,9 @@ class PairLinker:
         model: PairModel | None = None,
         link_at: float | None = None,
         abstain_at: float | None = None,
+        cache_size: int = 4096,
     ) -> None:
+        self.cache_size = cache_size  # texts whose reading and embedding are kept
         self.embedder = embedder
         self.lookup = lookup
         self.model = model or PairModel.load()
@@ -319,21 +347,38 @@ class PairLinker:
         probs, rows = self.score(text, scope, nodes)
         ranked = sorted(range(len(nodes)), key=lambda i: -probs[i])
         b = ranked[0]
+        ref = FEATURES.index("explicit_ref")
+        named = [i for i in ranked if rows[i][ref] > 0]
+        if len(named) == 1:
+            # "Supersedes ADR 7", "This PEP replaces PEP 215": the note names one candidate's identifier
+            # with a replacing verb. A link on its own, as in the scored linker.
+            i = named[0]
+            proposal = self._proposal(nodes[i], max(probs[i], EXPLICIT_REFERENCE), rows[i])
+            return LinkDecision(kind="link", proposal=proposal, reason="the note names the candidate's identifier")
         listed = tuple((nodes[i].id, round(probs[i], 3)) for i in ranked[:MAX_LISTED])
-        leave = FEATURES.index("leave_hit")
+        leave, cos, emb = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")
+        jacc, shared = FEATURES.index("jacc"), FEATURES.index("shared")
+
+        def same_subject(r: Sequence[float]) -> bool:
+            if r[emb]:
+                return r[cos] >= self.model.subject_at
+            return r[jacc] >= NO_EMBEDDING_JACCARD and r[shared] >= math.log1p(2)
+
         if probs[b] >= self.link_at:
             return LinkDecision(kind="link", proposal=self._proposal(nodes[b], probs[b], rows[b]), reason="pair model")
-        plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0]
+        # abstain whenever a candidate is plausible: the model is unsure, the note leaves its words,
+        # or it is on the note's subject (never none for a pair that may be a replacement)
+        plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0 or same_subject(rows[i])]
         if plausible:
             listed = tuple((nodes[i].id, round(probs[i], 3)) for i in plausible[:MAX_LISTED])
-            return LinkDecision(kind="abstain", candidates=listed, reason="plausible predecessor below the link threshold")
+            return LinkDecision(
+                kind="abstain", candidates=listed, reason="plausible predecessor below the link threshold"
+            )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
 
     # ------------------------------------------------------------------ scoring
 
-    def score(
-        self, text: str, scope: str | None, nodes: Sequence[MemoryNode]
-    ) -> tuple[list[float], list[list[float]]]:
+    def score(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> tuple[list[float], list[list[float]]]:
         """The model's probability and feature vector for each (note, candidate) pair."""
         rows = self.features(text, scope, nodes)
         return [self.model.prob(r) for r in rows], rows
@@ -366,20 +411,21 @@ class PairLinker:
     def _read(self, text: str) -> _Read:
         r = self._reads.get(text)
         if r is None:
-            if len(self._reads) > 4096:
+            if len(self._reads) > self.cache_size:
                 self._reads.clear()
             r = self._reads[text] = read(text)
         return r
 
     def _embed(self, texts: list[str]) -> list[Any]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        found = {t: self._vectors[t] for t in texts if t in self._vectors}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             vectors = self.embedder.encode(missing)  # type: ignore[union-attr]
-            if len(self._vectors) + len(missing) > 4096:
+            if len(self._vectors) + len(missing) > self.cache_size:
                 self._vectors.clear()
             for t, v in zip(missing, vectors, strict=True):
-                self._vectors[t] = [float(x) for x in v]
-        return [self._vectors[t] for t in texts]
+                self._vectors[t] = found[t] = [float(x) for x in v]
+        return [found[t] for t in texts]
 
     def _history(self, nodes: Sequence[MemoryNode]) -> list[frozenset[str]]:
         """Content words of each candidate's earlier versions (for "back to X")."""

@@ -1,0 +1,257 @@
+"""Export the trained cronista weights to ONNX (fp32 and int8) and pin their sha256.
+
+    python scripts/export_cronista.py --weights build/cronista/weights.npz \
+        --out services/evomem/adapters/models/cronista [--fp32-out build/cronista/model.fp32.onnx]
+
+The graph is written node by node with ``onnx.helper`` (opset 17: LayerNormalization, Erf
+GELU), the same computation as ``scripts/train_cronista.py``'s forward pass; the export fails
+unless onnxruntime's outputs match that forward pass (fp32: max |diff| < 1e-3) and the int8
+graph tags the check notes the same way. Tensor names and shapes are fixed for Triton:
+
+    input_ids int64 [batch, tokens], attention_mask int64 [batch, tokens]
+    -> role_logits float32 [batch, tokens, 11], span_logits float32 [batch, tokens, 9]
+
+int8: ``onnxruntime.quantization.quantize_dynamic`` (weights of MatMul and of the embedding
+Gather as int8, activations quantized on the fly). Writes ``model.onnx`` (int8, the committed
+file), ``tokenizer.json`` and ``pins.json`` into ``--out``; the fp32 graph goes to
+``--fp32-out`` (not committed; its sha256 is pinned in ``pins.json`` too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "scripts")]
+
+import numpy as np  # noqa: E402
+
+from evomem.adapters import onnx_cronista as oc  # noqa: E402
+
+HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
+OPSET = 17
+TOKENIZER = ROOT / "services/evomem/adapters/models/all-MiniLM-L6-v2/tokenizer.json"
+CHECK_NOTES = [
+    "We moved the ledger to SQLite because Postgres was overkill for a single writer. "
+    "We tried DuckDB but it lacked concurrent writers. As a result, backups are now a file copy.",
+    "ci: pin node to 20.11 until the esbuild segfault is fixed",
+    "hey, anyone know why the nightly build is red again?",
+]
+
+
+def build_graph(w: dict[str, np.ndarray]) -> bytes:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    counter = [0]
+
+    def init(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def const(value: np.ndarray | list[int] | float, dtype: type = np.int64) -> str:
+        counter[0] += 1
+        return init(f"const_{counter[0]}", np.asarray(value, dtype=dtype))
+
+    def node(op: str, inputs: list[str], **attrs: object) -> str:
+        counter[0] += 1
+        out = f"{op.lower()}_{counter[0]}"
+        nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{counter[0]}", **attrs))
+        return out
+
+    def dense(x: str, name: str) -> str:
+        wt = init(name + ".weight_t", w[name + ".weight"].T)
+        return node("Add", [node("MatMul", [x, wt]), init(name + ".bias", w[name + ".bias"])])
+
+    def ln(x: str, name: str) -> str:
+        return node(
+            "LayerNormalization",
+            [x, init(name + ".weight", w[name + ".weight"]), init(name + ".bias", w[name + ".bias"])],
+            axis=-1,
+            epsilon=EPS,
+        )
+
+    ids, mask = "input_ids", "attention_mask"
+    tokens = node("Slice", [node("Shape", [ids]), const([1]), const([2])])  # [tokens], 1-D
+    x = node("Gather", [init("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"]), ids])
+    pos_table = init("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"])
+    pos = node("Slice", [pos_table, const([0]), tokens, const([0])])  # the first `tokens` rows
+    x = node(
+        "Add", [node("Add", [x, pos]), init("embeddings.token_type_0", w["embeddings.token_type_embeddings.weight"][0])]
+    )
+    x = ln(x, "embeddings.LayerNorm")
+    maskf = node("Cast", [mask], to=TensorProto.FLOAT)
+    bias = node("Mul", [node("Sub", [const(1.0, np.float32), maskf]), const(oc_mask_neg(), np.float32)])
+    bias = node("Unsqueeze", [bias, const([1, 2])])  # [batch, 1, 1, tokens]
+    hd = HIDDEN // HEADS
+    split_shape = const([0, 0, HEADS, hd])
+    merge_shape = const([0, 0, HIDDEN])
+    scale = const(1.0 / math.sqrt(hd), np.float32)
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+
+        def heads(z: str) -> str:
+            return node("Transpose", [node("Reshape", [z, split_shape])], perm=[0, 2, 1, 3])
+
+        q = heads(dense(x, p + "attention.self.query"))
+        k = node("Transpose", [node("Reshape", [dense(x, p + "attention.self.key"), split_shape])], perm=[0, 2, 3, 1])
+        v = heads(dense(x, p + "attention.self.value"))
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), bias])
+        att = node("Softmax", [scores], axis=-1)
+        ctx = node("Reshape", [node("Transpose", [node("MatMul", [att, v])], perm=[0, 2, 1, 3]), merge_shape])
+        x = ln(node("Add", [x, dense(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
+        h = dense(x, p + "intermediate.dense")
+        g = node("Erf", [node("Mul", [h, const(1.0 / math.sqrt(2.0), np.float32)])])
+        h = node("Mul", [node("Mul", [h, node("Add", [g, const(1.0, np.float32)])]), const(0.5, np.float32)])
+        x = ln(node("Add", [x, dense(h, p + "output.dense")]), p + "output.LayerNorm")
+    role = node(
+        "Add",
+        [
+            node("MatMul", [x, init("head.role.weight", w["head.role.weight"])]),
+            init("head.role.bias", w["head.role.bias"]),
+        ],
+    )
+    span = node(
+        "Add",
+        [
+            node("MatMul", [x, init("head.span.weight", w["head.span.weight"])]),
+            init("head.span.bias", w["head.span.bias"]),
+        ],
+    )
+    nodes.append(helper.make_node("Identity", [role], ["role_logits"], name="role_logits"))
+    nodes.append(helper.make_node("Identity", [span], ["span_logits"], name="span_logits"))
+    graph = helper.make_graph(
+        nodes,
+        "cronista",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
+        [
+            helper.make_tensor_value_info("role_logits", TensorProto.FLOAT, ["batch", "tokens", len(oc.ROLE_LABELS)]),
+            helper.make_tensor_value_info("span_logits", TensorProto.FLOAT, ["batch", "tokens", len(oc.SPAN_LABELS)]),
+        ],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="evomem-export-cronista"
+    )
+    model.ir_version = 8  # readable by onnxruntime >= 1.10 and Triton's ORT backend
+    model.doc_string = (
+        f"{oc.MODEL_NAME}-{oc.MODEL_VERSION}: role labels {list(oc.ROLE_LABELS)}; span labels {list(oc.SPAN_LABELS)}"
+    )
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+def oc_mask_neg() -> float:
+    from train_cronista import MASK_NEG
+
+    return MASK_NEG
+
+
+def session(path: Path):  # type: ignore[no-untyped-def]
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--weights", default=str(ROOT / "build/cronista/weights.npz"))
+    ap.add_argument("--out", default=str(ROOT / "services/evomem/adapters/models/cronista"))
+    ap.add_argument("--fp32-out", default=str(ROOT / "build/cronista/model.fp32.onnx"))
+    args = ap.parse_args(argv)
+
+    import jax.numpy as jnp
+    import train_cronista as tc
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from tokenizers import Tokenizer
+
+    w = dict(np.load(args.weights))
+    fp32 = Path(args.fp32_out)
+    fp32.parent.mkdir(parents=True, exist_ok=True)
+    fp32.write_bytes(build_graph(w))
+
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    tok.no_truncation()
+    tok.no_padding()
+    params = {k: jnp.asarray(v) for k, v in w.items()}
+    sess = session(fp32)
+    worst = 0.0
+    for text in [*CHECK_NOTES, " ".join(CHECK_NOTES) * 6]:
+        wins = oc.windows(tok, text)
+        ids, mask = oc.batch_arrays([x.ids for x in wins])
+        want = [np.asarray(a) for a in tc.forward(params, jnp.asarray(ids), jnp.asarray(mask, dtype=jnp.float32))]
+        got = sess.run(list(oc.OUTPUT_NAMES), {"input_ids": ids, "attention_mask": mask})
+        for a, b in zip(want, got, strict=True):
+            for r, win in enumerate(wins):  # padding rows are not compared
+                n = len(win.ids) + 2
+                worst = max(worst, float(np.abs(a[r, :n] - b[r, :n]).max()))
+    print(f"fp32 ONNX vs the training forward pass: max |diff| {worst:.2e}")
+    if worst > 1e-3:
+        raise SystemExit("the ONNX graph does not compute what was trained")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    int8 = out / "model.onnx"
+    quantize_dynamic(
+        str(fp32), str(int8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"], per_channel=False
+    )
+    shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+    q = session(int8)
+    agree = total = 0
+    for text in CHECK_NOTES:
+        wins = oc.windows(tok, text)
+        ids, mask = oc.batch_arrays([x.ids for x in wins])
+        a = sess.run(["role_logits"], {"input_ids": ids, "attention_mask": mask})[0].argmax(-1)
+        b = q.run(["role_logits"], {"input_ids": ids, "attention_mask": mask})[0].argmax(-1)
+        agree += int((a == b)[mask == 1].sum())
+        total += int((mask == 1).sum())
+    print(f"int8 vs fp32 role tags on the check notes: {agree}/{total} tokens agree")
+    pins = {
+        "model": f"{oc.MODEL_NAME}-{oc.MODEL_VERSION}",
+        "sha256": {
+            "model.onnx": oc._sha256(int8),
+            "tokenizer.json": oc._sha256(out / "tokenizer.json"),
+            "model.fp32.onnx": oc._sha256(fp32),
+        },
+        "bytes": {"model.onnx": int8.stat().st_size, "model.fp32.onnx": fp32.stat().st_size},
+        "inputs": {"input_ids": ["batch", "tokens"], "attention_mask": ["batch", "tokens"]},
+        "outputs": {
+            "role_logits": ["batch", "tokens", len(oc.ROLE_LABELS)],
+            "span_logits": ["batch", "tokens", len(oc.SPAN_LABELS)],
+        },
+        "role_labels": list(oc.ROLE_LABELS),
+        "span_labels": list(oc.SPAN_LABELS),
+        "max_tokens": oc.MAX_TOKENS,
+        "opset": OPSET,
+        "fp32_max_abs_diff_vs_training": worst,
+        "int8_role_tag_agreement": f"{agree}/{total}",
+    }
+    (out / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
+    if out.resolve() == oc.DEFAULT_MODEL_DIR.resolve():
+        # The packaged folder's pin is compiled into the runtime too, so that swapping the folder's
+        # model *and* pins.json is still caught.
+        src = Path(oc.__file__)
+        code = src.read_text()
+        new = re.sub(r'"model\.onnx": "[0-9a-f]*"', f'"model.onnx": "{pins["sha256"]["model.onnx"]}"', code, count=1)
+        if new != code:
+            src.write_text(new)
+            print(f"pinned model.onnx in {src.relative_to(ROOT)}")
+    print(json.dumps(pins, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
