@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     libs = dist.parent.parent / "nvidia_pytriton.libs"
     # This Python's own libpython first: the stub links libpython3.X, and under pyenv the
     # system's (Debian 3.11.2) would be found instead, against pyenv's standard library.
-    own = sysconfig.get_config_var("LIBDIR") if sysconfig.get_config_var("Py_ENABLE_SHARED") else None
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    own = libdir if (Path(libdir) / sysconfig.get_config_var("LDLIBRARY")).is_file() else None
     env["LD_LIBRARY_PATH"] = ":".join(p for p in (own, env.get("LD_LIBRARY_PATH"), str(libs)) if p)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     paths = [*site.getsitepackages(), env.get("PYTHONPATH", "")]

@@ -64,7 +64,14 @@ SERVICE_ENV = {
     "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
     "EVOMEM_LINKER": "scored",
     "EVOMEM_LINKER_API_KEY": "sk-secret",
-    "EVOMEM_CRONISTA_BACKEND": "lite",
+    "EVOMEM_CRONISTA_BACKEND": "triton",
+    "EVOMEM_CRONISTA_MODEL_DIR": "/models/cronista",
+    "EVOMEM_TRITON_URL": "triton:8001",
+    "EVOMEM_TRITON_MODEL": "cronista-b",
+    "EVOMEM_TRITON_MODEL_VERSION": "3",
+    "EVOMEM_TRITON_TIMEOUT_MS": "750",
+    "EVOMEM_TRITON_RETRIES": "4",
+    "EVOMEM_TRITON_RETRY_AFTER_S": "9",
     "EVOMEM_STORAGE_ADDR": "storage:50051",
     "EVOMEM_CRONISTA_ADDR": "cronista:50052",
     "EVOMEM_LINKER_ADDR": "linker:50053",
@@ -115,7 +122,15 @@ def test_every_setting_has_an_env_variable() -> None:
 def test_every_service_setting_has_an_env_variable() -> None:
     s = Settings.from_env(SERVICE_ENV)
     assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
-    assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "lite")
+    assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "triton")
+    t = s.triton
+    assert (s.cronista.model_dir, t.url, t.model, t.model_version) == (
+        "/models/cronista",
+        "triton:8001",
+        "cronista-b",
+        "3",
+    )
+    assert (t.timeout_ms, t.retries, t.retry_after_s) == (750, 4, 9)
     assert (s.addresses.storage, s.addresses.cronista, s.addresses.linker) == (
         "storage:50051",
         "cronista:50052",
@@ -138,6 +153,8 @@ def test_every_service_setting_has_an_env_variable() -> None:
         ("EVOMEM_SWEEP_BATCH", "0"),
         ("EVOMEM_WORKER_BATCH", "0"),
         ("EVOMEM_GATEWAY_WORKERS", "0"),
+        ("EVOMEM_TRITON_TIMEOUT_MS", "0"),
+        ("EVOMEM_TRITON_RETRIES", "11"),
     ],
 )
 def test_worker_counts_must_be_positive(name: str, value: str) -> None:
@@ -153,7 +170,7 @@ def test_worker_counts_must_be_positive(name: str, value: str) -> None:
         ("EVOMEM_VECTORS", "auto, on, off"),
         ("EVOMEM_TRANSPORT", "stdio, http"),
         ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
-        ("EVOMEM_CRONISTA_BACKEND", "lite"),
+        ("EVOMEM_CRONISTA_BACKEND", "lite, onnx, triton"),
         ("EVOMEM_SQLITE_DRIVER", "sqlean, sqlite3"),
         ("EVOMEM_LOG_FORMAT", "text, json"),
     ],
