@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NAME = "triton"
+PROBE_NOTE = "Probe: we chose Triton because the health check asks it."
 
 
 class _TritonReader(OnnxCronista):
@@ -154,12 +155,23 @@ class TritonCronista:
                 self.on_change(reason)
 
     def check(self) -> str | None:
-        """The health probe: is the model ready on Triton? Updates and returns ``degraded``."""
-        if self.model.ready():
-            self._set(None)
-        elif self._degraded is None:
-            self._set("unavailable")
-        return self._degraded
+        """The health probe: is the model ready on Triton? Updates and returns ``degraded``.
+
+        While degraded, ready is not enough: a probe note must come back within the deadline
+        (a restarted server's first inferences are slow), so health turns SERVING only when
+        notes would go to Triton again."""
+        if not self.model.ready():
+            if self._degraded is None:
+                self._set("unavailable")
+            return self._degraded
+        if self._degraded is not None:
+            try:
+                self.reader.extract(PROBE_NOTE)
+            except TritonUnavailable as exc:
+                self._set(exc.reason)
+                return self._degraded
+        self._set(None)
+        return None
 
     def extract(self, text: str) -> Extraction:
         if not isinstance(text, str):
