@@ -12,7 +12,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 
 .PHONY: run test lint format bench bench-full bench-llm images base-images clean help protos test-deps
-.PHONY: models triton-venv triton-cpu
+.PHONY: models triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -100,8 +100,9 @@ COMPOSE_WAIT_S ?= 180
 WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
 # evomem's extras in the image: the services, and hybrid recall offline (embeddings: the
 # ONNX model and its runtime; vectors: sqlean and sqlite-vec), so that storage's
-# EVOMEM_VECTORS=auto runs hybrid recall in the container with no download.
-WHEELHOUSE_EXTRAS ?= services,embeddings,vectors
+# EVOMEM_VECTORS=auto runs hybrid recall in the container with no download; triton: the
+# cronista's triton backend (tritonclient).
+WHEELHOUSE_EXTRAS ?= services,embeddings,vectors,triton
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
@@ -169,6 +170,24 @@ $(TRITON_VENV)/.installed: models/triton-cpu/requirements.txt
 # Serves the CPU mirror (Python-backend models running the same model.onnx) in the foreground.
 triton-cpu: models triton-venv
 	$(TRITON_VENV)/bin/python scripts/serve_triton_cpu.py --model-repository models/triton-cpu
+
+# The CPU stand-ins of compose.gpu.yaml's triton and llm images, for compose.gpu-standin.yaml.
+# Each context (build/standin/<name>) holds its Dockerfile's files and the wheels it installs
+# with --no-index: the Triton venv's (pip's cache) and llama-cpp-python's (built once from the
+# sdist, ~25 min on 2 cores, then from pip's cache).
+STANDIN := build/standin
+TRITON_STANDIN_IMAGE ?= evomem-triton-cpu:latest
+LLM_STANDIN_IMAGE ?= evomem-llm-cpu:latest
+
+standin-images: base-images $(TRITON_VENV)/.installed | $(VENV)/bin/activate
+	rm -rf $(STANDIN) && mkdir -p $(STANDIN)/triton/wheels $(STANDIN)/llm/wheels
+	$(TRITON_VENV)/bin/pip wheel -q -w $(STANDIN)/triton/wheels -r models/triton-cpu/requirements.txt
+	cp models/triton-cpu/requirements.txt $(STANDIN)/triton/wheels/
+	cp docker/triton-cpu/Dockerfile docker/triton-cpu/tritonserver scripts/serve_triton_cpu.py $(STANDIN)/triton/
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) wheel -q -w $(STANDIN)/llm/wheels 'llama-cpp-python[server]==0.3.36'
+	cp docker/llm-cpu/Dockerfile docker/llm-cpu/llama_server.py $(STANDIN)/llm/
+	DOCKER_BUILDKIT=0 docker build -q -t $(TRITON_STANDIN_IMAGE) $(STANDIN)/triton
+	DOCKER_BUILDKIT=0 docker build -q -t $(LLM_STANDIN_IMAGE) $(STANDIN)/llm
 
 clean:
 	rm -rf $(VENV) $(TRITON_VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info services/*.egg-info
