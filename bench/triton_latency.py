@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"triton, 8 threads: {rows['triton']['notes_per_s_8_threads']:.0f} notes/s")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        result = {"notes": len(texts), "model_dir": str(args.model_dir), "backends": rows}
+        model_dir = args.model_dir.resolve()
+        shown = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
+        result = {"notes": len(texts), "model_dir": shown, "triton_url": args.triton_url, "backends": rows}
         (args.out / "triton_latency.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
