@@ -260,20 +260,20 @@ checksum/secret: {{ include "evomem.secretData" .ctx | sha256sum }}
 startupProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 2
   failureThreshold: 60
 readinessProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 10
   timeoutSeconds: 3
   failureThreshold: 3
 livenessProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 20
   timeoutSeconds: 5
   failureThreshold: 3
