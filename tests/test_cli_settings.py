@@ -153,12 +153,23 @@ def test_every_service_setting_has_an_env_variable() -> None:
         ("EVOMEM_SWEEP_BATCH", "0"),
         ("EVOMEM_WORKER_BATCH", "0"),
         ("EVOMEM_GATEWAY_WORKERS", "0"),
-        ("EVOMEM_TRITON_TIMEOUT_MS", "0"),
-        ("EVOMEM_TRITON_RETRIES", "11"),
     ],
 )
 def test_worker_counts_must_be_positive(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=rf"^{name} must be between 1 and"):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "bounds"),
+    [
+        ("EVOMEM_TRITON_TIMEOUT_MS", "0", "between 1 and 600000"),
+        ("EVOMEM_TRITON_RETRIES", "11", "between 0 and 10"),
+        ("EVOMEM_TRITON_RETRY_AFTER_S", "-1", "between 0 and 3600"),
+    ],
+)
+def test_triton_limits_name_the_variable_and_the_bounds(name: str, value: str, bounds: str) -> None:
+    with pytest.raises(SettingsError, match=rf"^{name} must be {bounds}, got {value}$"):
         Settings.from_env({name: value})
 
 
