@@ -131,6 +131,8 @@ class TritonModel:
         if len(rows) != 1:
             raise ValueError(f"inputs disagree on the batch size: {sorted(rows)}")
         n = rows.pop()
+        if n == 0:
+            raise ValueError("infer needs at least one row")
         deadline = time.monotonic() + self.timeout_s
         parts: list[dict[str, np.ndarray]] = []
         for start in range(0, n, self.max_batch_size):
