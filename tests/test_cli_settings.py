@@ -68,6 +68,8 @@ SERVICE_ENV = {
     "EVOMEM_CRONISTA_MODEL_DIR": "/models/cronista",
     "EVOMEM_TRITON_URL": "triton:8001",
     "EVOMEM_TRITON_MODEL": "cronista-b",
+    "EVOMEM_TRITON_EMBEDDING_MODEL": "minilm",
+    "EVOMEM_EMBEDDING_BACKEND": "triton",
     "EVOMEM_TRITON_MODEL_VERSION": "3",
     "EVOMEM_TRITON_TIMEOUT_MS": "750",
     "EVOMEM_TRITON_RETRIES": "4",
@@ -131,6 +133,7 @@ def test_every_service_setting_has_an_env_variable() -> None:
         "3",
     )
     assert (t.timeout_ms, t.retries, t.retry_after_s) == (750, 4, 9)
+    assert (s.vectors.backend, t.embedding_model) == ("triton", "minilm")
     assert (s.addresses.storage, s.addresses.cronista, s.addresses.linker) == (
         "storage:50051",
         "cronista:50052",
@@ -182,6 +185,7 @@ def test_triton_limits_name_the_variable_and_the_bounds(name: str, value: str, b
         ("EVOMEM_TRANSPORT", "stdio, http"),
         ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
         ("EVOMEM_CRONISTA_BACKEND", "lite, onnx, triton"),
+        ("EVOMEM_EMBEDDING_BACKEND", "onnx, triton"),
         ("EVOMEM_SQLITE_DRIVER", "sqlean, sqlite3"),
         ("EVOMEM_LOG_FORMAT", "text, json"),
     ],

@@ -90,3 +90,58 @@ def test_the_deadline_bounds_the_whole_call(server):
         model.infer({"input_ids": ids, "attention_mask": ids, "token_type_ids": ids * 0}, ["last_hidden_state"])
     assert err.value.reason == "deadline"
     assert time.monotonic() - started < 1.0
+
+
+def test_storage_embeds_on_triton_and_in_process_when_triton_is_down(tmp_path):
+    """EVOMEM_EMBEDDING_BACKEND=triton: storage's vectors come from Triton's embedding model; with
+    Triton killed, notes and queries are embedded in process (the same vectors), counted."""
+    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.adapters.triton_client import FallbackEmbedder
+    from evomem.bootstrap import build_vectors
+    from evomem.domain.model import NewNote
+    from evomem.runtime import metric
+    from evomem.settings import Settings
+
+    if not OnnxEmbedder().available:
+        pytest.skip("the packaged embedding model is not installed")
+    own = TritonServer(cpu_repository(tmp_path, models="embedding"), tmp_path / "run", triton_venv()).start()
+    store = SQLiteStore(tmp_path / "evomem.db")
+    try:
+        env = {"EVOMEM_EMBEDDING_BACKEND": "triton", "EVOMEM_TRITON_URL": own.grpc_url, "EVOMEM_VECTORS": "on"}
+        vectors = build_vectors(Settings.from_env({**env, "EVOMEM_TRITON_TIMEOUT_MS": "2000"}), store)
+        assert vectors is not None and isinstance(vectors.embedder, FallbackEmbedder)
+        counter = metric("counter", "evomem_embedding_fallbacks_total", "", ("reason",))
+
+        def fallbacks() -> float:
+            return sum(s.value for f in counter.collect() for s in f.samples if s.name.endswith("_total"))
+
+        before = fallbacks()
+        ledger = store.insert(NewNote(raw_text="We moved the ledger to SQLite because Postgres was overkill."))
+        vectors.add([ledger])
+        assert fallbacks() == before  # on Triton
+        own.kill()
+        cache = store.insert(NewNote(raw_text="The cache runs on Redis since memcached evicted sessions."))
+        vectors.add([cache])
+        assert fallbacks() > before  # in process
+        hits = vectors.nearest("where do the bookkeeping records live", namespace="default", limit=2)
+        assert hits and hits[0][0] == ledger.id
+        local = OnnxEmbedder().encode([ledger.raw_text])[0]
+        assert float(np.dot(vectors.embedder.encode([ledger.raw_text])[0], local)) > 0.9999
+    finally:
+        own.stop()
+        store.close()
+
+
+def test_the_triton_embedding_backend_needs_a_url(tmp_path):
+    from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.bootstrap import build_vectors
+    from evomem.runtime import ConfigError
+    from evomem.settings import Settings
+
+    store = SQLiteStore(tmp_path / "evomem.db")
+    try:
+        with pytest.raises(ConfigError, match="EVOMEM_TRITON_URL"):
+            build_vectors(Settings.from_env({"EVOMEM_EMBEDDING_BACKEND": "triton", "EVOMEM_VECTORS": "on"}), store)
+    finally:
+        store.close()

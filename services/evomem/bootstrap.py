@@ -81,7 +81,22 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     # One thread per call: a note or a query is one short sequence, where a second thread buys
     # little and concurrent calls would oversubscribe the cores (measured on 2 busy cores:
     # 7.5 ms per query with one thread, 16 ms with onnxruntime's default).
-    embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
+    embedder: Embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
+    if settings.vectors.backend == "triton":
+        # The encoder on Triton (the same pinned file), in process when Triton cannot answer.
+        from evomem.adapters.triton_client import FallbackEmbedder, TritonEmbedder, TritonModel
+
+        if settings.vectors.model_dir:
+            raise ConfigError(
+                "EVOMEM_EMBEDDING_BACKEND=triton serves the packaged model: unset EVOMEM_EMBEDDING_MODEL_DIR"
+            )
+        try:
+            url = settings.require("triton", "url")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_EMBEDDING_BACKEND=triton: {exc}") from exc
+        t = settings.triton
+        model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
+        embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
     return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
 
 

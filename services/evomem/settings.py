@@ -36,6 +36,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 LINKER_STRUCTURED = ("grammar", "json_schema", "none")
 CRONISTA_BACKENDS = ("lite", "onnx", "triton")
+EMBEDDING_BACKENDS = ("onnx", "triton")
 SQLITE_DRIVERS = ("sqlean", "sqlite3")
 PREFIX = "EVOMEM_"
 
@@ -122,6 +123,12 @@ class StoreSettings(_Section):
 
 class VectorSettings(_Section):
     mode: _choice(*VECTORS) = _var("VECTORS", "auto", "hybrid recall: auto, on or off (BM25 only)", VECTORS)
+    backend: _choice(*EMBEDDING_BACKENDS) = _var(
+        "EMBEDDING_BACKEND",
+        "onnx",
+        "where storage embeds: onnx (in process) or triton (EVOMEM_TRITON_URL; in process when Triton cannot answer)",
+        EMBEDDING_BACKENDS,
+    )
     model_dir: str | None = _var(
         "EMBEDDING_MODEL_DIR", None, "a folder with model.onnx and tokenizer.json instead of the packaged model"
     )
@@ -153,10 +160,13 @@ class CronistaSettings(_Section):
 
 
 class TritonSettings(_Section):
-    """The Triton Inference Server the ``triton`` cronista backend calls (gRPC)."""
+    """The Triton Inference Server the ``triton`` cronista (and embedding) backends call (gRPC)."""
 
-    url: str | None = _var("TRITON_URL", None, "Triton's gRPC address host:port (cronista backend triton)")
+    url: str | None = _var("TRITON_URL", None, "Triton's gRPC address host:port (the triton backends)")
     model: str = _var("TRITON_MODEL", "cronista", "the cronista model's name in Triton's model repository")
+    embedding_model: str = _var(
+        "TRITON_EMBEDDING_MODEL", "embedding", "the embedding model's name in Triton's model repository"
+    )
     model_version: str = _var("TRITON_MODEL_VERSION", "", "the model version to call (empty: the server's latest)")
     timeout_ms: Annotated[int, AfterValidator(_between(1, 600_000))] = _var(
         "TRITON_TIMEOUT_MS", 2000, "deadline of one extraction on Triton, retries included; then lite"

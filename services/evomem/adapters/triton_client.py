@@ -265,3 +265,42 @@ class TritonEmbedder:
 
     def close(self) -> None:
         self.model.close()
+
+
+class FallbackEmbedder:
+    """``TritonEmbedder`` first, the in-process ``OnnxEmbedder`` when Triton cannot answer.
+
+    Both run the same pinned model file with the same tokenizer and pooling, so the vectors
+    are one space (one ``name``) and a note embedded during an outage is found like any other.
+    Each fallback is counted in ``evomem_embedding_fallbacks_total{reason}``."""
+
+    def __init__(self, primary: TritonEmbedder, fallback: Any) -> None:
+        if primary.name != fallback.name:
+            raise ValueError(f"{primary.name} and {fallback.name} are different vector spaces")
+        self.primary = primary
+        self.fallback = fallback
+        self.name = primary.name
+        self.dim = primary.dim
+        self._fallbacks = metric(
+            "counter",
+            "evomem_embedding_fallbacks_total",
+            "Texts embedded in process because Triton could not answer",
+            ("reason",),
+        )
+
+    def load(self) -> None:
+        """The in-process model too: it must be ready when Triton is not."""
+        load = getattr(self.fallback, "load", None)
+        if load is not None:
+            load()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        try:
+            return self.primary.encode(texts)
+        except TritonUnavailable as exc:
+            if self._fallbacks is not None:
+                self._fallbacks.labels(exc.reason).inc(len(texts))
+            return self.fallback.encode(texts)
+
+    def close(self) -> None:
+        self.primary.close()
