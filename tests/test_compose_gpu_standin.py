@@ -259,6 +259,19 @@ def cronista_fallbacks(compose: Compose) -> float:
     return float(out.stdout.strip() or 0)
 
 
+def triton_successes(compose: Compose, model: str) -> float:
+    """Triton's own count of the model's successful inferences (its metrics port, 8002)."""
+    code = (
+        "import urllib.request as u; t = u.urlopen('http://127.0.0.1:8002/metrics', timeout=5).read().decode();"
+        f"print(sum(float(l.rsplit(' ', 1)[1]) for l in t.splitlines()"
+        f" if l.startswith('nv_inference_request_success{{') and 'model=\"{model}\"' in l))"
+    )
+    cid = compose.container_id("triton")
+    out = subprocess.run(["docker", "exec", cid, "python3", "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return float(out.stdout.strip() or 0)
+
+
 @pytest.mark.anyio
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
@@ -279,6 +292,9 @@ async def test_ledger_story_with_the_cronista_on_triton(stack) -> None:
             for field in ("trigger", "change", "alternatives_tried", "consequences"):
                 assert made_of_source_spans(node[field], text), (field, node[field])
     assert cronista_probe(compose) == 0
+    # Storage embedded the notes and the query on Triton (EVOMEM_EMBEDDING_BACKEND=triton).
+    assert triton_successes(compose, "embedding") >= 3
+    assert triton_successes(compose, "cronista") >= 2
 
 
 @pytest.mark.anyio
