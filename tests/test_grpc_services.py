@@ -493,7 +493,7 @@ def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], 
 
 SERVICE_ENUMS = {
     "storage": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},
-    "cronista": {"EVOMEM_CRONISTA_BACKEND": ("lite2", "lite")},
+    "cronista": {"EVOMEM_CRONISTA_BACKEND": ("lite2", "lite, onnx, triton")},
     "linker": {"EVOMEM_LINKER": ("scroed", "off, heuristic, scored, llm")},
     "worker": {},
     "gateway": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},

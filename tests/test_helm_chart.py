@@ -341,6 +341,7 @@ def test_no_gpu_at_all_in_the_lite_deployment(lite: Rendered) -> None:
         assert not spec.get("tolerations"), component
     assert not any(m["metadata"]["name"].startswith((name_of("triton"), name_of("llm"))) for m in lite.manifests)
     assert lite.env("cronista")["EVOMEM_CRONISTA_BACKEND"]["value"] == "lite"
+    assert "EVOMEM_TRITON_URL" not in lite.env("cronista")
     assert lite.env("linker")["EVOMEM_LINKER"]["value"] == "scored"
 
 
@@ -353,8 +354,10 @@ def test_gpu_deployment_links_with_the_llm_server(gpu: Rendered) -> None:
     assert args[args.index("--alias") + 1] == env["EVOMEM_LINKER_MODEL"]["value"]
     assert args[args.index("--port") + 1] == "8080"
     assert gpu.env("gateway")["EVOMEM_AUTO_SUPERSEDE"]["value"] == "llm"
-    # The cronista stays lite until its Triton backend exists; Triton is there for it.
-    assert gpu.env("cronista")["EVOMEM_CRONISTA_BACKEND"]["value"] == "lite"
+    # The cronista runs the model on the chart's Triton (lite only when Triton cannot answer).
+    cronista = gpu.env("cronista")
+    assert cronista["EVOMEM_CRONISTA_BACKEND"]["value"] == "triton"
+    assert cronista["EVOMEM_TRITON_URL"]["value"] == f"{name_of('triton')}:8001"
 
 
 def test_model_servers_load_from_a_volume_and_probe_their_health(gpu: Rendered, chart: Chart) -> None:
@@ -425,8 +428,11 @@ def test_every_container_has_probes_and_grpc_services_use_grpc_probes(each: Rend
                 assert probe in container, f"{where} has no {probe}"
             if component in GRPC_SERVICES:
                 ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+                # The cronista's probes ask for the server's overall status "": its service name
+                # is NOT_SERVING while it extracts through its lite fallback (degraded, alive).
+                service = "" if component == "cronista" else GRPC_SERVICES[component]
                 for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-                    assert container[probe]["grpc"] == {"port": ports["grpc"], "service": GRPC_SERVICES[component]}
+                    assert container[probe]["grpc"] == {"port": ports["grpc"], "service": service}
 
 
 IMAGE = re.compile(r"^(?P<repo>[^@\s]+?)(?::(?P<tag>[\w][\w.-]*))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$")
@@ -494,11 +500,7 @@ def test_network_policies_select_their_pods_and_admit_only_their_callers(each: R
     assert default_deny["policyTypes"] == ["Ingress"] and "ingress" not in default_deny
     assert all(selects(default_deny["podSelector"], pod) for pod in labels.values()), "a pod escapes the default deny"
 
-    expected = callers_by_address(each)
-    if "triton" in expected:
-        # Nothing calls Triton yet: the cronista's Triton backend (the GPU issue) will.
-        assert expected["triton"] == set()
-        expected["triton"] = {"cronista"}
+    expected = callers_by_address(each)  # the cronista calls Triton at EVOMEM_TRITON_URL
     policy_of = {}
     for name, spec in policies.items():
         targets = {c for c, pod in labels.items() if selects(spec["podSelector"], pod)}
@@ -633,7 +635,8 @@ def test_gateway_is_highly_available(each: Rendered) -> None:
         ({"gateway": {"replicas": "two"}}, "/gateway/replicas", "got string, want integer"),
         ({"gateway": {"replicas": 1}}, "/gateway/replicas", "minimum: got 1, want 2"),
         ({"gpu": {"enabled": "yes"}}, "/gpu/enabled", "got string, want boolean"),
-        ({"cronista": {"backend": "triton"}}, "/cronista/backend", "value must be 'lite'"),
+        ({"cronista": {"backend": "gpu"}}, "/cronista/backend", "value must be one of"),
+        ({"cronista": {"triton": {"timeoutMs": 0}}}, "/cronista/triton/timeoutMs", "minimum: got 0, want 1"),
         ({"linker": {"mode": "magic"}}, "/linker/mode", "value must be one of"),
         ({"config": {"vectors": "sometimes"}}, "/config/vectors", "value must be one of"),
         ({"image": {"tag": "latest"}}, "/image/tag", "'latest' does not match pattern"),
@@ -656,8 +659,9 @@ def test_bad_values_fail_with_a_clear_schema_error(chart: Chart, values: dict[st
     [
         ({"gpu": {"enabled": False}, "linker": {"mode": "llm"}}, "set linker.llm.baseUrl"),
         ({"redis": {"enabled": False}}, "/redis/external/url"),
+        ({"gpu": {"enabled": False}, "cronista": {"backend": "triton"}}, "set cronista.triton.url"),
     ],
-    ids=["llm linker without a GPU or an endpoint", "no Redis at all"],
+    ids=["llm linker without a GPU or an endpoint", "no Redis at all", "triton cronista without a GPU or a server"],
 )
 def test_inconsistent_values_fail_with_a_message(chart: Chart, values: dict[str, Any], says: str) -> None:
     with pytest.raises(HelmError) as caught:
@@ -730,7 +734,11 @@ def test_chart_and_compose_gpu_check_the_same_health(gpu: Rendered) -> None:
         (container,) = workload["spec"]["template"]["spec"]["containers"]
         probe = chart_health(container)
         check = compose_health(services[component])
-        if probe.startswith("grpc "):
+        if component == "cronista":
+            # The server's overall status: degraded (Triton down, lite fallback) is NOT_SERVING
+            # for the service name only, and must not restart the pod or take it out of service.
+            assert probe == "grpc 50052 " and "grpc 50052 evomem.v1.CronistaService" in check, (probe, check)
+        elif probe.startswith("grpc "):
             assert probe in check.replace("/opt/evomem/bin/evomem-healthcheck ", ""), (component, probe, check)
         elif "redis-cli ping" in probe:
             assert "redis-cli ping" in check

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
-from evomem.ports import Embedder, Linker, Store, Vectors
+from evomem.ports import Embedder, Extractor, Linker, Store, Vectors
 from evomem.runtime import GRACE_S, ConfigError, start_metrics
 from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import Settings, SettingsError
@@ -81,7 +81,22 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     # One thread per call: a note or a query is one short sequence, where a second thread buys
     # little and concurrent calls would oversubscribe the cores (measured on 2 busy cores:
     # 7.5 ms per query with one thread, 16 ms with onnxruntime's default).
-    embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
+    embedder: Embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
+    if settings.vectors.backend == "triton":
+        # The encoder on Triton (the same pinned file), in process when Triton cannot answer.
+        from evomem.adapters.triton_client import FallbackEmbedder, TritonEmbedder, TritonModel
+
+        if settings.vectors.model_dir:
+            raise ConfigError(
+                "EVOMEM_EMBEDDING_BACKEND=triton serves the packaged model: unset EVOMEM_EMBEDDING_MODEL_DIR"
+            )
+        try:
+            url = settings.require("triton", "url")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_EMBEDDING_BACKEND=triton: {exc}") from exc
+        t = settings.triton
+        model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
+        embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
     return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
 
 
@@ -404,6 +419,10 @@ class GrpcService:
     description: str
     warm: Callable[[], None] | None = None  # once, before SERVING
     probe: Callable[[], None] | None = None  # every 5 s: raising turns health NOT_SERVING
+    # every probe_interval_s: a reason (str) turns the service's own name NOT_SERVING while ""
+    # stays SERVING (degraded: it answers through a fallback); None: SERVING
+    degraded: Callable[[], str | None] | None = None
+    probe_interval_s: float = 5.0
     background: Callable[[threading.Event], list[threading.Thread]] | None = None
     close: list[Callable[[], None]] = field(default_factory=list)
     running: RunningServer | None = None
@@ -425,7 +444,7 @@ class GrpcService:
         if self.warm is not None:
             self.warm()
         running.set_serving(True)
-        if self.probe is not None:
+        if self.probe is not None or self.degraded is not None:
             threading.Thread(target=self._probe, args=(running,), daemon=True, name="health-probe").start()
         if self.background is not None:
             self._threads = self.background(self._stopping)
@@ -434,11 +453,15 @@ class GrpcService:
 
     def _probe(self, running: RunningServer) -> None:
         # Health is the real state: a check that fails turns the service NOT_SERVING.
-        assert self.probe is not None
-        while not self._stopping.wait(5):
+        while not self._stopping.wait(self.probe_interval_s):
             try:
-                self.probe()
-                running.set_serving(True)
+                if self.probe is not None:
+                    self.probe()
+                reason = self.degraded() if self.degraded is not None else None
+                if reason:
+                    running.set_degraded(True)
+                else:
+                    running.set_serving(True)
             except Exception as exc:  # pragma: no cover - exercised by killing the volume
                 log.error("%s health check failed: %s", self.kind, exc)
                 running.set_serving(False)
@@ -538,23 +561,70 @@ def build_storage(settings: Settings) -> GrpcService:
     )
 
 
-def _warm_up(extractor: LiteCronista) -> None:
+def _warm_up(extractor: Extractor) -> None:
     extractor.extract("warm-up: we picked the lite cronista because it is fast.")
 
 
+def build_extractor(settings: Settings) -> Extractor:
+    """The cronista of EVOMEM_CRONISTA_BACKEND: ``lite``; ``onnx`` (the project's model on
+    onnxruntime in process, EVOMEM_CRONISTA_MODEL_DIR or the packaged folder); ``triton`` (the
+    same model on the Triton server at EVOMEM_TRITON_URL, the lite cronista when Triton cannot
+    answer)."""
+    backend = settings.cronista.backend
+    if backend == "onnx":
+        from evomem.adapters.onnx_cronista import OnnxCronista
+
+        return OnnxCronista(settings.cronista.model_dir)
+    if backend == "triton":
+        try:
+            from evomem.adapters.triton_client import TritonModel
+            from evomem.adapters.triton_cronista import TritonCronista
+        except ImportError as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}; pip install 'evomem-mcp[triton]'") from exc
+        try:
+            url = settings.require("triton", "url")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}") from exc
+        t = settings.triton
+        model = TritonModel(url, t.model, t.model_version, timeout_s=t.timeout_ms / 1000, retries=t.retries)
+        return TritonCronista(model, settings.cronista.model_dir, retry_after_s=float(t.retry_after_s))
+    return LiteCronista()
+
+
 def build_cronista(settings: Settings) -> GrpcService:
+    """The CronistaService with the extractor of EVOMEM_CRONISTA_BACKEND. With ``triton`` the
+    health of ``evomem.v1.CronistaService`` is NOT_SERVING while it extracts through its lite
+    fallback (Triton down), "" stays SERVING; the state is probed every second."""
     from evomem.adapters.grpc.servicers import CronistaServicer
     from evomem.v1 import cronista_pb2_grpc
 
-    extractor = LiteCronista()  # settings.cronista.backend: only "lite" exists
-    return GrpcService(
+    extractor = build_extractor(settings)
+    load = getattr(extractor, "load", None)
+    if load is not None:
+        try:
+            load()  # the tokenizer, pinned: a missing or wrong file stops the start
+        except Unavailable as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND={settings.cronista.backend}: {exc.message}") from exc
+    check = getattr(extractor, "check", None)
+    service = GrpcService(
         settings,
         "cronista",
         "evomem.v1.CronistaService",
         lambda s: cronista_pb2_grpc.add_CronistaServiceServicer_to_server(CronistaServicer(extractor), s),
         f"backend {extractor.name}",
         warm=lambda: _warm_up(extractor),
+        degraded=check,
+        probe_interval_s=1.0 if check is not None else 5.0,
+        close=[extractor.close] if hasattr(extractor, "close") else [],
     )
+    if hasattr(extractor, "on_change"):
+
+        def tell(reason: str | None) -> None:
+            if service.running is not None:
+                service.running.set_degraded(reason is not None)
+
+        extractor.on_change = tell
+    return service
 
 
 def build_linker(settings: Settings) -> GrpcService:

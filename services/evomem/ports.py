@@ -5,7 +5,8 @@ implements them:
 
 - ``Store``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore`` (the
   storage service).
-- ``Extractor``: ``domain.cronista.LiteCronista``; ``adapters.grpc.clients.GrpcExtractor``.
+- ``Extractor``: ``domain.cronista.LiteCronista``; ``adapters.onnx_cronista.OnnxCronista``;
+  ``adapters.triton_cronista.TritonCronista``; ``adapters.grpc.clients.GrpcExtractor``.
 - ``Linker``: ``domain.linkers.heuristic.HeuristicLinker``, ``domain.linkers.scored.ScoredLinker``,
   ``domain.linkers.cascade.CascadeLinker``; ``adapters.llm_linker.LLMLinker`` (OpenAI-compatible
   HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
@@ -13,7 +14,8 @@ implements them:
 - ``Vectors``: ``adapters.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec);
   ``adapters.grpc.clients.GrpcVectors``.
 - ``AuditLog``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore``.
-- ``Embedder``: ``adapters.embedding.OnnxEmbedder`` (and the unit tests' ``HashingEmbedder``);
+- ``Embedder``: ``adapters.embedding.OnnxEmbedder``, ``adapters.triton_client.TritonEmbedder`` (and the
+  unit tests' ``HashingEmbedder``);
   ``adapters.semantic.SemanticIndex`` is one too, through its cache.
 """
 

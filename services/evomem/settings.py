@@ -1,7 +1,7 @@
 """Settings: one validated object for every wiring, from flags and ``EVOMEM_*`` environment variables.
 
 Precedence: flag > environment > default. The object has one section per concern (``mcp``,
-``memory``, ``store``, ``vectors``, ``linker``, ``cronista``, ``addresses``, ``grpc``,
+``memory``, ``store``, ``vectors``, ``linker``, ``cronista``, ``triton``, ``addresses``, ``grpc``,
 ``gateway``, ``queue``, ``metrics``, ``logging``, ``auth``); each leaf names its variable (its
 ``alias``), so ``env_names()`` lists every variable any EvoMem process reads. A value that
 is not allowed (``EVOMEM_AUTO_SUPERSEDE=scroed``) fails at start-up with the variable's name
@@ -35,7 +35,8 @@ VECTORS = ("auto", "on", "off")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 LINKER_STRUCTURED = ("grammar", "json_schema", "none")
-CRONISTA_BACKENDS = ("lite",)
+CRONISTA_BACKENDS = ("lite", "onnx", "triton")
+EMBEDDING_BACKENDS = ("onnx", "triton")
 SQLITE_DRIVERS = ("sqlean", "sqlite3")
 PREFIX = "EVOMEM_"
 
@@ -131,6 +132,12 @@ class StoreSettings(_Section):
 
 class VectorSettings(_Section):
     mode: _choice(*VECTORS) = _var("VECTORS", "auto", "hybrid recall: auto, on or off (BM25 only)", VECTORS)
+    backend: _choice(*EMBEDDING_BACKENDS) = _var(
+        "EMBEDDING_BACKEND",
+        "onnx",
+        "where storage embeds: onnx (in process) or triton (EVOMEM_TRITON_URL; in process when Triton cannot answer)",
+        EMBEDDING_BACKENDS,
+    )
     model_dir: str | None = _var(
         "EMBEDDING_MODEL_DIR", None, "a folder with model.onnx and tokenizer.json instead of the packaged model"
     )
@@ -153,7 +160,32 @@ class LinkerSettings(_Section):
 
 
 class CronistaSettings(_Section):
-    backend: _choice(*CRONISTA_BACKENDS) = _var("CRONISTA_BACKEND", "lite", "the cronista service's extractor")
+    backend: _choice(*CRONISTA_BACKENDS) = _var(
+        "CRONISTA_BACKEND", "lite", "the cronista's extractor: lite, onnx (in process) or triton", CRONISTA_BACKENDS
+    )
+    model_dir: str | None = _var(
+        "CRONISTA_MODEL_DIR", None, "the cronista model folder (tokenizer.json, pins.json) instead of the packaged one"
+    )
+
+
+class TritonSettings(_Section):
+    """The Triton Inference Server the ``triton`` cronista (and embedding) backends call (gRPC)."""
+
+    url: str | None = _var("TRITON_URL", None, "Triton's gRPC address host:port (the triton backends)")
+    model: str = _var("TRITON_MODEL", "cronista", "the cronista model's name in Triton's model repository")
+    embedding_model: str = _var(
+        "TRITON_EMBEDDING_MODEL", "embedding", "the embedding model's name in Triton's model repository"
+    )
+    model_version: str = _var("TRITON_MODEL_VERSION", "", "the model version to call (empty: the server's latest)")
+    timeout_ms: Annotated[int, AfterValidator(_between(1, 600_000))] = _var(
+        "TRITON_TIMEOUT_MS", 2000, "deadline of one extraction on Triton, retries included; then lite"
+    )
+    retries: Annotated[int, AfterValidator(_between(0, 10))] = _var(
+        "TRITON_RETRIES", 2, "retries (exponential backoff) of a call Triton could not answer"
+    )
+    retry_after_s: Annotated[int, AfterValidator(_between(0, 3600))] = _var(
+        "TRITON_RETRY_AFTER_S", 5, "after a failure, seconds of lite-only extraction before Triton is tried again"
+    )
 
 
 class AddressSettings(_Section):
@@ -270,6 +302,7 @@ class Settings(BaseSettings):
     vectors: VectorSettings = VectorSettings()
     linker: LinkerSettings = LinkerSettings()
     cronista: CronistaSettings = CronistaSettings()
+    triton: TritonSettings = TritonSettings()
     addresses: AddressSettings = AddressSettings()
     grpc: GrpcSettings = GrpcSettings()
     gateway: GatewaySettings = GatewaySettings()

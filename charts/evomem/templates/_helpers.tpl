@@ -176,6 +176,26 @@ scored
 {{- end -}}
 {{- end -}}
 
+{{- define "evomem.cronistaBackend" -}}
+{{- if .Values.cronista.backend -}}
+{{- .Values.cronista.backend -}}
+{{- else if .Values.gpu.enabled -}}
+triton
+{{- else -}}
+lite
+{{- end -}}
+{{- end -}}
+
+{{- define "evomem.tritonUrl" -}}
+{{- if .Values.cronista.triton.url -}}
+{{- .Values.cronista.triton.url -}}
+{{- else if and (eq (include "evomem.cronistaBackend" .) "triton") (not .Values.gpu.enabled) -}}
+{{- fail "cronista.backend=triton with gpu.enabled=false: set cronista.triton.url to a Triton server's gRPC address (the chart's Triton runs only on GPU nodes)" -}}
+{{- else if .Values.gpu.enabled -}}
+{{- printf "%s:8001" (include "evomem.componentName" (dict "ctx" . "component" "triton")) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "evomem.linkerModel" -}}
 {{- default .Values.llm.model.name .Values.linker.llm.model -}}
 {{- end -}}
@@ -281,20 +301,20 @@ Secret on upgrade, random at install. */}}
 startupProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 2
   failureThreshold: 60
 readinessProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 10
   timeoutSeconds: 3
   failureThreshold: 3
 livenessProbe:
   grpc:
     port: {{ .port }}
-    service: {{ .service }}
+    service: {{ .service | quote }}
   periodSeconds: 20
   timeoutSeconds: 5
   failureThreshold: 3

@@ -363,7 +363,7 @@ class OnnxCronista:
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise CronistaModelUnavailable(
-                    f"{exc.name} is not installed; pip install 'evomem[embeddings]' (onnxruntime, tokenizers, numpy)"
+                    f"{exc.name} is not installed; pip install 'evomem-mcp' (onnxruntime, tokenizers, numpy)"
                 ) from exc
             tokenizer = Tokenizer.from_file(str(tok))
             tokenizer.no_truncation()

@@ -32,6 +32,16 @@ class RunningServer:
         for name in ("", *self.names):
             self.health.set(name, status)
 
+    def set_degraded(self, degraded: bool) -> None:
+        """Degraded: the server answers ("" SERVING), but its services report NOT_SERVING
+        (the cronista extracting with its fallback while Triton is down)."""
+        if not degraded:
+            self.set_serving(True)
+            return
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        for name in self.names:
+            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+
     def stop(self, grace: float = GRACE_S) -> None:
         self.set_serving(False)
         self.server.stop(grace).wait()
