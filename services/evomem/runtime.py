@@ -103,3 +103,19 @@ def start_metrics(port: int, host: str = "127.0.0.1") -> None:
 
         start_http_server(port, addr=host)
         log.info("metrics on %s:%d/metrics", host, port)
+
+
+def exit_process(status: int, threads: list[threading.Thread]) -> int:
+    """``status``, or, while a background thread still runs, exit at once with it: onnxruntime
+    may be loading the model in that thread (a client that made one call and left), and a
+    normal interpreter exit would then abort in its C++ destructors (SIGABRT, "terminate called
+    without an active exception"). The caller has closed what it opened; a vector the backfill
+    may have been writing is rolled back by SQLite and redone at the next start."""
+    if any(thread.is_alive() for thread in threads):
+        logging.shutdown()
+        import os
+        import sys
+
+        sys.stderr.flush()
+        os._exit(status)
+    return status

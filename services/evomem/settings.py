@@ -496,3 +496,18 @@ def add_flags(parser: Any, keys: tuple[str, ...]) -> None:
 def from_flags(args: Any, keys: tuple[str, ...]) -> Settings:
     """The settings with the parsed ``args`` (flags left out stay unset) over the environment."""
     return Settings.from_env(**{key: getattr(args, key) for key in keys})
+
+
+def env_only_epilog(names: tuple[str, ...]) -> str:
+    """``--help``'s list of the settings ``names`` that have no flag (read from the environment only)."""
+    rows = {var: (default, help_) for var, _path, default, help_ in describe()}
+    lines = ["settings read from the environment only:"]
+    for var in names:
+        default, help_ = rows[var]
+        lines.append(f"  {var:<28}{help_}" + ("" if default in (None, "") else f" (default {default})"))
+    lines += [
+        "",
+        "Every flag also has its EVOMEM_* variable (shown after each flag); a flag wins over the",
+        "environment. Clients launch `evomem-mcp --db PATH` over stdio; README: client set-up.",
+    ]
+    return "\n".join(lines)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import threading
 
 from evomem import __version__
 from evomem.domain.errors import Unavailable
-from evomem.settings import Settings, SettingsError, add_flags, describe, from_flags
+from evomem.settings import Settings, SettingsError, add_flags, env_only_epilog, from_flags
 
 log = logging.getLogger("evomem")
 #: Over stdio the model starts loading after the first tool call is answered, or after this long.
@@ -29,25 +28,11 @@ SWITCHES = ("insecure_no_auth",)  # flags without a value
 ENV_ONLY = ("EVOMEM_LINKER_API_KEY", "EVOMEM_LINKER_STRUCTURED", "EVOMEM_EMBEDDING_MODEL_DIR", "EVOMEM_SQLITE_DRIVER")
 
 
-def _epilog() -> str:
-    rows = {var: (default, help_) for var, _path, default, help_ in describe()}
-    lines = ["settings read from the environment only:"]
-    for var in ENV_ONLY:
-        default, help_ = rows[var]
-        lines.append(f"  {var:<28}{help_}" + ("" if default in (None, "") else f" (default {default})"))
-    lines += [
-        "",
-        "Every flag also has its EVOMEM_* variable (shown after each flag); a flag wins over the",
-        "environment. Clients launch `evomem-mcp --db PATH` over stdio; README: client set-up.",
-    ]
-    return "\n".join(lines)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="evomem-mcp",
         description="EvoMem MCP server: agent memory that keeps decisions as a history.",
-        epilog=_epilog(),
+        epilog=env_only_epilog(ENV_ONLY),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_flags(p, FLAGS)
@@ -132,15 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop.set()  # the backfill stops after its batch; the next start goes on
         service.store.close()
-    if any(thread.is_alive() for thread in background):
-        # A client that made one call and left: onnxruntime may be loading the model in its
-        # thread, and a normal interpreter exit would then abort in its C++ destructors (SIGABRT,
-        # "terminate called without an active exception"). Everything of ours is closed; a
-        # vector the backfill may have been writing is rolled back by SQLite and redone next start.
-        logging.shutdown()
-        sys.stderr.flush()
-        os._exit(status)
-    return status
+    from evomem.runtime import exit_process
+
+    return exit_process(status, background)
 
 
 if __name__ == "__main__":  # pragma: no cover
