@@ -169,3 +169,23 @@ class Compose:
         except subprocess.TimeoutExpired:  # pragma: no cover
             return "(compose logs timed out)"
         return proc.stdout + proc.stderr
+
+
+def write_secrets(folder: Path, tokens: Sequence[tuple[str, str, str]]) -> Path:
+    """tokens.toml (name, token, role; every namespace) and grpc-secret, as `make secrets` makes
+    them, readable by the image's user: the compose files mount them as secrets."""
+    import secrets as random
+
+    from evomem.auth import digest
+
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "".join(
+        f'[[tokens]]\nname = "{name}"\nsha256 = "{digest(token)}"\nrole = "{role}"\nnamespaces = ["*"]\n\n'
+        for name, token, role in tokens
+    )
+    (folder / "tokens.toml").write_text(text)
+    (folder / "grpc-secret").write_text(random.token_urlsafe(32) + "\n")
+    for f in folder.iterdir():
+        f.chmod(0o644)
+    folder.chmod(0o755)
+    return folder

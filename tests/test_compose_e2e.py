@@ -42,12 +42,11 @@ from compose_support import (
     build_images,
     compose_command,
     docker_unreachable,
+    write_secrets,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from procutil import free_port
-
-from evomem.auth import digest
 
 # The first test also pays for the session set-up: `make images` (minutes on a machine that
 # must first build the stand-in base images) and `up` with every health check passing.
@@ -79,18 +78,8 @@ ADMIN_TOKEN = "evm_" + secrets.token_urlsafe(24)
 @pytest.fixture(scope="session")
 def secrets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tokens.toml and grpc-secret, as `make secrets` makes them (readable by the image's user)."""
-    folder = tmp_path_factory.mktemp("secrets")
     entries = [("ledger-team", WRITER_TOKEN, "writer"), ("ops", ADMIN_TOKEN, "admin")]
-    text = "".join(
-        f'[[tokens]]\nname = "{name}"\nsha256 = "{digest(token)}"\nrole = "{role}"\nnamespaces = ["*"]\n\n'
-        for name, token, role in entries
-    )
-    (folder / "tokens.toml").write_text(text)
-    (folder / "grpc-secret").write_text(secrets.token_urlsafe(32) + "\n")
-    for f in folder.iterdir():
-        f.chmod(0o644)
-    folder.chmod(0o755)
-    return folder
+    return write_secrets(tmp_path_factory.mktemp("secrets"), entries)
 
 
 @pytest.fixture(scope="session")
