@@ -294,7 +294,7 @@ async def test_ledger_story_with_the_cronista_on_triton(stack) -> None:
         first = await call_ok(client, "remember", {"raw_text": POSTGRES, "tags": ["ledger"]})
         second = await call_ok(client, "remember", {"raw_text": SQLITE, "tags": ["ledger"], "supersedes": first["id"]})
         assert (second["supersedes"], second["version"]) == (first["id"], 2)
-        found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True})
+        found = await call_ok(client, "recall", {"query": "ledger postgres", "include_history": True, "detail": "full"})
         top = found["results"][0]
         assert top["id"] == second["id"] and top["status"] == "active"
         assert [h["id"] for h in top["history"]] == [first["id"]]
