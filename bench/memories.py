@@ -92,7 +92,8 @@ def _pair_linker(service: Any) -> Any:
 
 
 #: Linkers the benchmark wires itself until ``evomem.settings`` knows them: name -> factory(service).
-BENCH_LINKERS: dict[str, Any] = {"pair": _pair_linker}
+#: (The pair linker is ``--auto-supersede pair`` now; ``_pair_linker`` serves ``--pair-model``.)
+BENCH_LINKERS: dict[str, Any] = {}
 
 
 def available_linkers() -> list[str]:
@@ -288,6 +289,8 @@ class EvoMemMemory:
         self._share_embedder(service)
         if _bench_wired(self.linker):
             service.linker = BENCH_LINKERS[self.linker](service)
+        elif self.linker == "pair" and PAIR_MODEL:  # bench.quality --pair-model: other weights
+            service.linker = _pair_linker(service)
         self._current.service = service
         self._last_service = service
         try:
@@ -373,7 +376,8 @@ class EvoMemMemory:
                 args["supersedes"] = ids[note["supersedes"]]
             calls = self._linker_calls()
             out = await self.call("remember", args)
-            if self._linker_calls() > calls and _opens_llm_gate(out.get("link_decision") or {}, note["text"]):
+            opened = _opens_llm_gate(out.get("link_decision") or {}, note["text"], self.linker)
+            if self.linker is not None and self._linker_calls() > calls and opened:
                 llm_gate += 1
             ids[note["i"]] = out["id"]
             back[out["id"]] = note["i"]
@@ -413,21 +417,23 @@ class EvoMemMemory:
         return run
 
 
-def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
-    """Whether ``--auto-supersede llm`` would ask the LLM after this linker decision
-    (``evomem.domain.linkers.cascade.unsure_or_cued``): an abstention, or none for a cued note."""
-    from evomem.domain.linkers.cascade import unsure_or_cued
+def _opens_llm_gate(decision: Mapping[str, Any], text: str, linker: str | None = "scored") -> bool:
+    """Whether a cascade with this linker in front would ask the LLM after its decision: behind
+    the pair linker (``--auto-supersede llm``) ``pair_unsure`` (it abstained); behind the scored
+    one ``unsure_or_cued`` (an abstention, or none for a cued note)."""
+    from evomem.domain.linkers.cascade import pair_unsure, unsure_or_cued
     from evomem.domain.model import LinkDecision
 
     kind = decision.get("kind")
-    return kind in ("link", "abstain", "none") and unsure_or_cued(LinkDecision(kind=kind), text, None, [])
+    gate = pair_unsure if linker in ("pair", "llm") else unsure_or_cued
+    return kind in ("link", "abstain", "none") and gate(LinkDecision(kind=kind), text, None, [])
 
 
 def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
     from evomem.bootstrap import linker_for
 
-    if linker == "llm" or _bench_wired(linker):  # the LLM behind the scored linker, the pair linker
+    if linker == "llm" or _bench_wired(linker):  # the LLM behind the pair linker
         return True
     built = linker_for(linker)
     return built is not None and built.abstains
