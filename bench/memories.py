@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,14 @@ class ScenarioRun:
 
 
 VECTORS = ("auto", "on", "off")
+
+
+def scope_label(scope: str) -> str:
+    """A scenario's scope as a valid scope label: written by other authors, a scope may hold
+    spaces or capitals ("service-desk admins"), which remember refuses; lower-cased, and each
+    run of other characters becomes "-" (the same mapping for every note, so scopes stay apart)."""
+    label = re.sub(r"[^a-z0-9._:/@-]+", "-", scope.strip().lower()).strip("-")
+    return label[:64] or "scope"
 
 
 #: The pair linker's weights file (None: the one shipped next to it); ``bench.quality --pair-model``.
@@ -371,7 +380,7 @@ class EvoMemMemory:
         for note in notes:
             args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
             if self.scope_field and note["scope"]:
-                args["scope"] = note["scope"]
+                args["scope"] = scope_label(note["scope"])
             if self.linker is None and note["supersedes"] is not None:
                 args["supersedes"] = ids[note["supersedes"]]
             calls = self._linker_calls()
