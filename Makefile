@@ -107,7 +107,7 @@ base-images:
 # The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
 # versions, rebuilt only when pyproject.toml or WHEELHOUSE_EXTRAS changes. The evomem wheel
 # itself is built inside the image from services/, so code changes never need a new wheelhouse.
-.PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test FORCE
+.PHONY: wheelhouse compose-up compose-down compose-ps compose-logs compose-test secrets FORCE
 WHEELHOUSE ?= .wheelhouse
 IMAGE ?= evomem:latest
 COMPOSE_FILE ?= compose.cpu.yaml
@@ -137,11 +137,21 @@ $(WHEELHOUSE)/.stamp: pyproject.toml $(WHEELHOUSE)/.extras | $(VENV)/bin/activat
 
 FORCE:
 
+# The compose deployment's secrets (compose.cpu.yaml mounts them), made once, never overwritten:
+# secrets/grpc-secret (the services' shared gRPC secret) and secrets/tokens.toml with one admin
+# token, printed once here. Add identities with `evomem-admin token create ... >> secrets/tokens.toml`.
+SECRETS_DIR ?= secrets
+secrets: $(VENV)/bin/activate
+	@mkdir -p $(SECRETS_DIR)
+	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
+	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
+	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/tokens.toml
+
 images: base-images wheelhouse
 	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .
 
 # Starts the CPU (lite) deployment in the background and waits until the gateway is healthy.
-compose-up: images
+compose-up: images secrets
 	$(COMPOSE) -f $(COMPOSE_FILE) up -d
 	@cid=$$($(COMPOSE) -f $(COMPOSE_FILE) ps -q gateway); \
 	for i in $$(seq $(COMPOSE_WAIT_S)); do \

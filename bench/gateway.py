@@ -1,6 +1,6 @@
 """The multi-service wiring against the embedded server, in one run.
 
-    python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp --out bench/results
+    python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp --token evm_... --out bench/results
 
 Measures, through the official MCP client over streamable HTTP:
 - remember acknowledged (p50/p95) through the gateway and through the embedded server;
@@ -10,7 +10,8 @@ Measures, through the official MCP client over streamable HTTP:
 - gateway throughput (calls/s) with 8 and 32 concurrent MCP clients, each doing a mix of
   remember and recall, next to the embedded server under the same load.
 
-The gateway must be running (``make images && docker-compose -f compose.cpu.yaml up -d``);
+The gateway must be running (``make images secrets && docker-compose -f compose.cpu.yaml up -d``;
+every call needs a token: ``--token``, e.g. a writer made with ``evomem-admin token create``);
 the embedded server is started here on a temporary database.
 
     python -m bench.gateway --recall-paths --out bench/results
@@ -55,16 +56,32 @@ def _note(i: int, rng: random.Random) -> str:
     return f"We moved the {comp} service to {opt} (gateway bench note {i}, {rng.random():.6f})."
 
 
+#: The gateway's bearer token (--token): compose.cpu.yaml's gateway needs one for every call.
+TOKEN: str | None = None
+
+
+def _client(url: str) -> Any:
+    """The official client, with ``Authorization: Bearer <TOKEN>`` when a token is set."""
+    from mcp import Client
+
+    if not TOKEN:
+        return Client(url)
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    return Client(streamable_http_client(url, http_client=http))
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(pct(values, 95), 2), "n": len(values)}
 
 
 async def latency(url: str, n: int, poll_extraction: bool) -> dict[str, Any]:
-    from mcp import Client
 
     rng = random.Random(7)
     remember, recall, extract = [], [], []
-    async with Client(url) as client:
+    async with _client(url) as client:
         for i in range(n):
             t = time.perf_counter()
             r = await client.call_tool("remember", {"raw_text": _note(i, rng)})
@@ -90,7 +107,6 @@ async def latency(url: str, n: int, poll_extraction: bool) -> dict[str, Any]:
 
 
 async def throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
-    from mcp import Client
 
     done = 0
     errors = 0
@@ -99,7 +115,7 @@ async def throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
     async def one(idx: int) -> None:
         nonlocal done, errors
         rng = random.Random(idx)
-        async with Client(url) as client:
+        async with _client(url) as client:
             i = 0
             while time.perf_counter() < stop_at:
                 if i % 2 == 0:
@@ -122,10 +138,9 @@ async def throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
 
 
 async def recall_latency(url: str, rounds: int) -> dict[str, Any]:
-    from mcp import Client
 
     times = []
-    async with Client(url) as client:
+    async with _client(url) as client:
         for _ in range(rounds):
             for q in QUERIES:
                 t = time.perf_counter()
@@ -136,7 +151,6 @@ async def recall_latency(url: str, rounds: int) -> dict[str, Any]:
 
 
 async def recall_throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
-    from mcp import Client
 
     done = errors = 0
     stop_at = time.perf_counter() + seconds
@@ -144,7 +158,7 @@ async def recall_throughput(url: str, clients: int, seconds: float) -> dict[str,
     async def one(idx: int) -> None:
         nonlocal done, errors
         rng = random.Random(idx)
-        async with Client(url) as client:
+        async with _client(url) as client:
             while time.perf_counter() < stop_at:
                 r = await client.call_tool("recall", {"query": rng.choice(QUERIES), "k": 5, "include_history": True})
                 errors += r.is_error
@@ -269,7 +283,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=15.0, help="duration of each throughput run")
     p.add_argument("--recall-paths", action="store_true", help="only recall before/after RecallNodes (local)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers per gateway (--recall-paths)")
+    p.add_argument(
+        "--token", default=None, help="bearer token for the gateway (compose: a writer in secrets/tokens.toml)"
+    )
     args = p.parse_args(argv)
+    global TOKEN
+    TOKEN = args.token
 
     if args.recall_paths:
         previous = args.out / "gateway.json"

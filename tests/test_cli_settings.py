@@ -82,6 +82,28 @@ SERVICE_ENV = {
     "EVOMEM_WORKER_BATCH": "7",
     "EVOMEM_WORKER_CONSUMER": "w-1",
     "EVOMEM_METRICS_PORT": "9464",
+    "EVOMEM_DEDUPE_WINDOW_S": "30",
+    "EVOMEM_PURGE_RETRY_S": "5",
+    "EVOMEM_METRICS_HOST": "0.0.0.0",
+    "EVOMEM_AUTH_FILE": "/run/secrets/evomem-tokens",
+    "EVOMEM_INSECURE_NO_AUTH": "false",
+    "EVOMEM_RESOURCE_URL": "https://memory.example.com/mcp",
+    "EVOMEM_AUTH_ISSUER_URL": "https://login.example.com",
+    "EVOMEM_ALLOWED_HOSTS": "memory.example.com,gateway:*",
+    "EVOMEM_ALLOWED_ORIGINS": "https://memory.example.com",
+    "EVOMEM_RATE_REDIS_URL": "redis://redis:6379/1",
+    "EVOMEM_GRPC_SECRET": "grpc-secret",
+    "EVOMEM_GRPC_SECRET_FILE": "/run/secrets/evomem-grpc",
+    "EVOMEM_GRPC_INSECURE": "false",
+    "EVOMEM_GRPC_TLS_CA": "/tls/ca.pem",
+    "EVOMEM_GRPC_TLS_CERT": "/tls/cert.pem",
+    "EVOMEM_GRPC_TLS_KEY": "/tls/key.pem",
+    "EVOMEM_JWT_ISSUER": "https://idp.example",
+    "EVOMEM_JWT_AUDIENCE": "evomem",
+    "EVOMEM_JWT_JWKS": "https://idp.example/.well-known/jwks.json",
+    "EVOMEM_JWT_NAME_CLAIM": "email",
+    "EVOMEM_JWT_ROLE_CLAIM": "team_role",
+    "EVOMEM_JWT_NAMESPACES_CLAIM": "spaces",
 }
 
 
@@ -130,7 +152,29 @@ def test_every_service_setting_has_an_env_variable() -> None:
     q = s.queue
     assert (q.redis_url, q.job_visibility_ms, q.job_max_attempts) == ("redis://redis:6379/0", 1000, 2)
     assert (q.sweep_interval_s, q.sweep_batch, q.worker_batch, q.worker_consumer) == (3, 50, 7, "w-1")
-    assert s.metrics.port == 9464
+    assert (s.metrics.port, s.metrics.host) == (9464, "0.0.0.0")
+    a = s.auth
+    assert (a.file, a.insecure_no_auth, a.resource_url, a.issuer_url) == (
+        "/run/secrets/evomem-tokens",
+        False,
+        "https://memory.example.com/mcp",
+        "https://login.example.com",
+    )
+    assert (a.allowed_hosts, a.allowed_origins, a.rate_redis_url, a.grpc_insecure) == (
+        "memory.example.com,gateway:*",
+        "https://memory.example.com",
+        "redis://redis:6379/1",
+        False,
+    )
+    assert s.grpc_secret() == "grpc-secret" and a.grpc_secret_file == "/run/secrets/evomem-grpc"
+    assert (a.jwt_issuer, a.jwt_audience, a.jwt_jwks) == (
+        "https://idp.example",
+        "evomem",
+        "https://idp.example/.well-known/jwks.json",
+    )
+    assert (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key) == ("/tls/ca.pem", "/tls/cert.pem", "/tls/key.pem")
+    assert (a.jwt_name_claim, a.jwt_role_claim, a.jwt_namespaces_claim) == ("email", "team_role", "spaces")
+    assert "grpc-secret" not in repr(s)
     assert "sk-secret" not in repr(s) and "sk-secret" not in str(s.model_dump())  # the key never shows
 
 
@@ -217,12 +261,12 @@ def test_flag_beats_env_in_the_running_server(tmp_path: Path, server_env: dict[s
             return stats.structured_content["server"]["db"], stats.structured_content["namespaces"]
 
     db, namespaces = anyio.run(server_db, [])
-    assert db == str(env_db)
+    assert db == env_db.name  # the file's name only: clients are not told the server's directories
     assert namespaces == {"from-env": 1}
     assert env_db.exists()
 
     db, namespaces = anyio.run(server_db, ["--db", str(flag_db), "--namespace", "from-flag"])
-    assert db == str(flag_db)
+    assert db == flag_db.name
     assert namespaces == {"from-flag": 1}
 
 

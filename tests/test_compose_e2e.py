@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from compose_support import (
     COMPOSE_FILE,
@@ -43,7 +44,10 @@ from compose_support import (
     docker_unreachable,
 )
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from procutil import free_port
+
+from evomem.auth import digest
 
 # The first test also pays for the session set-up: `make images` (minutes on a machine that
 # must first build the stand-in base images) and `up` with every health check passing.
@@ -67,15 +71,44 @@ def anyio_backend() -> str:
 # ---------------------------------------------------------------------------- pytest-docker set-up
 
 
+#: The gateway's tokens in the test project (compose.cpu.yaml mounts them as a secret).
+WRITER_TOKEN = "evm_" + secrets.token_urlsafe(24)
+ADMIN_TOKEN = "evm_" + secrets.token_urlsafe(24)
+
+
 @pytest.fixture(scope="session")
-def compose_env() -> dict[str, str]:
+def secrets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tokens.toml and grpc-secret, as `make secrets` makes them (readable by the image's user)."""
+    folder = tmp_path_factory.mktemp("secrets")
+    entries = [("ledger-team", WRITER_TOKEN, "writer"), ("ops", ADMIN_TOKEN, "admin")]
+    text = "".join(
+        f'[[tokens]]\nname = "{name}"\nsha256 = "{digest(token)}"\nrole = "{role}"\nnamespaces = ["*"]\n\n'
+        for name, token, role in entries
+    )
+    (folder / "tokens.toml").write_text(text)
+    (folder / "grpc-secret").write_text(secrets.token_urlsafe(32) + "\n")
+    for f in folder.iterdir():
+        f.chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def compose_env(secrets_dir: Path) -> dict[str, str]:
     """The variables compose.cpu.yaml reads, fixed for the test project."""
     return {
         "EVOMEM_BIND": "127.0.0.1",
         "EVOMEM_PORT": str(free_port()),
         "EVOMEM_AUTO_SUPERSEDE": "off",
         "EVOMEM_LOG_LEVEL": "INFO",
+        "EVOMEM_SECRETS_DIR": str(secrets_dir),
     }
+
+
+def connect(url: str, token: str = WRITER_TOKEN) -> Client:
+    """The official client with the gateway's bearer token."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    return Client(streamable_http_client(url, http_client=http))
 
 
 @pytest.fixture(scope="session")
@@ -192,7 +225,16 @@ async def wait_extracted(client: Client, node_ids: list[str], deadline_s: float)
 
 
 async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
-    async with Client(stack.url) as client:
+    # Without a token the gateway answers 401 and names its protected-resource metadata.
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    refused = httpx2.post(stack.url, json=init, headers=headers, timeout=30)
+    assert refused.status_code == 401
+    assert "resource_metadata=" in refused.headers["www-authenticate"]
+    wrong = httpx2.post(stack.url, json=init, headers={**headers, "Authorization": "Bearer nope"}, timeout=30)
+    assert wrong.status_code == 401
+    async with connect(stack.url) as client:
         first = await call_ok(client, "remember", {"raw_text": POSTGRES, "tags": ["ledger"]})
         assert first["status"] == "active"
         assert first["extraction"]["state"] == "pending"  # queued for the worker, not inline
@@ -226,6 +268,19 @@ async def test_ledger_story_through_the_gateway(stack: Stack) -> None:
 
         stats = await call_ok(client, "stats", {})
         assert stats["server"]["wiring"] == "gateway"
+        assert "storage" not in stats["server"]  # no internal addresses for a non-admin
+        assert (await client.call_tool("audit", {})).is_error  # the audit log is the admin's
+
+    # Every write is in storage's audit log, signed by the token's identity.
+    async with connect(stack.url, ADMIN_TOKEN) as admin:
+        page = await call_ok(admin, "audit", {"limit": 10})
+        mine = [(e["identity"], e["tool"], e["outcome"], e["ids"][0]) for e in page["entries"][::-1]]
+        assert mine[:2] == [
+            ("ledger-team", "remember", "ok", first["id"]),
+            ("ledger-team", "remember", "ok", second["id"]),
+        ]
+        node = await call_ok(admin, "get_node", {"node_id": second["id"], "detail": "full"})
+        assert node["author"] == "ledger-team"
 
 
 # ---------------------------------------------------------------------------- (b) restarts under load
@@ -246,7 +301,7 @@ async def remember_loop(url: str, loop_no: int, stop: anyio.Event, outcomes: lis
     seq = 0
     while not stop.is_set():
         try:
-            async with Client(url) as client:
+            async with connect(url) as client:
                 while not stop.is_set():
                     seq += 1
                     text = (
@@ -344,7 +399,7 @@ async def test_restarts_under_load_lose_nothing(stack: Stack, capsys: pytest.Cap
     assert any(o.started > marks["storage_healthy"] for o in acked), "no remember succeeded after the restart"
     assert any(o.started > marks["worker_up"] for o in acked), "no remember succeeded after the worker came back"
 
-    async with Client(stack.url) as client:
+    async with connect(stack.url) as client:
         # Every acknowledged note is there, with the text that was sent.
         for o in acked:
             got = await call_ok(client, "get_node", {"node_id": o.node_id})

@@ -24,10 +24,12 @@ from evomem.service import MemoryService
 ROOT_TEXT = "The ledger stores balances in Postgres."
 
 
-def make_root(path: Path) -> str:
+def make_root(path: Path, chain: int = 0) -> str:
+    """The root of a chain; each chain its own text (an identical note moments later would be
+    answered with the first one: the dedupe window)."""
     store = SQLiteStore(path)
     try:
-        return MemoryService(store).remember(ROOT_TEXT).node.id
+        return MemoryService(store).remember(ROOT_TEXT if chain == 0 else f"{ROOT_TEXT} (chain {chain})").node.id
     finally:
         store.close()
 
@@ -155,7 +157,7 @@ def test_four_processes_supersede_the_root_into_one_linear_chain(tmp_path):
 def test_any_number_of_threaded_writers_keeps_every_chain_linear(threads, ops, chains):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "hyp.db"
-        roots = [make_root(path) for _ in range(chains)]
+        roots = [make_root(path, i) for i in range(chains)]
         start = threading.Barrier(threads)
         errors: list[BaseException] = []
         written: dict[str, list[str]] = {r: [] for r in roots}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain import cronista
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import (
+    Conflict,
     CycleError,
     EmptyNote,
     EvoMemError,
@@ -62,6 +63,9 @@ from evomem.v1 import cronista_pb2_grpc, linker_pb2_grpc, storage_pb2_grpc
 
 UNKNOWN_ID = new_id(0)  # well-formed, never stored
 AGENT = LinkProvenance(method="agent", confidence=1.0, by="alice")
+# The note EXTRACTION was taken from: storage accepts an extraction only when every field is a
+# span of the note's text (MemoryService.check_note), so notes stored with it use this text.
+LEDGER = "We moved the ledger to SQLite because Postgres was overkill; we tried DuckDB, so backups are a file copy."
 EXTRACTION = Extraction(
     trigger="because Postgres was overkill",
     change="moved the ledger to SQLite",
@@ -172,14 +176,16 @@ def test_both_wirings_implement_the_port(store: Store) -> None:
 
 def test_insert_get_round_trip_of_every_field(wiring: StoreWiring) -> None:
     store = wiring.store
+    # Relations name nodes that exist, in the note's namespace (storage checks, as remember does).
+    r1, r2, r3 = (store.insert(note(f"Related note {i}", namespace="team-a")).id for i in range(3))
     full = NewNote(
-        raw_text="We moved the ledger to SQLite because Postgres was overkill. Ünïcode ✓ 台帳",
+        raw_text=LEDGER + " Ünïcode ✓ 台帳",
         namespace="team-a",
         scope="billing",
-        tags=("ledger", "db", "ünï"),
+        tags=("ledger", "db", "v2.1"),  # labels, as remember accepts them (storage checks)
         session="sess-42",
         author="alice",
-        relations={"caused_by": (UNKNOWN_ID,), "see_also": (), "related": (new_id(1), new_id(2))},
+        relations={"caused_by": (r1,), "see_also": (), "related": (r2, r3)},
         extraction=EXTRACTION,
     )
     node = store.insert(full)
@@ -188,7 +194,7 @@ def test_insert_get_round_trip_of_every_field(wiring: StoreWiring) -> None:
         full.raw_text,
         "team-a",
         "billing",
-        ("ledger", "db", "ünï"),
+        ("ledger", "db", "v2.1"),
     )
     assert (node.session, node.author, node.relations) == ("sess-42", "alice", full.relations)
     assert (node.trigger, node.change, node.alternatives_tried, node.consequences, node.summary) == (
@@ -217,9 +223,12 @@ def test_insert_get_round_trip_of_every_field(wiring: StoreWiring) -> None:
     assert bare.extraction_error is None
     assert store.get(bare.id) == bare == wiring.backing.get(bare.id)
 
-    # Empty strings are values, not absence.
+    # Empty strings: the store keeps them as given; storage's door applies remember's rules,
+    # for which an empty scope, session or author is no value (a gRPC caller stores what an
+    # MCP caller can, no more).
     empty = store.insert(NewNote(raw_text="Empty labels", scope="", session="", author=""))
-    assert (empty.scope, empty.session, empty.author) == ("", "", "")
+    expected = (None, None, None) if wiring.kind == "grpc" else ("", "", "")
+    assert (empty.scope, empty.session, empty.author) == expected
     assert store.get(empty.id) == wiring.backing.get(empty.id)
 
 
@@ -412,7 +421,8 @@ def test_search(wiring: StoreWiring) -> None:
 
 def test_forget_and_purge(wiring: StoreWiring) -> None:
     store, backing = wiring.store, wiring.backing
-    v1 = store.insert(note("The ledger uses Postgres", tags=("ledger",), session="s", relations={"x": (UNKNOWN_ID,)}))
+    ref = store.insert(note("A note the first version relates to"))
+    v1 = store.insert(note("The ledger uses Postgres", tags=("ledger",), session="s", relations={"x": (ref.id,)}))
     v2 = store.insert(note("Moved the ledger to SQLite"), supersedes=v1.id, link=AGENT)
 
     node, changed = store.forget(v2.id)
@@ -437,35 +447,43 @@ def test_forget_and_purge(wiring: StoreWiring) -> None:
     assert backing.check_invariants() == []
 
 
-def test_set_extraction_is_idempotent(wiring: StoreWiring) -> None:
+def test_set_extraction_accepts_a_result_only_for_a_pending_job(wiring: StoreWiring) -> None:
     store, backing = wiring.store, wiring.backing
-    n = store.insert(note("We moved the ledger to SQLite because Postgres was overkill"))
+    n = store.insert(note(LEDGER))
     assert n.extraction_state == ExtractionState.PENDING
-
-    failed = store.set_extraction(n.id, None, ExtractionState.FAILED, "model timed out")
-    assert failed is not None
-    assert (failed.extraction_state, failed.extraction_error, failed.extraction_attempts) == (
-        ExtractionState.FAILED,
-        "model timed out",
-        1,
-    )
-    assert failed.change == ""
 
     done = store.set_extraction(n.id, EXTRACTION, ExtractionState.DONE)
     assert done is not None
-    assert (done.extraction_state, done.extraction_error, done.extractor, done.change) == (
+    assert (done.extraction_state, done.extraction_error, done.extractor, done.change, done.extraction_attempts) == (
         ExtractionState.DONE,
         None,
         "test/1",
         EXTRACTION.change,
+        1,
     )
-    again = store.set_extraction(n.id, EXTRACTION, ExtractionState.DONE)
-    assert again is not None
-    # Same content; only the attempt counter moves.
-    assert again.extraction_attempts == done.extraction_attempts + 1
-    done.extraction_attempts = again.extraction_attempts
-    assert again == done == backing.get(n.id)
+    # A second result for a finished job (a late duplicate, or another note's fields) is refused:
+    # nothing overwrites a finished extraction.
+    with pytest.raises(Conflict, match="not pending"):
+        store.set_extraction(n.id, replace(EXTRACTION, change="moved the ledger to DuckDB"), ExtractionState.DONE)
+    with pytest.raises(Conflict, match="not pending"):
+        store.set_extraction(n.id, None, ExtractionState.FAILED, "late failure")
+    assert store.get(n.id) == done == backing.get(n.id)
     assert store.search(["overkill"], namespace="default", limit=5)[0].node_id == n.id
+
+    # A failed job stays failed: marking it failed again updates the error, a result is refused.
+    f = store.insert(note(LEDGER + " Failed once."))
+    failed = store.set_extraction(f.id, None, ExtractionState.FAILED, "model timed out")
+    assert failed is not None
+    assert (failed.extraction_state, failed.extraction_error, failed.extraction_attempts, failed.change) == (
+        ExtractionState.FAILED,
+        "model timed out",
+        1,
+        "",
+    )
+    again = store.set_extraction(f.id, None, ExtractionState.FAILED, "gave up")
+    assert again is not None and (again.extraction_error, again.extraction_attempts) == ("gave up", 2)
+    with pytest.raises(Conflict, match="not pending"):
+        store.set_extraction(f.id, EXTRACTION, ExtractionState.DONE)
 
     # An error without a message, and an empty-string message, are kept apart.
     other = store.insert(note("Another note"))
@@ -481,8 +499,8 @@ def test_set_extraction_is_idempotent(wiring: StoreWiring) -> None:
 
 
 def test_pending_extractions(store: Store) -> None:
-    a = store.insert(note("first pending"))
-    store.insert(note("already extracted", extraction=EXTRACTION))
+    a = store.insert(note("first pending: " + LEDGER))
+    store.insert(note("already extracted: " + LEDGER, extraction=EXTRACTION))
     c = store.insert(note("second pending"))
     d = store.insert(note("third pending"))
     e = store.insert(note("failed one"))
@@ -504,7 +522,7 @@ def test_stats(wiring: StoreWiring) -> None:
     assert empty.schema_version == backing.schema_version() >= 1
 
     v1 = store.insert(note("The ledger uses Postgres"))
-    store.insert(note("Moved the ledger to SQLite", extraction=EXTRACTION), supersedes=v1.id, link=AGENT)
+    store.insert(note(LEDGER, extraction=EXTRACTION), supersedes=v1.id, link=AGENT)
     store.insert(note("Team B uses MySQL", namespace="team-b"))
     gone = store.insert(note("Forget me", namespace="team-b"))
     store.forget(gone.id, purge=True)
@@ -595,7 +613,9 @@ def store_transcript(store: Store) -> list[Any]:
         store.insert(note(f"Filler {i}: the search service caches results in Redis for {i} minutes."))
     v1 = store.insert(note("We picked Postgres for the ledger", tags=("ledger",), scope="billing", author="al"))
     v2 = store.insert(note("We moved the ledger from Postgres to SQLite"), supersedes=v1.id, link=AGENT)
-    v3 = store.insert(note("The ledger moves to DuckDB", extraction=EXTRACTION), supersedes=v1.id, link=AGENT)
+    v3 = store.insert(
+        note("The ledger moves to DuckDB. " + LEDGER, extraction=EXTRACTION), supersedes=v1.id, link=AGENT
+    )
     x = store.insert(note("Payments retry three times", relations={"see_also": (v1.id,)}))
     y = store.insert(note("Payments retry five times"))
     out.append([node_view(n, lab) for n in (v1, v2, v3, x, y)])

@@ -36,7 +36,7 @@ README = ROOT / "README.md"
 SERVICES = ROOT / "docs" / "SERVICES.md"
 #: Variables read by compose or by the tests, not by an EvoMem process.
 # Read by something other than EvoMem's settings: docker compose on the host (bind address, image,
-# model paths mounted into triton and llm), and the benchmark's LLM judge.
+# model paths mounted into triton and llm, the secrets folder), and the benchmark's LLM judge.
 NOT_SETTINGS = {
     "EVOMEM_BIND",
     "EVOMEM_IMAGE",
@@ -44,6 +44,7 @@ NOT_SETTINGS = {
     "EVOMEM_MODEL_REPOSITORY",
     "EVOMEM_LLM_MODELS",
     "EVOMEM_LLM_GGUF",
+    "EVOMEM_SECRETS_DIR",  # compose: the folder holding tokens.toml and grpc-secret
 }
 CI_RUN = ROOT / ".ci" / "run"
 MAKEFILE = ROOT / "Makefile"

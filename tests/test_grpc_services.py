@@ -149,7 +149,7 @@ def test_domain_errors_arrive_as_status_codes_with_the_code_in_the_message(
     assert not stub.GetNode(storage_pb2.GetNodeRequest(node_id=UNKNOWN_ID), timeout=10).HasField("node")
     err = rpc_error(lambda: stub.ForgetNode(storage_pb2.ForgetNodeRequest(node_id=UNKNOWN_ID), timeout=10))
     assert err.code() == grpc.StatusCode.NOT_FOUND
-    assert err.details() == f"[not_found] no node with id {UNKNOWN_ID}"
+    assert err.details() == f"[not_found] node_id: no node with id {UNKNOWN_ID}"  # as over MCP
     err = rpc_error(
         lambda: stub.InsertNode(
             storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="x"), supersedes=UNKNOWN_ID, link=link),

@@ -57,7 +57,7 @@ GRPC_SERVICES = {
     "linker": "evomem.v1.LinkerService",
 }
 # Read by a program in the EvoMem image that is not EvoMem's settings: gunicorn (the gateway's server).
-NOT_SETTINGS = {"GUNICORN_CMD_ARGS"}
+NOT_SETTINGS = {"GUNICORN_CMD_ARGS", "LEDGER_TOKEN"}
 WORKLOAD_KINDS = {"Deployment", "StatefulSet"}
 METRICS_PORTS = {9464, 8002}  # EvoMem services, Triton
 
@@ -821,3 +821,27 @@ def test_the_ledger_story_fails_when_no_gateway_answers(capsys: pytest.CaptureFi
         port = sock.getsockname()[1]
     assert load_ledger_story().main([f"http://127.0.0.1:{port}/mcp", "5"]) == 1
     assert capsys.readouterr().out.startswith("FAIL ")
+
+
+def test_gateway_takes_tokens_and_every_service_the_grpc_secret_from_the_secret(gpu: Rendered) -> None:
+    """Issue 14: no MCP call without a token, no gRPC call without the shared secret."""
+    import hashlib
+    import tomllib
+
+    secret = gpu.named("Secret", f"{RELEASE}-evomem")["data"]
+    grpc_secret = base64.b64decode(secret["grpc-secret"]).decode()
+    test_token = base64.b64decode(secret["test-token"]).decode()
+    assert len(grpc_secret) >= 32 and len(test_token) >= 32
+    tokens = tomllib.loads(base64.b64decode(secret["tokens.toml"]).decode())["tokens"]
+    assert [(t["name"], t["role"]) for t in tokens] == [("helm-test", "admin")]
+    assert tokens[0]["sha256"] == hashlib.sha256(test_token.encode()).hexdigest()
+    for component in ("gateway", "storage", "cronista", "linker", "worker"):
+        env = gpu.env(component)
+        assert env["EVOMEM_GRPC_SECRET_FILE"]["value"] == "/run/secrets/evomem/grpc-secret"
+        assert env["EVOMEM_GRPC_HOST"]["value"] == "0.0.0.0"
+        pod = gpu.workloads[component]["spec"]["template"]["spec"]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == "secrets"]
+        keys = {i["key"] for i in volume["secret"]["items"]}
+        assert keys == ({"grpc-secret", "tokens.toml"} if component == "gateway" else {"grpc-secret"}), component
+    assert gpu.env("gateway")["EVOMEM_AUTH_FILE"]["value"] == "/run/secrets/evomem/tokens.toml"
+    assert f"{RELEASE}-evomem-gateway:*" in gpu.env("gateway")["EVOMEM_ALLOWED_HOSTS"]["value"]

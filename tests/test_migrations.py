@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from contextlib import closing
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def _open_each(paths: list[str], start: object, results: object) -> None:
         try:
             start.wait()  # type: ignore[attr-defined]
             store = SQLiteStore(path)
-            node_id = MemoryService(store).remember("Opened concurrently.").node.id
+            # Each process its own text: identical notes moments apart would be one (the dedupe window).
+            node_id = MemoryService(store).remember(f"Opened concurrently by process {os.getpid()}.").node.id
             version = store.schema_version()
             store.close()
             results.put((path, "ok", version, node_id))  # type: ignore[attr-defined]

@@ -131,6 +131,7 @@ def _full_node() -> MemoryNode:
         extraction_attempts=2,
         forgotten_at=1_700_000_000_789,
         purged_at=1_700_000_000_999,
+        file_erased_at=1_700_000_001_000,
         scope_source="inferred",
         scope_evidence="in staging",
         possible_supersedes=(new_id(),),

@@ -17,7 +17,7 @@ import pytest
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
 from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.errors import Purged
-from evomem.entrypoints.schemas import get_node_answer, recall_answer
+from evomem.entrypoints.schemas import forget_answer, get_node_answer, recall_answer
 from evomem.service import MemoryService
 
 
@@ -262,3 +262,184 @@ def test_a_purge_blocked_by_a_long_reader_is_completed_by_the_next_checkpoint(db
         assert where_on_disk(db_path, secret_needles(secret)) == []
     finally:
         store.close()
+
+
+# ---------------------------------------------------------------------------- purge under a reader (issue 12)
+
+
+def every_file(db_path: Path) -> dict[str, bytes]:
+    """The database file, its WAL and its shared-memory index, as raw bytes, when present."""
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        path = db_path.with_name(db_path.name + suffix)
+        if path.exists():
+            out[path.name] = path.read_bytes()
+    return out
+
+
+def found_in_files(db_path: Path, needles: list[bytes]) -> list[str]:
+    return [f"{n!r} in {name}" for name, data in every_file(db_path).items() for n in needles if n in data]
+
+
+def wait_for(predicate, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def hold_snapshot(db_path: Path) -> sqlite3.Connection:
+    """A second connection that holds a read snapshot (as a second process or a backup would)."""
+    reader = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] > 0
+    return reader
+
+
+@pytest.mark.parametrize("checkpoint_first", [False, True], ids=["in-wal", "checkpointed"])
+def test_a_purge_under_a_reader_answers_honestly_and_finishes_when_the_reader_closes(db_path, secret, checkpoint_first):
+    store = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
+    try:
+        service = MemoryService(store)
+        fill(service, 20)
+        node_id = store_secret(service, secret)
+        fill(service, 5)
+        if checkpoint_first:
+            assert store.checkpoint()
+        needles = secret_needles(secret)
+        assert found_in_files(db_path, needles), "the secret is on disk before the purge"
+        reader = hold_snapshot(db_path)
+        try:
+            out = service.forget(node_id, purge=True)
+            # The first answer is honest: gone from the table and the index, not from the file.
+            assert out.purged and out.file_erased is False
+            assert out.erased == {"table": True, "fts": True, "vectors": True, "caches": True, "file": False}
+            assert out.file_reason and "snapshot" in out.file_reason
+            view = forget_answer(out)
+            assert view.data["file_erased"] is False and view.data["file_erase_reason"] == out.file_reason
+            assert "not yet from the file" in view.text
+            assert out.node.file_erased_at is None
+            assert store.search([secret["hex"]], namespace="default", limit=5) == []
+            assert store.stats().purges_file_pending == 1 and store.stats().last_file_erased_at is None
+            time.sleep(0.5)  # the background task retries meanwhile, and keeps failing while the reader holds on
+            assert store.get(node_id).file_erased_at is None
+        finally:
+            reader.execute("COMMIT")
+            reader.close()
+        # The reader is gone: the background task finishes the checkpoint and records when.
+        assert wait_for(lambda: store.get(node_id).file_erased_at is not None), "the purge never reached the file"
+        node = store.get(node_id)
+        assert node.file_erased_at >= node.purged_at
+        assert found_in_files(db_path, needles) == []
+        stats = store.stats()
+        assert stats.purges_file_pending == 0 and stats.last_file_erased_at == node.file_erased_at
+        # More writes do not bring anything back.
+        fill(service, 5)
+        assert found_in_files(db_path, needles) == []
+    finally:
+        store.close()
+    assert found_in_files(db_path, needles) == []
+
+
+def test_a_purge_left_unfinished_at_exit_is_finished_at_the_next_start(db_path, secret):
+    store = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
+    service = MemoryService(store)
+    fill(service, 10)
+    node_id = store_secret(service, secret)
+    store.checkpoint()
+    reader = hold_snapshot(db_path)
+    try:
+        assert service.forget(node_id, purge=True).file_erased is False
+        store.close()  # a clean stop while the reader still holds its snapshot
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    reopened = SQLiteStore(db_path, purge_retry_s=0.1)  # type: ignore[arg-type]
+    try:
+        assert wait_for(lambda: reopened.get(node_id).file_erased_at is not None)
+        assert found_in_files(db_path, secret_needles(secret)) == []
+        assert reopened.stats().purges_file_pending == 0
+    finally:
+        reopened.close()
+
+
+def test_a_purge_without_readers_reports_the_file_erased_at_once(service, store, db_path, secret):
+    node_id = store_secret(service, secret)
+    out = service.forget(node_id, purge=True)
+    assert out.file_erased is True and out.file_reason is None
+    assert out.node.file_erased_at is not None and out.node.file_erased_at >= out.node.purged_at
+    assert forget_answer(out).data["file_erased"] is True
+    assert found_in_files(db_path, secret_needles(secret)) == []
+
+
+def test_a_purge_erases_the_author_and_every_free_text_field(service, store, db_path, secret):
+    author = "author-" + uuid.uuid4().hex  # free text that occurs nowhere else
+    v1 = service.remember("We picked Postgres for the ledger.", author=author)
+    node_id = store_secret(service, secret, author=author, supersedes=v1.node.id)  # an agent link, by the author
+    assert store.get(node_id).link.by == author
+    service.forget(node_id, purge=True)
+    service.forget(v1.node.id, purge=True)
+    for nid in (node_id, v1.node.id):
+        node = store.get(nid)
+        assert (node.author, node.session, node.scope_evidence) == (None, None, None)
+        assert node.link is None or (node.link.by is None and node.link.evidence == ())
+    assert all(r["by"] is None for r in store.link_audit(node_id) if r["node_id"] == node_id)
+    store.checkpoint()
+    assert found_in_files(db_path, [author.encode(), *secret_needles(secret)]) == []
+
+
+def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
+    pytest.importorskip("sqlite_vec")
+    from evomem.adapters.embedding import HashingEmbedder
+    from evomem.adapters.semantic import SemanticIndex
+    from evomem.adapters.vector_index import VectorIndex
+
+    embedder = HashingEmbedder()
+    vectors = SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name))
+    try:
+        service = MemoryService(store, vectors=vectors)
+        node_id = store_secret(service, secret)
+        assert any(secret["key"] in key for key in vectors._cache), "the embedding cache keys the note's text"
+        out = service.forget(node_id, purge=True)
+        assert out.erased["caches"] and out.erased["vectors"]
+        assert not any(secret["key"] in key for key in vectors._cache)
+        assert vectors.nearest(secret["key"], namespace="default", limit=5) == []
+    finally:
+        vectors.close()
+
+
+def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(db_path, secret):
+    """Through storage's gRPC API (the gateway's path): the answer and the tombstone agree."""
+    from evomem.adapters.grpc.clients import GrpcStore
+    from evomem.adapters.grpc.server import create_server
+    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.v1 import storage_pb2_grpc
+
+    backing = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
+    server = create_server(
+        "127.0.0.1:0",
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        ("evomem.v1.StorageService",),
+    )
+    gateway = MemoryService(GrpcStore(f"127.0.0.1:{server.port}"))
+    try:
+        fill(MemoryService(backing), 10)
+        node_id = store_secret(gateway, secret)
+        backing.checkpoint()
+        reader = hold_snapshot(db_path)
+        try:
+            out = gateway.forget(node_id, purge=True)
+            assert out.file_erased is False and out.file_reason
+            assert gateway.stats().purges_file_pending == 1
+        finally:
+            reader.execute("COMMIT")
+            reader.close()
+        assert wait_for(lambda: gateway.store.get(node_id).file_erased_at is not None)
+        assert found_in_files(db_path, secret_needles(secret)) == []
+        assert gateway.stats().purges_file_pending == 0 and gateway.stats().last_file_erased_at is not None
+    finally:
+        gateway.store.close()
+        server.stop(0)
+        backing.close()

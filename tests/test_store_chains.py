@@ -21,7 +21,7 @@ from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import CycleError, Forgotten, InvalidArgument, NamespaceMismatch, Purged
 from evomem.entrypoints.schemas import recall_answer
-from evomem.service import MemoryService
+from evomem.service import MemoryService, ServiceConfig
 
 V1 = "We picked Postgres for the ledger."
 V2 = "We moved the ledger from Postgres to SQLite, Postgres was overkill."
@@ -415,7 +415,9 @@ class ChainMachine(RuleBasedStateMachine):
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="evomem-chains-"))
         self.store = SQLiteStore(self.dir / "m.db")
-        self.service = MemoryService(self.store, extractor=LiteCronista())
+        # This machine models chains, not retries: an identical text is a distinct note here (the
+        # dedupe window, which would return the earlier note, has its own tests in test_idempotency.py).
+        self.service = MemoryService(self.store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0))
         self.chains: dict[str, list[str]] = {}  # root -> ids, oldest first
         self.chain_of: dict[str, str] = {}  # id -> root
         self.words: dict[str, str] = {}  # id -> the vocabulary word in its text

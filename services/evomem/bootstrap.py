@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from evomem.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from evomem.adapters.grpc.server import RunningServer
+    from evomem.entrypoints.gate import Gate
     from evomem.jobs import ExtractionWorker
 
 log = logging.getLogger("evomem.bootstrap")
@@ -193,6 +195,7 @@ def _service_config(settings: Settings, *, extract_inline: bool, vectors_require
         default_author=settings.memory.author,
         extract_inline=extract_inline,
         vectors_required=vectors_required,  # recall then logs each time storage skips the vector half
+        dedupe_window_ms=settings.memory.dedupe_window_s * 1000,
     )
 
 
@@ -202,7 +205,7 @@ def _service_config(settings: Settings, *, extract_inline: bool, vectors_require
 def build_embedded(settings: Settings) -> MemoryService:
     if settings.linker.auto_supersede == "llm":
         settings.require_llm("auto_supersede")  # before the database is opened
-    store = SQLiteStore(settings.db_path())
+    store = SQLiteStore(settings.db_path(), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = build_vectors(settings, store)
     except BaseException:
@@ -222,7 +225,87 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     """What the embedded server reports about itself (``stats``' ``server``) and logs at start."""
     vectors = getattr(service.vectors, "name", None) or "off"
     auto = settings.linker.auto_supersede
-    return {"db": settings.db_path(), "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
+    # The file's name only: a client has no business knowing the server's directory layout.
+    db = os.path.basename(settings.db_path()) or settings.db_path()
+    return {"db": db, "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
+
+
+# ----------------------------------------------------------------------------- who may call (HTTP)
+
+
+def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
+    """The auth gate of an HTTP wiring (embedded HTTP or gateway) bound to ``host:port``, or
+    None when no token file is set. Without one, a non-loopback ``host`` is refused unless
+    EVOMEM_INSECURE_NO_AUTH is set, and then warned about at every start."""
+    from evomem.entrypoints.gate import Gate, is_loopback
+
+    jwt_on = bool(settings.auth.jwt_issuer or settings.auth.jwt_audience or settings.auth.jwt_jwks)
+    if not settings.auth.file and not jwt_on:
+        if not is_loopback(host):
+            if not settings.auth.insecure_no_auth:
+                raise ConfigError(
+                    f"refusing to serve MCP on {host}, a non-loopback address, without authentication: "
+                    "set --auth-file / EVOMEM_AUTH_FILE (see README, Share one memory across a team), "
+                    "bind 127.0.0.1, or pass --insecure-no-auth / EVOMEM_INSECURE_NO_AUTH=true"
+                )
+            log.warning(
+                "INSECURE: serving MCP on %s without authentication (--insecure-no-auth): anyone who can "
+                "reach this port can read, rewrite and purge every namespace",
+                host,
+            )
+        return None
+    from evomem.auth import AuthFileError, TokenRegistry, TokenVerifier
+
+    try:
+        registry = TokenRegistry(settings.auth.file) if settings.auth.file else None
+    except AuthFileError as exc:
+        raise ConfigError(str(exc)) from None
+    jwt = _jwt_verifier(settings) if jwt_on else None
+    shown = f"[{host}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = "127.0.0.1"
+    resource = settings.auth.resource_url or f"http://{shown}:{port}/mcp"
+    issuer = settings.auth.issuer_url or _origin(resource)
+    from evomem.ratelimit import build_limiter
+
+    # Tokens with a ``rate`` are limited; the file may gain one at the next SIGHUP, so always built.
+    limiter = build_limiter(settings.auth.rate_redis_url or settings.queue.redis_url)
+    if registry is not None:
+        log.info("authentication on: %d identities from %s", len(registry), settings.auth.file)
+    if jwt is not None:
+        log.info("authentication on: JWTs from %s for %s", settings.auth.jwt_issuer, settings.auth.jwt_audience)
+    return Gate(TokenVerifier(registry, resource=resource, jwt=jwt), resource, issuer, limiter)
+
+
+def _jwt_verifier(settings: Settings) -> Any:
+    from evomem.jwt_auth import JwtVerifier
+
+    a = settings.auth
+    if not (a.jwt_issuer and a.jwt_audience and a.jwt_jwks):
+        raise ConfigError("JWTs need all three of EVOMEM_JWT_ISSUER, EVOMEM_JWT_AUDIENCE and EVOMEM_JWT_JWKS")
+    try:
+        return JwtVerifier(
+            a.jwt_issuer,
+            a.jwt_audience,
+            a.jwt_jwks,
+            name_claim=a.jwt_name_claim,
+            role_claim=a.jwt_role_claim,
+            namespaces_claim=a.jwt_namespaces_claim,
+        )
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"EVOMEM_JWT_JWKS {a.jwt_jwks}: {exc}") from None
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def allowed(value: str | None) -> list[str]:
+    """A comma-separated setting (EVOMEM_ALLOWED_HOSTS, _ORIGINS) as a list."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 # ----------------------------------------------------------------------------- the multi-service wiring
@@ -248,15 +331,16 @@ def build_gateway(settings: Settings) -> MemoryService:
 
     storage_addr, redis_url, linker_addr = gateway_peers(settings)
     mode = settings.vectors.mode
-    store = GrpcStore(storage_addr)
+    peer = grpc_peer(settings)  # every gRPC call carries the secret, over mutual TLS when set
+    store = GrpcStore(storage_addr, **peer)
     return MemoryService(
         store,
         extractor=None,
-        linker=GrpcLinker(linker_addr) if linker_addr else None,
+        linker=GrpcLinker(linker_addr, **peer) if linker_addr else None,
         # Offering runs in the gateway, on the candidates it fetched, with storage's vector-search
         # cosines (the gateway holds no embedding model): no linker service is needed for it.
         offerer=offerer_for(settings, store),
-        vectors=GrpcVectors(storage_addr, required=mode == "on") if mode != "off" else None,
+        vectors=GrpcVectors(storage_addr, required=mode == "on", **peer) if mode != "off" else None,
         queue=RedisQueue(redis_url),
         config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
     )
@@ -277,7 +361,8 @@ def gateway_command(settings: Settings) -> list[str]:
     """gunicorn with uvicorn workers, serving ``evomem.entrypoints.gateway:create_app()``.
     Checks the gateway's settings first, so a missing address stops the command at once."""
     gateway_peers(settings)
-    host = settings.mcp.host or "0.0.0.0"
+    host = settings.mcp.host or "127.0.0.1"
+    build_gate(settings, host, settings.mcp.port)  # a bad token file, or no auth off loopback, stops here
     return [
         "gunicorn",
         "--worker-class",
@@ -318,12 +403,13 @@ class GrpcService:
 
         port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
         try:
-            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,))
+            peer = grpc_listen_peer(self.settings)
+            running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,), **peer)
         except BaseException:
             self._close()
             raise
         self.running = running
-        start_metrics(self.settings.metrics.port)
+        start_metrics(self.settings.metrics.port, self.settings.metrics.host)
         if self.warm is not None:
             self.warm()
         running.set_serving(True)
@@ -358,6 +444,50 @@ class GrpcService:
             close()
 
 
+def grpc_peer(settings: Settings) -> dict[str, Any]:
+    """How this process authenticates to (and as) a gRPC peer: ``secret`` (EVOMEM_GRPC_SECRET or
+    _FILE) and ``tls`` (EVOMEM_GRPC_TLS_CA, _CERT, _KEY: all three, or none)."""
+    from evomem.adapters.grpc.peer_auth import TlsFiles
+
+    a = settings.auth
+    files = (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key)
+    tls = None
+    if any(files):
+        if not all(files):
+            raise ConfigError(
+                "mutual TLS needs all three of EVOMEM_GRPC_TLS_CA, EVOMEM_GRPC_TLS_CERT and EVOMEM_GRPC_TLS_KEY"
+            )
+        try:
+            tls = TlsFiles.load(*files)  # type: ignore[arg-type]
+        except OSError as exc:
+            raise ConfigError(f"EVOMEM_GRPC_TLS_*: cannot read {exc.filename}: {exc.strerror}") from None
+    return {"secret": settings.grpc_secret(), "tls": tls}
+
+
+def grpc_listen_secret(settings: Settings) -> str | None:
+    """The secret a gRPC service demands of its callers (``grpc_listen_peer`` without TLS)."""
+    return grpc_listen_peer(settings)["secret"]
+
+
+def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
+    """What a gRPC service demands of its callers: the secret and/or mutual TLS. With neither,
+    a non-loopback bind address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at
+    every start)."""
+    from evomem.entrypoints.gate import is_loopback
+
+    peer = grpc_peer(settings)
+    host = settings.grpc.host
+    if peer["secret"] is None and peer["tls"] is None and not is_loopback(host):
+        if not settings.auth.grpc_insecure:
+            raise ConfigError(
+                f"refusing to serve gRPC on {host}, a non-loopback address, without EVOMEM_GRPC_SECRET "
+                "(or EVOMEM_GRPC_SECRET_FILE): anyone reaching the port could read and purge every namespace. "
+                "Set a secret, bind 127.0.0.1, or set EVOMEM_GRPC_INSECURE=true"
+            )
+        log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
+    return peer
+
+
 def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     """The storage file's ``Vectors`` per EVOMEM_VECTORS, as the embedded server builds them."""
     try:
@@ -371,7 +501,7 @@ def build_storage(settings: Settings) -> GrpcService:
     from evomem.adapters.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
-    store = SQLiteStore(settings.db_path(STORAGE_DB))
+    store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = storage_vectors(settings, store)
     except BaseException:
@@ -382,7 +512,9 @@ def build_storage(settings: Settings) -> GrpcService:
         settings,
         "storage",
         "evomem.v1.StorageService",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store, vectors), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(
+            StorageServicer(store, vectors, _service_config(settings, extract_inline=False)), s
+        ),
         f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
         probe=store.stats,
@@ -427,7 +559,8 @@ def build_linker(settings: Settings) -> GrpcService:
             settings.require_llm("auto_supersede")
         except SettingsError as exc:
             raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
-    store = GrpcStore(settings.addresses.storage) if settings.addresses.storage else None
+    peer = grpc_peer(settings)
+    store = GrpcStore(settings.addresses.storage, **peer) if settings.addresses.storage else None
     linker = linker_for(mode, settings, store)
     assert linker is not None
     return GrpcService(
@@ -440,12 +573,15 @@ def build_linker(settings: Settings) -> GrpcService:
     )
 
 
-def worker_service(storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None) -> MemoryService:
+def worker_service(
+    storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, **peer: Any
+) -> MemoryService:
     """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
     from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
 
-    store = GrpcStore(storage_addr) if timeout_s is None else GrpcStore(storage_addr, timeout_s=timeout_s)
-    extractor = GrpcExtractor(cronista_addr) if timeout_s is None else GrpcExtractor(cronista_addr, timeout_s=timeout_s)
+    t = {} if timeout_s is None else {"timeout_s": timeout_s}
+    store = GrpcStore(storage_addr, **peer, **t)
+    extractor = GrpcExtractor(cronista_addr, **peer, **t)
     return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
 
 
@@ -469,7 +605,8 @@ def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> 
     source = RedisJobSource(
         connect(redis_url), q.worker_consumer or default_consumer(), visibility_ms=q.job_visibility_ms
     )
-    return ExtractionWorker(worker_service(storage_addr, cronista_addr), source, config, stop=stop)
+    service = worker_service(storage_addr, cronista_addr, **grpc_peer(settings))
+    return ExtractionWorker(service, source, config, stop=stop)
 
 
 BUILDERS: dict[str, Callable[[Settings], GrpcService]] = {

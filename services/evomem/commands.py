@@ -46,7 +46,7 @@ def serve_worker(settings: Settings) -> None:
     stop = threading.Event()
     worker = build_worker(settings, stop=stop)
     restore = install_stop_signals(stop, "finishing the current job, then stopping")
-    start_metrics(settings.metrics.port)
+    start_metrics(settings.metrics.port, settings.metrics.host)
     try:
         worker.run()
     finally:

@@ -12,6 +12,7 @@ implements them:
 - ``JobQueue``: ``adapters.redis_queue.RedisQueue`` (Redis Streams).
 - ``Vectors``: ``adapters.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec);
   ``adapters.grpc.clients.GrpcVectors``.
+- ``AuditLog``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore``.
 - ``Embedder``: ``adapters.embedding.OnnxEmbedder`` (and the unit tests' ``HashingEmbedder``);
   ``adapters.semantic.SemanticIndex`` is one too, through its cache.
 """
@@ -22,9 +23,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkProposal,
     LinkProvenance,
@@ -43,6 +46,21 @@ class Store(Protocol):
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
         """Write a new node. With ``supersedes``, link it after the current head of that chain
         (re-targeting when the named node was already superseded), in one transaction."""
+        ...
+
+    def insert_once(
+        self,
+        note: NewNote,
+        *,
+        supersedes: str | None = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: str | None = None,
+        dedupe_window_ms: int = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """``insert`` at most once, decided in the write's transaction: a key used before in the
+        namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
+        one ``Purged``); without a key, an identical active note of the same namespace and scope
+        created within ``dedupe_window_ms`` answers that node (DUPLICATE)."""
         ...
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
@@ -176,6 +194,9 @@ class Vectors(Protocol):
 
     def remove(self, node_id: str) -> None: ...
 
+    # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
+    # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
+
 
 # ----------------------------------------------------------------------------- the job source (worker side)
 
@@ -246,4 +267,15 @@ class JobSource(Protocol):
 
     def forget_stale_consumers(self) -> None:
         """Drop consumers that hold nothing and have been idle a long time (dead workers)."""
+        ...
+
+
+@runtime_checkable
+class AuditLog(Protocol):
+    """The write audit log (``evomem.access`` appends, the admin's ``audit`` tool pages)."""
+
+    def append_audit(self, entry: AuditEntry) -> None: ...
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        """Entries matching ``query``, newest first (highest ``seq`` first)."""
         ...

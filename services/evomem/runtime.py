@@ -96,10 +96,10 @@ def metric(kind: str, name: str, documentation: str, labels: tuple[str, ...] = (
         return _METRICS[name]
 
 
-def start_metrics(port: int) -> None:
-    """Serve ``/metrics`` on ``port`` (0: off)."""
+def start_metrics(port: int, host: str = "127.0.0.1") -> None:
+    """Serve ``/metrics`` on ``host:port`` (0: off; loopback unless EVOMEM_METRICS_HOST says otherwise)."""
     if port:
         from prometheus_client import start_http_server
 
-        start_http_server(port)
-        log.info("metrics on :%d/metrics", port)
+        start_http_server(port, addr=host)
+        log.info("metrics on %s:%d/metrics", host, port)

@@ -7,6 +7,7 @@ in-process) and in the gateway (gRPC clients). Entry points translate; this deci
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections import deque
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
 from evomem.domain.errors import (
+    Conflict,
     InvalidArgument,
     InvalidId,
     NamespaceMismatch,
@@ -22,7 +24,9 @@ from evomem.domain.errors import (
     Purged,
 )
 from evomem.domain.model import (
+    Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkKind,
     LinkMethod,
@@ -53,7 +57,18 @@ log = logging.getLogger("evomem.service")
 MAX_RELATION_TYPES = 16
 MAX_OFFERED = 3  # likely predecessors remember lists with auto_supersede off
 MAX_RELATION_IDS = 64
+MAX_POSSIBLE_SUPERSEDES = 64
+MAX_EVIDENCE = 16
+MAX_DEDUPE_WINDOW_MS = 86_400_000  # a day
 _RELATION = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_LINK_METHOD = re.compile(r"^[a-z][a-z0-9_.:-]{0,31}$")
+SCOPE_SOURCES = ("explicit", "inferred")
+FILE_NOT_ERASED = (
+    "another connection holds an older snapshot of the database (a second process, an online backup, a long "
+    "read) or is writing, so the WAL could not be copied back and truncated yet: the old bytes may still be in "
+    "the file or its -wal. A background task retries until it succeeds and records the time in the tombstone "
+    "(get_node's file_erased_at) and in stats"
+)
 
 
 @dataclass(slots=True)
@@ -64,6 +79,8 @@ class RememberOutcome:
     latency_ms: float
     warnings: list[str] = field(default_factory=list)
     decision: LinkDecision | None = None  # what the automatic linker decided, when it ran
+    outcome: InsertOutcome = InsertOutcome.INSERTED  # replayed (same idempotency key) or duplicate: nothing stored
+    duplicate_of: str | None = None  # without a key: the identical active note this call returned
 
 
 @dataclass(slots=True)
@@ -81,6 +98,14 @@ class ForgetOutcome:
     changed: bool
     purged: bool
     chain_head: MemoryNode | None
+    # A purge: where the text is gone from (table, fts, vectors, caches, file). ``file`` is False
+    # while a reader's snapshot keeps the WAL from being truncated; ``file_reason`` says why.
+    erased: dict[str, bool] = field(default_factory=dict)
+    file_reason: str | None = None
+
+    @property
+    def file_erased(self) -> bool | None:
+        return self.erased.get("file") if self.purged else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +120,7 @@ class ServiceConfig:
     vector_fanout: int = 4  # nearest vectors fetched per result asked for (at least 20), hybrid recall
     link_vector_candidates: int = 10  # embedding neighbours added to the linker's BM25 candidates
     vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
+    dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
 
 
 class MemoryService:
@@ -197,9 +223,16 @@ class MemoryService:
         scope: object = None,
         namespace: object = None,
         author: object = None,
+        idempotency_key: object = None,
     ) -> RememberOutcome:
+        """Store a note at most once. With ``idempotency_key``, a retry (same key, same text)
+        answers the first call's node and stores nothing; the key with another text is a
+        ``Conflict``. Without one, an identical active note of the same namespace and scope
+        stored within ``config.dedupe_window_ms`` is answered (``duplicate_of``) instead of a copy.
+        The store decides both inside the write's transaction, so concurrent retries agree."""
         started = time.perf_counter()
         text, warnings = textrules.clean_note(raw_text, self.config.max_note_bytes)
+        key = textrules.clean_key(idempotency_key)
         ns = self._namespace(namespace)  # type: ignore[arg-type]
         note_scope = textrules.clean_label(scope, "scope")
         scope_source = "explicit" if note_scope else None
@@ -254,7 +287,15 @@ class MemoryService:
                     + ", ".join(c for c, _ in decision.candidates)
                     + "; confirm with supersede(node_id, supersedes) if it does"
                 )
-        node = self.store.insert(note, supersedes=target, link=link)
+        node, outcome = self.store.insert_once(
+            note,
+            supersedes=target,
+            link=link,
+            idempotency_key=key,
+            dedupe_window_ms=0 if key is not None else self.config.dedupe_window_ms,
+        )
+        if outcome is not InsertOutcome.INSERTED:
+            return self._earlier_answer(node, outcome, started, warnings)
         if self.vectors is not None:
             try:
                 self.vectors.add([node])
@@ -284,6 +325,136 @@ class MemoryService:
             warnings=warnings,
             decision=decision,
         )
+
+    def _earlier_answer(
+        self, node: MemoryNode, outcome: InsertOutcome, started: float, warnings: list[str]
+    ) -> RememberOutcome:
+        """A retry or a duplicate: the node stored before, and nothing new (no vector, no job)."""
+        if outcome is InsertOutcome.REPLAYED:
+            warnings.append(
+                f"idempotency_key already used with this text: this is the note stored then ({node.id}); "
+                "nothing new was stored"
+            )
+        else:
+            warnings.append(
+                f"duplicate_of: an identical active note ({node.id}) was stored in this namespace and scope "
+                f"less than {self.config.dedupe_window_ms // 1000} s ago; it is returned instead of a second copy"
+            )
+        return RememberOutcome(
+            node=node,
+            link=node.link,
+            linked_to=node.supersedes,
+            latency_ms=self._ms(started),
+            warnings=warnings,
+            outcome=outcome,
+            duplicate_of=node.id if outcome is InsertOutcome.DUPLICATE else None,
+        )
+
+    # ------------------------------------------------------------------ the storage door (gRPC)
+
+    def check_note(self, note: NewNote) -> tuple[NewNote, list[str]]:
+        """A ``NewNote`` from another process (storage's InsertNode), put through the rules
+        ``remember`` applies to its arguments: the same text rules, labels, tags, short fields,
+        relations (ids that exist, in the namespace) and ids, and an extraction only if every
+        field is taken from the text. What ``remember`` would refuse is refused here with the
+        same error code; what it would clean (control characters) is cleaned the same way."""
+        text, warnings = textrules.clean_note(note.raw_text, self.config.max_note_bytes)
+        ns = self._namespace(note.namespace)  # empty: the default namespace, as remember
+        scope = textrules.clean_label(note.scope, "scope")
+        source = note.scope_source if scope is not None else None
+        if source is not None and source not in SCOPE_SOURCES:
+            raise InvalidArgument(f"scope_source must be explicit or inferred, got {source[:40]!r}")
+        evidence = None
+        if scope is not None and note.scope_evidence:
+            evidence = textrules.check_span(text, note.scope_evidence, "scope_evidence")
+        possible = tuple(dict.fromkeys(self._check_id(i, "possible_supersedes") for i in note.possible_supersedes))
+        if len(possible) > MAX_POSSIBLE_SUPERSEDES:
+            raise InvalidArgument(f"at most {MAX_POSSIBLE_SUPERSEDES} possible_supersedes")
+        extraction = None
+        if note.extraction is not None:
+            extraction = textrules.check_extraction(text, note.extraction)
+        clean = NewNote(
+            raw_text=text,
+            namespace=ns,
+            scope=scope,
+            tags=textrules.clean_tags(list(note.tags)),
+            session=textrules.clean_short(note.session, "session"),
+            author=textrules.clean_short(note.author, "author"),
+            relations=self._relations(dict(note.relations) if note.relations else None, ns),
+            extraction=extraction,
+            scope_source=source,
+            scope_evidence=evidence,
+            possible_supersedes=possible,
+        )
+        return clean, warnings
+
+    def check_link(self, link: LinkProvenance | None) -> LinkProvenance | None:
+        """A link's provenance from another process: a method label, a confidence in [0, 1],
+        short free text. The store sets ``requested_id`` and ``created_at`` itself."""
+        if link is None:
+            return None
+        if not isinstance(link.method, str) or not _LINK_METHOD.match(link.method):
+            raise InvalidArgument("link.method must be a short lowercase label such as agent or heuristic")
+        if not isinstance(link.confidence, int | float) or not math.isfinite(link.confidence):
+            raise InvalidArgument("link.confidence must be a number from 0 to 1")
+        if not 0.0 <= float(link.confidence) <= 1.0:
+            raise InvalidArgument(f"link.confidence must be from 0 to 1, got {link.confidence}")
+        if len(link.evidence) > MAX_EVIDENCE:
+            raise InvalidArgument(f"at most {MAX_EVIDENCE} link.evidence entries")
+        evidence = tuple(textrules.clean_short(e, "link.evidence", limit=500) or "" for e in link.evidence)
+        return LinkProvenance(
+            method=link.method,
+            confidence=float(link.confidence),
+            by=textrules.clean_short(link.by, "link.by"),
+            evidence=tuple(e for e in evidence if e),
+        )
+
+    def store_note(
+        self,
+        note: NewNote,
+        *,
+        supersedes: object = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: object = None,
+        dedupe_window_ms: object = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """Storage's InsertNode: the note checked by ``check_note``, then ``insert_once``."""
+        clean, _ = self.check_note(note)
+        target = None if supersedes in (None, "") else self._check_id(supersedes, "supersedes")
+        key = textrules.clean_key(idempotency_key)
+        if isinstance(dedupe_window_ms, bool) or not isinstance(dedupe_window_ms, int):
+            raise InvalidArgument("dedupe_window_ms must be an integer")
+        if not 0 <= dedupe_window_ms <= MAX_DEDUPE_WINDOW_MS:
+            raise InvalidArgument(f"dedupe_window_ms must be from 0 to {MAX_DEDUPE_WINDOW_MS}")
+        return self.store.insert_once(
+            clean,
+            supersedes=target,
+            link=self.check_link(link),
+            idempotency_key=key,
+            dedupe_window_ms=dedupe_window_ms,
+        )
+
+    def record_extraction(
+        self, node_id: object, extraction: Extraction | None, state: ExtractionState, error: object = None
+    ) -> MemoryNode | None:
+        """A job's result, from the worker (storage's SetExtraction): ``done`` with an extraction
+        whose every field is a span of the node's text, or ``failed`` with an error. Accepted only
+        while the node's extraction is pending (the store checks that in the write's transaction;
+        ``Conflict`` otherwise). None: the node is gone or purged."""
+        nid = self._check_id(node_id)
+        if state is ExtractionState.PENDING:
+            raise InvalidArgument("state must be done or failed: a job's result")
+        if state is ExtractionState.DONE and extraction is None:
+            raise InvalidArgument("state done needs the extraction")
+        if state is ExtractionState.FAILED and extraction is not None:
+            raise InvalidArgument("state failed carries an error, not an extraction")
+        message = None if error is None else (textrules.clean_short(error, "error", limit=2000) or "")
+        node = self.store.get(nid)
+        if node is None or node.purged:
+            return None
+        if extraction is not None:
+            extraction = textrules.check_extraction(node.raw_text, extraction)
+        return self.store.set_extraction(nid, extraction, state, message)
 
     def link_candidates(self, text: str, namespace: str, scope: str | None) -> list[MemoryNode]:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
@@ -414,11 +585,23 @@ class MemoryService:
         return node, head, history
 
     def forget(self, node_id: object, *, purge: bool = False) -> ForgetOutcome:
+        """Forget (soft) or purge. A purge reports where the text is gone from: the table and
+        its FTS index and vector (one transaction in the store), this process's embedding cache,
+        and the file: False while a reader's snapshot keeps the WAL (then the store retries in
+        the background and records ``file_erased_at``)."""
         nid = self._check_id(node_id)
-        self._existing(nid)
+        before = self._existing(nid)
         node, changed = self.store.forget(nid, purge=bool(purge))
         head = self.store.heads([node.chain_root]).get(node.chain_root)
-        return ForgetOutcome(node=node, changed=changed, purged=node.purged, chain_head=head)
+        out = ForgetOutcome(node=node, changed=changed, purged=node.purged, chain_head=head)
+        if purge and node.purged:
+            evict = getattr(self.vectors, "evict", None)  # the embedding cache keys texts it embedded
+            if evict is not None and before.raw_text:
+                evict([before.raw_text])
+            erased_file = node.file_erased_at is not None
+            out.erased = {"table": True, "fts": True, "vectors": True, "caches": True, "file": erased_file}
+            out.file_reason = None if erased_file else FILE_NOT_ERASED
+        return out
 
     def supersede(self, node_id: object, supersedes: object, *, author: object = None) -> MemoryNode:
         """Link an existing note as the replacement of another decision (after the fact)."""
@@ -468,7 +651,10 @@ class MemoryService:
         node = self.store.get(node_id)
         if node is None or node.purged:
             return None
-        if node.extraction_state == ExtractionState.DONE:
+        if node.extraction_state != ExtractionState.PENDING:  # done, or given up on (failed)
             return node
         extraction = self.extractor.extract(node.raw_text)
-        return self.store.set_extraction(node_id, extraction, ExtractionState.DONE)
+        try:
+            return self.store.set_extraction(node_id, extraction, ExtractionState.DONE)
+        except Conflict:  # another delivery of the same job finished first
+            return self.store.get(node_id)

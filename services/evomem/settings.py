@@ -2,7 +2,7 @@
 
 Precedence: flag > environment > default. The object has one section per concern (``mcp``,
 ``memory``, ``store``, ``vectors``, ``linker``, ``cronista``, ``addresses``, ``grpc``,
-``gateway``, ``queue``, ``metrics``, ``logging``); each leaf names its variable (its
+``gateway``, ``queue``, ``metrics``, ``logging``, ``auth``); each leaf names its variable (its
 ``alias``), so ``env_names()`` lists every variable any EvoMem process reads. A value that
 is not allowed (``EVOMEM_AUTO_SUPERSEDE=scroed``) fails at start-up with the variable's name
 and the allowed values. This is the only module that reads the environment.
@@ -99,7 +99,7 @@ class McpSettings(_Section):
     transport: _choice(*TRANSPORTS) = _var(
         "TRANSPORT", "stdio", "embedded: stdio or http (streamable HTTP)", TRANSPORTS
     )
-    host: str | None = _var("HOST", None, "HTTP bind address (embedded: 127.0.0.1, gateway: 0.0.0.0)")
+    host: str | None = _var("HOST", None, "HTTP bind address (default 127.0.0.1; containers: 0.0.0.0)")
     port: Port = _var("PORT", 8765, "HTTP port (0 picks a free one)")
     answer_note_chars: Annotated[int, AfterValidator(_between(100, 100_000))] = _var(
         "ANSWER_NOTE_CHARS", 2000, "longest note text a tool answer shows; get_node(full_text=true) pages the rest"
@@ -114,12 +114,18 @@ class MemorySettings(_Section):
     max_note_bytes: Annotated[int, AfterValidator(_between(1, 64 * 1024 * 1024))] = _var(
         "MAX_NOTE_BYTES", DEFAULT_MAX_NOTE_BYTES, "largest note accepted, in UTF-8 bytes"
     )
+    dedupe_window_s: Annotated[int, AfterValidator(_between(0, 86_400))] = _var(
+        "DEDUPE_WINDOW_S", 120, "remember without a key: an identical active note this recent is returned, not copied"
+    )
 
 
 class StoreSettings(_Section):
     db: str | None = _var("DB", None, "SQLite file (embedded: ~/.evomem/evomem.db, storage: /data/evomem.db)")
     sqlite_driver: _choice(*SQLITE_DRIVERS) | None = _var(
         "SQLITE_DRIVER", None, "force the SQLite library: sqlean or sqlite3 (default: sqlean when installed)"
+    )
+    purge_retry_s: Annotated[int, AfterValidator(_between(1, 3600))] = _var(
+        "PURGE_RETRY_S", 2, "a purge a reader kept from the file: seconds between retries of the checkpoint"
     )
 
 
@@ -164,7 +170,7 @@ class AddressSettings(_Section):
 
 
 class GrpcSettings(_Section):
-    host: str = _var("GRPC_HOST", "0.0.0.0", "gRPC bind address of a service")
+    host: str = _var("GRPC_HOST", "127.0.0.1", "gRPC bind address of a service (containers: 0.0.0.0)")
     port: Port | None = _var("GRPC_PORT", None, "gRPC port (storage 50051, cronista 50052, linker 50053)")
 
 
@@ -185,6 +191,47 @@ class QueueSettings(_Section):
 
 class MetricsSettings(_Section):
     port: Port = _var("METRICS_PORT", 0, "Prometheus /metrics port of a service (0: off)")
+    host: str = _var("METRICS_HOST", "127.0.0.1", "bind address of /metrics (containers: 0.0.0.0)")
+
+
+class AuthSettings(_Section):
+    """Who may call the HTTP transports (embedded HTTP and gateway) and the gRPC services."""
+
+    file: str | None = _var("AUTH_FILE", None, "TOML token file: [[tokens]] name, sha256, role, namespaces, rate")
+    insecure_no_auth: bool = _var(
+        "INSECURE_NO_AUTH", False, "allow HTTP on a non-loopback address without tokens (warns at every start)"
+    )
+    resource_url: str | None = _var(
+        "RESOURCE_URL", None, "public URL of the MCP endpoint (protected-resource metadata; default: the bind URL)"
+    )
+    issuer_url: str | None = _var(
+        "AUTH_ISSUER_URL", None, "authorization server named in the metadata (default: the resource URL's origin)"
+    )
+    allowed_hosts: str | None = _var(
+        "ALLOWED_HOSTS", None, "comma-separated Host headers accepted besides loopback (host:port or host:*)"
+    )
+    allowed_origins: str | None = _var(
+        "ALLOWED_ORIGINS", None, "comma-separated Origin headers accepted besides loopback (http://host:*)"
+    )
+    rate_redis_url: str | None = _var(
+        "RATE_REDIS_URL", None, "Redis for per-token rate limits (gateway default: EVOMEM_REDIS_URL; else in-process)"
+    )
+    grpc_secret: SecretStr | None = _var("GRPC_SECRET", None, "shared secret every gRPC call carries (metadata)")
+    grpc_secret_file: str | None = _var("GRPC_SECRET_FILE", None, "file holding the gRPC shared secret")
+    grpc_tls_ca: str | None = _var("GRPC_TLS_CA", None, "mutual TLS between services: the CA (PEM) signing every peer")
+    grpc_tls_cert: str | None = _var("GRPC_TLS_CERT", None, "mutual TLS: this process's certificate chain (PEM)")
+    grpc_tls_key: str | None = _var("GRPC_TLS_KEY", None, "mutual TLS: this process's private key (PEM)")
+    grpc_insecure: bool = _var(
+        "GRPC_INSECURE", False, "allow a gRPC service on a non-loopback address without a secret (warns)"
+    )
+    jwt_issuer: str | None = _var("JWT_ISSUER", None, "accept JWTs from this issuer (iss), with _AUDIENCE and _JWKS")
+    jwt_audience: str | None = _var("JWT_AUDIENCE", None, "the audience (aud) JWTs must name")
+    jwt_jwks: str | None = _var("JWT_JWKS", None, "the issuer's keys: a JWKS URL or a JSON file")
+    jwt_name_claim: str = _var("JWT_NAME_CLAIM", "sub", "JWT claim holding the identity")
+    jwt_role_claim: str = _var("JWT_ROLE_CLAIM", "evomem_role", "JWT claim holding the role (reader, writer, admin)")
+    jwt_namespaces_claim: str = _var(
+        "JWT_NAMESPACES_CLAIM", "evomem_namespaces", "JWT claim holding the namespaces (a list, or space-separated)"
+    )
 
 
 class LoggingSettings(_Section):
@@ -234,6 +281,7 @@ class Settings(BaseSettings):
     queue: QueueSettings = QueueSettings()
     metrics: MetricsSettings = MetricsSettings()
     logging: LoggingSettings = LoggingSettings()
+    auth: AuthSettings = AuthSettings()
 
     SECTIONS: ClassVar[tuple[str, ...]] = ()  # the field names above, set below
 
@@ -304,6 +352,21 @@ class Settings(BaseSettings):
 
     def api_key(self) -> str | None:
         return self.linker.api_key.get_secret_value() if self.linker.api_key else None
+
+    def grpc_secret(self) -> str | None:
+        """The gRPC shared secret: EVOMEM_GRPC_SECRET, else the first line of EVOMEM_GRPC_SECRET_FILE."""
+        if self.auth.grpc_secret is not None and self.auth.grpc_secret.get_secret_value():
+            return self.auth.grpc_secret.get_secret_value()
+        if self.auth.grpc_secret_file:
+            try:
+                text = Path(self.auth.grpc_secret_file).expanduser().read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                where = self.auth.grpc_secret_file
+                raise SettingsError(f"EVOMEM_GRPC_SECRET_FILE: cannot read {where}: {exc}") from None
+            if not text:
+                raise SettingsError(f"EVOMEM_GRPC_SECRET_FILE: {self.auth.grpc_secret_file} is empty")
+            return text.splitlines()[0].strip()
+        return None
 
 
 Settings.SECTIONS = tuple(Settings.model_fields)

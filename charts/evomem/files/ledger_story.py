@@ -10,6 +10,7 @@ and exits 0, or prints what failed and exits 1.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
@@ -42,6 +43,13 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
 async def story(url: Any, timeout_s: float) -> None:
     """``url``: the MCP endpoint, or anything else `mcp.Client` accepts (a server object, in tests)."""
     namespace = f"helm-test-{uuid.uuid4().hex[:12]}"
+    token = os.environ.get("LEDGER_TOKEN")  # the gateway's bearer token (the chart's helm-test identity)
+    if isinstance(url, str) and token:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        url = streamable_http_client(url, http_client=http)
     async with Client(url) as client:
         first = await call(client, "remember", {"raw_text": POSTGRES, "tags": ["ledger"], "namespace": namespace})
         second = await call(

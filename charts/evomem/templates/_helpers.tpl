@@ -189,6 +189,12 @@ scored
 {{- with .Values.secrets.linkerApiKey }}
 linker-api-key: {{ . | b64enc | quote }}
 {{- end }}
+{{- $grpc := .Values.secrets.grpcSecret | default (include "evomem.kept" (dict "ctx" . "key" "grpc-secret")) }}
+{{- $test := include "evomem.kept" (dict "ctx" . "key" "test-token") }}
+grpc-secret: {{ $grpc | b64enc | quote }}
+test-token: {{ $test | b64enc | quote }}
+{{- $helmTest := printf "[[tokens]]\nname = \"helm-test\"\nsha256 = \"%s\"\nrole = \"admin\"\nnamespaces = [\"helm-test\"]\n" (sha256sum $test) }}
+tokens.toml: {{ printf "%s\n%s" .Values.secrets.tokens $helmTest | b64enc | quote }}
 {{- if not .Values.redis.enabled }}
 redis-url: {{ .Values.redis.external.url | b64enc | quote }}
 {{- end }}
@@ -213,6 +219,9 @@ redis-url: {{ .Values.redis.external.url | b64enc | quote }}
 {{- define "evomem.commonConfig" -}}
 EVOMEM_LOG_FORMAT: "json"
 EVOMEM_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
+EVOMEM_GRPC_HOST: "0.0.0.0"
+EVOMEM_METRICS_HOST: "0.0.0.0"
+EVOMEM_GRPC_SECRET_FILE: "/run/secrets/evomem/grpc-secret"
 {{- end -}}
 
 {{/* Pod annotations that roll the pods when their configuration or the Secret changes. */}}
@@ -233,6 +242,38 @@ checksum/secret: {{ include "evomem.secretData" .ctx | sha256sum }}
 {{- define "evomem.tmpMount" -}}
 - name: tmp
   mountPath: /tmp
+{{- end -}}
+
+{{/* A generated secret (the gRPC secret, the helm test's token): kept from the release's
+Secret on upgrade, random at install. */}}
+{{- define "evomem.kept" -}}
+{{- $found := lookup "v1" "Secret" .ctx.Release.Namespace (include "evomem.fullname" .ctx) -}}
+{{- if and $found $found.data (hasKey $found.data .key) -}}
+{{- index $found.data .key | b64dec -}}
+{{- else -}}
+{{- randAlphaNum 48 -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret's gRPC secret (and, for the gateway, its tokens) as files: EVOMEM_GRPC_SECRET_FILE, EVOMEM_AUTH_FILE. */}}
+{{- define "evomem.secretsVolume" -}}
+- name: secrets
+  secret:
+    secretName: {{ include "evomem.secretName" .ctx }}
+    defaultMode: 0440
+    items:
+      - key: grpc-secret
+        path: grpc-secret
+      {{- if .tokens }}
+      - key: tokens.toml
+        path: tokens.toml
+      {{- end }}
+{{- end -}}
+
+{{- define "evomem.secretsMount" -}}
+- name: secrets
+  mountPath: /run/secrets/evomem
+  readOnly: true
 {{- end -}}
 
 {{/* grpc.health.v1 probes for a gRPC service: (dict "port" N "service" "evomem.v1.X"). */}}

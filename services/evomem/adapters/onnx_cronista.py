@@ -10,8 +10,9 @@ The model (``adapters/models/cronista/``, trained by ``scripts/train_cronista.py
 tagger with two heads:
 
 - ``role_logits``: per token, BIO tags of the clause roles (trigger, change, alternatives,
-  consequences, other). A run of tagged words is a clause; its text is the exact source span
-  from its first word to its last.
+  consequences, other). A clause runs from a B tag to the next B tag, O tag or line break, and
+  is filed under the role most of its words lean to (``DECODE``); its text is the exact source
+  span from its first word to its last.
 - ``span_logits``: per token, BIO tags of four spans (subject, option chosen, option left,
   scope); the best-scoring run of each is returned as a source span.
 
@@ -187,17 +188,47 @@ def _word_runs(
     return [(r[0], r[1], r[2], r[3]) for r in runs]
 
 
+def _vote_runs(role_prob: list[np.ndarray], line_starts: set[int]) -> list[tuple[str, int, int]]:
+    """Clauses by vote: a clause runs from a B tag (or the first tagged word after an O or a line
+    break) to the word before the next B, O or line break, whatever role each word leans to; its
+    role is the one with the largest probability mass (B and I together) summed over its words.
+    (No labelled clause of the training notes crosses a line break.)"""
+    import numpy as np
+
+    n_roles = len(ROLES)
+    out: list[tuple[str, int, int]] = []
+    start: int | None = None
+    for pos, p in enumerate([*role_prob, None]):
+        lab = ROLE_LABELS[int(np.argmax(p))] if p is not None else "O"
+        if start is not None and (lab == "O" or lab.startswith("B-") or pos in line_starts):
+            mass = np.sum([q[1:].reshape(n_roles, 2).sum(-1) for q in role_prob[start:pos]], axis=0)
+            out.append((ROLES[int(np.argmax(mass))], start, pos - 1))
+            start = None
+        if lab != "O" and start is None:
+            start = pos
+    return out
+
+
+#: How clauses are cut from the role tags: "runs" (a new clause wherever the tagged role changes)
+#: or "vote" (clauses cut at B and O tags and line breaks only, each filed under its majority
+#: role). Chosen on a development split of the training notes (scripts/cronista_decode_dev.py).
+DECODE = "vote"
+
+
 def decode(
     text: str,
     wins: Sequence[Window],
     role_logits: Sequence[np.ndarray],
     span_logits: Sequence[np.ndarray],
+    mode: str | None = None,
 ) -> tuple[list[Clause], dict[str, str | None]]:
     """Turn per-token logits into source-span clauses and spans (word level: a word's label is
     its first token's). ``role_logits[i]`` holds window i's rows for its tokens, [CLS] excluded."""
     import numpy as np
 
+    mode = mode or DECODE
     words: list[tuple[int, int, int]] = []  # (word index, char start, char end)
+    role_prob: list[np.ndarray] = []
     role_lab: list[int] = []
     span_lab: list[int] = []
     span_prob: list[np.ndarray] = []
@@ -207,15 +238,21 @@ def decode(
                 words[-1] = (w, words[-1][1], b)  # a continuation token widens its word
                 continue
             words.append((w, a, b))
+            r = np.exp(rl[t] - rl[t].max())
+            role_prob.append(r / r.sum())
             role_lab.append(int(np.argmax(rl[t])))
             s = sl[t] - sl[t].max()
             p = np.exp(s) / np.exp(s).sum()
             span_prob.append(p)
             span_lab.append(int(np.argmax(p)))
-    clauses = [
-        Clause(words[a][1], words[b][2], kind, text[words[a][1] : words[b][2]])
-        for kind, a, b, _ in _word_runs(words, role_lab, ROLE_LABELS)
-    ]
+    if mode == "vote":
+        line_starts = {i for i in range(1, len(words)) if "\n" in text[words[i - 1][2] : words[i][1]]}
+        cuts = _vote_runs(role_prob, line_starts)
+    elif mode == "runs":
+        cuts = [(kind, a, b) for kind, a, b, _ in _word_runs(words, role_lab, ROLE_LABELS)]
+    else:
+        raise ValueError(f"unknown decode mode {mode!r} (runs or vote)")
+    clauses = [Clause(words[a][1], words[b][2], kind, text[words[a][1] : words[b][2]]) for kind, a, b in cuts]
     spans: dict[str, str | None] = dict.fromkeys(SPANS)
     best: dict[str, float] = {}
     for kind, a, b, members in _word_runs(words, span_lab, SPAN_LABELS):

@@ -7,7 +7,8 @@
 
 Vectors are derived data. ``remember`` writes the node first and its vector after, so a
 crash in between leaves a node that only BM25 finds until ``backfill`` (run at start-up)
-embeds it. A purge deletes the vector in the store's own transaction (``SQLiteStore.forget``).
+embeds it. A purge deletes the vector in the store's own transaction (``SQLiteStore.forget``)
+and ``MemoryService.forget`` evicts the text from the embedding cache (``evict``).
 
 The text a vector is made from is cut to ``MAX_EMBED_CHARS`` first: the model reads at most
 256 word pieces, and tokenising a 10 MB note in full would only cost time.
@@ -81,6 +82,16 @@ class SemanticIndex:
         """The ``Embedder`` interface, through the cache (the scored linker compares the new
         note with its candidates: the same texts ``add`` and ``nearest`` embed)."""
         return self._encode(texts)
+
+    def evict(self, texts: Sequence[str]) -> int:
+        """Drop these texts' vectors from the cache (a purge: the cache keys are the texts
+        themselves). Returns how many entries went."""
+        gone = 0
+        with self._lock:
+            for t in texts:
+                if self._cache.pop(t[:MAX_EMBED_CHARS], None) is not None:
+                    gone += 1
+        return gone
 
     def warm(self) -> threading.Thread | None:
         """Load the model in a background thread (the first remember would otherwise wait on it)."""

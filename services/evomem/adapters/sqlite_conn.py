@@ -132,12 +132,25 @@ class Connections:
         else:
             conn.execute("COMMIT")
 
-    def checkpoint(self) -> bool:
-        """Copy the WAL into the database file and truncate it. False if readers blocked it."""
+    def checkpoint(self, timeout_ms: int | None = None) -> bool:
+        """Copy the WAL into the database file and truncate it. False if a reader or a writer
+        blocked it. A TRUNCATE checkpoint waits for them with the busy handler: ``timeout_ms``
+        bounds that wait (the connection's busy timeout otherwise), restored afterwards."""
         if self.memory:
             return True
-        busy, _, _ = self.get().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        return busy == 0
+        conn = self.get()
+        if timeout_ms is not None:
+            conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+        try:
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite.OperationalError:  # "database is locked": blocked, like busy = 1
+            return False
+        finally:
+            if timeout_ms is not None:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        # TRUNCATE that finishes leaves an empty WAL: (0, 0, 0). busy = 1, or frames left
+        # uncopied, mean a reader's snapshot or a writer kept it from finishing.
+        return busy == 0 and log in (0, -1) and done in (0, -1)
 
     def close(self) -> None:
         with self._lock:

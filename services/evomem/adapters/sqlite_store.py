@@ -15,14 +15,18 @@ Design points (docs/ARCHITECTURE.md has the long form):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import logging
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row, row_to_node
 from evomem.adapters.sqlite_conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite_driver import sqlite as sqlite3
+from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import (
     Conflict,
     CycleError,
@@ -36,15 +40,21 @@ from evomem.domain.errors import (
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkProvenance,
     MemoryNode,
     NewNote,
     SearchHit,
     Stats,
     Status,
+    id_floor,
     new_id,
     now_ms,
 )
+
+log = logging.getLogger("evomem.store")
+
+PURGE_CHECKPOINT_TIMEOUT_MS = 1000  # how long a purge waits for a reader to finish before answering file_erased: false
 
 # bm25 column weights, in FTS column order.
 FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
@@ -157,6 +167,48 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE nodes SET scope_source = 'explicit' WHERE scope IS NOT NULL;
         """,
     ),
+    (
+        "0004_idempotency_keys_file_erasure",
+        """
+        -- When a purge's bytes were gone from every file (NULL: not yet, or a purge made
+        -- before this column existed: the next checkpoint that finishes records it).
+        ALTER TABLE nodes ADD COLUMN file_erased_at INTEGER;
+        CREATE INDEX nodes_purge_file_pending ON nodes(purged_at)
+            WHERE purged_at IS NOT NULL AND file_erased_at IS NULL;
+        -- remember's idempotency keys: a hash of (namespace, key), never the key itself, and a
+        -- hash of the note's text to tell a retry from a conflict (NULL once the note is purged).
+        CREATE TABLE remember_keys (
+            key_hash    TEXT PRIMARY KEY,
+            node_id     TEXT NOT NULL,
+            text_hash   TEXT,
+            created_at  INTEGER NOT NULL
+        );
+        CREATE INDEX remember_keys_node ON remember_keys(node_id);
+        -- The dedupe window reads a namespace's recent notes (ULIDs sort by time).
+        CREATE INDEX nodes_namespace_recent ON nodes(namespace, id);
+        """,
+    ),
+    (
+        "0005_write_audit",
+        """
+        -- Every write call made with authentication on (evomem.access): who, which tool, which
+        -- ids, when, how it ended. Never any note text, so a purge leaves nothing readable here.
+        CREATE TABLE write_audit (
+            seq           INTEGER PRIMARY KEY,
+            at            INTEGER NOT NULL,
+            identity      TEXT NOT NULL,
+            role          TEXT NOT NULL,
+            tool          TEXT NOT NULL,
+            namespace     TEXT,
+            ids           TEXT NOT NULL DEFAULT '[]',
+            outcome       TEXT NOT NULL,
+            on_behalf_of  TEXT,
+            detail        TEXT
+        );
+        CREATE INDEX write_audit_namespace_at ON write_audit(namespace, at);
+        CREATE INDEX write_audit_at ON write_audit(at);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -175,11 +227,23 @@ def fts_query(terms: Sequence[str]) -> str:
 class SQLiteStore:
     """The ``Store`` port on one SQLite file. Thread-safe: one connection per thread."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        purge_retry_s: float = 2.0,
+    ) -> None:
         self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, row_factory=sqlite3.Row, what="store")
         self.path = self._db.path
         self.busy_timeout_ms = busy_timeout_ms
+        self.purge_retry_s = purge_retry_s
+        self._finisher: threading.Thread | None = None
+        self._finisher_lock = threading.Lock()
+        self._stop = threading.Event()
         self._migrate()
+        if self._purges_pending():  # a purge the last process could not finish (a reader, a crash)
+            self._start_finisher()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -224,6 +288,10 @@ class SQLiteStore:
         return int(row[0] or 0)
 
     def close(self) -> None:
+        self._stop.set()
+        finisher = self._finisher
+        if finisher is not None and finisher is not threading.current_thread():
+            finisher.join(timeout=5)
         self._db.close()
 
     # ------------------------------------------------------------------ reads
@@ -310,6 +378,11 @@ class SQLiteStore:
         )
         page_count = conn.execute("PRAGMA page_count").fetchone()[0]
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pending, last_erased = conn.execute(
+            f"SELECT SUM(file_erased_at IS NULL), MAX(file_erased_at) FROM nodes {where} "
+            f"{'AND' if where else 'WHERE'} purged_at IS NOT NULL",
+            args,
+        ).fetchone()
         return Stats(
             by_status=by_status,
             purged=purged,
@@ -318,57 +391,135 @@ class SQLiteStore:
             namespaces=namespaces,
             db_bytes=page_count * page_size,
             schema_version=self.schema_version(),
+            purges_file_pending=int(pending or 0),
+            last_file_erased_at=last_erased,
         )
 
     # ------------------------------------------------------------------ writes
 
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
+        return self.insert_once(note, supersedes=supersedes, link=link)[0]
+
+    def insert_once(
+        self,
+        note: NewNote,
+        *,
+        supersedes: str | None = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: str | None = None,
+        dedupe_window_ms: int = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """``insert``, at most once: in the same transaction (under the write lock), a key used
+        before answers its first node (REPLAYED; another text under that key is a ``Conflict``),
+        and without a key an identical active note of the same namespace and scope created in
+        the last ``dedupe_window_ms`` answers that node (DUPLICATE). Otherwise INSERTED."""
         node_id = new_id()
         created = now_ms()
         ex = note.extraction
+        text_hash = hashlib.sha256(note.raw_text.encode("utf-8")).hexdigest()
+        key_hash = None
+        if idempotency_key is not None:
+            key_hash = hashlib.sha256(f"{note.namespace}\x00{idempotency_key}".encode()).hexdigest()
         with self._write() as conn:
-            chain_root, version, prev = node_id, 1, None
-            if supersedes is not None:
-                head = self._head_for_link(conn, supersedes, note.namespace)
-                prev = head["id"]
-                chain_root, version = head["chain_root"], head["version"] + 1
-                self._retire_head(conn, head["id"], node_id)
-            node = MemoryNode(
-                id=node_id,
-                raw_text=note.raw_text,
-                namespace=note.namespace,
-                scope=note.scope,
-                trigger=ex.trigger if ex else "",
-                change=ex.change if ex else "",
-                alternatives_tried=ex.alternatives_tried if ex else "",
-                consequences=ex.consequences if ex else "",
-                summary=ex.summary if ex else "",
-                tags=note.tags,
-                session=note.session,
-                author=note.author,
-                created_at=created,
-                relations=note.relations,
-                supersedes=prev,
-                chain_root=chain_root,
-                version=version,
-                link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
-                if link is not None and prev is not None
-                else None,
-                extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
-                extractor=ex.extractor if ex else "",
-                extraction_attempts=1 if ex else 0,
-                scope_source=note.scope_source if note.scope else None,
-                scope_evidence=note.scope_evidence if note.scope else None,
-                possible_supersedes=note.possible_supersedes,
-            )
-            conn.execute(
-                f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node)
-            )
-            if prev is not None and link is not None:
-                self._audit(conn, "link", node_id, prev, link, requested=supersedes)
+            earlier = self._earlier(conn, note, key_hash, text_hash, dedupe_window_ms, created)
+            if earlier is not None:
+                found, outcome = earlier
+                node_id = found
+            else:
+                outcome = InsertOutcome.INSERTED
+                self._insert_row(conn, node_id, created, note, ex, supersedes, link)
+                if key_hash is not None:
+                    conn.execute(
+                        "INSERT INTO remember_keys(key_hash, node_id, text_hash, created_at) VALUES (?, ?, ?, ?)",
+                        (key_hash, node_id, text_hash, created),
+                    )
         node = self.get(node_id)
         assert node is not None
-        return node
+        return node, outcome
+
+    @staticmethod
+    def _earlier(
+        conn: sqlite3.Connection,
+        note: NewNote,
+        key_hash: str | None,
+        text_hash: str,
+        dedupe_window_ms: int,
+        now: int,
+    ) -> tuple[str, InsertOutcome] | None:
+        """The node an earlier call stored for this one (by key, or by the dedupe window)."""
+        if key_hash is not None:
+            row = conn.execute(
+                "SELECT node_id, text_hash FROM remember_keys WHERE key_hash = ?", (key_hash,)
+            ).fetchone()
+            if row is None:
+                return None
+            if row["text_hash"] is None:
+                raise Purged(
+                    f"idempotency_key: the note stored under this key ({row['node_id']}) was purged; "
+                    "use a new key to remember it again"
+                )
+            if row["text_hash"] != text_hash:
+                raise Conflict(
+                    f"idempotency_key was already used for another text (node {row['node_id']}); "
+                    "a retry must send the same text, a new note needs a new key"
+                )
+            return row["node_id"], InsertOutcome.REPLAYED
+        if dedupe_window_ms <= 0:
+            return None
+        row = conn.execute(
+            "SELECT id FROM nodes INDEXED BY nodes_namespace_recent WHERE namespace = ? AND id >= ? "
+            "AND scope IS ? AND status = 'active' AND raw_text = ? ORDER BY id DESC LIMIT 1",
+            (note.namespace, id_floor(max(0, now - dedupe_window_ms)), note.scope, note.raw_text),
+        ).fetchone()
+        return (row["id"], InsertOutcome.DUPLICATE) if row is not None else None
+
+    def _insert_row(
+        self,
+        conn: sqlite3.Connection,
+        node_id: str,
+        created: int,
+        note: NewNote,
+        ex: Extraction | None,
+        supersedes: str | None,
+        link: LinkProvenance | None,
+    ) -> None:
+        chain_root, version, prev = node_id, 1, None
+        if supersedes is not None:
+            head = self._head_for_link(conn, supersedes, note.namespace)
+            prev = head["id"]
+            chain_root, version = head["chain_root"], head["version"] + 1
+            self._retire_head(conn, head["id"], node_id)
+        node = MemoryNode(
+            id=node_id,
+            raw_text=note.raw_text,
+            namespace=note.namespace,
+            scope=note.scope,
+            trigger=ex.trigger if ex else "",
+            change=ex.change if ex else "",
+            alternatives_tried=ex.alternatives_tried if ex else "",
+            consequences=ex.consequences if ex else "",
+            summary=ex.summary if ex else "",
+            tags=note.tags,
+            session=note.session,
+            author=note.author,
+            created_at=created,
+            relations=note.relations,
+            supersedes=prev,
+            chain_root=chain_root,
+            version=version,
+            link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
+            if link is not None and prev is not None
+            else None,
+            extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
+            extractor=ex.extractor if ex else "",
+            extraction_attempts=1 if ex else 0,
+            scope_source=note.scope_source if note.scope else None,
+            scope_evidence=note.scope_evidence if note.scope else None,
+            possible_supersedes=note.possible_supersedes,
+        )
+        conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node))
+        if prev is not None and link is not None:
+            self._audit(conn, "link", node_id, prev, link, requested=supersedes)
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         with self._write() as conn:
@@ -551,25 +702,92 @@ class SQLiteStore:
                 self._audit(conn, "forget", node_id, None, None)
                 changed = True
             if purge:
-                # Blank every text column: the FTS trigger removes the old tokens from the index.
+                # Blank every free-text column: the FTS trigger removes the old tokens from the
+                # index. Ids, chain links, versions, labels of the link method and timestamps stay
+                # (the tombstone keeps the chain consistent).
                 conn.execute(
                     "UPDATE nodes SET raw_text = '', trigger = '', change = '', alternatives_tried = '', "
                     "consequences = '', summary = '', tags = '[]', relations = '{}', session = NULL, "
-                    "link_evidence = NULL, extraction_error = NULL, purged_at = ?, "
+                    "author = NULL, link_by = NULL, link_evidence = NULL, extraction_error = NULL, "
+                    "scope_evidence = NULL, purged_at = ?, file_erased_at = NULL, "
                     "forgotten_at = COALESCE(forgotten_at, ?) WHERE id = ?",
                     (now, now, node_id),
                 )
+                # The audit keeps what happened to the chain, not who wrote it (free text).
+                conn.execute("UPDATE link_audit SET by = NULL, detail = NULL WHERE node_id = ?", (node_id,))
+                # A retry under the note's idempotency key is answered [purged], never a new copy.
+                conn.execute("UPDATE remember_keys SET text_hash = NULL WHERE node_id = ?", (node_id,))
                 self._audit(conn, "purge", node_id, None, None)
                 # Merge the index so no segment still holds the purged tokens; with
                 # secure_delete on, the freed pages are zeroed.
                 conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
                 self._purge_vector(conn, node_id)
                 changed = True
-        if purge:
-            self.checkpoint()
+        # The old bytes leave the file only when the WAL is copied back and truncated; a
+        # reader's snapshot keeps that from finishing. Then a background task retries.
+        if purge and self.finish_purges() == 0 and self._purges_pending():
+            self._start_finisher()
         node = self.get(node_id)
         assert node is not None
         return node, changed
+
+    # ------------------------------------------------------------------ purges: erasing the file
+
+    def _purges_pending(self) -> bool:
+        try:
+            row = (
+                self._conn()
+                .execute("SELECT 1 FROM nodes WHERE purged_at IS NOT NULL AND file_erased_at IS NULL LIMIT 1")
+                .fetchone()
+            )
+        except sqlite3.OperationalError:  # a schema older than migration 0004 (tests pin old versions)
+            return False
+        return row is not None
+
+    def finish_purges(self, timeout_ms: int | None = None) -> int:
+        """Erase finished purges from the file: a TRUNCATE checkpoint copies the blanked pages
+        over the old ones and empties the WAL. When it finishes, the purges committed before it
+        get ``file_erased_at``. Returns how many were recorded (0: none pending, or blocked)."""
+        conn = self._conn()
+        pending = [
+            r[0] for r in conn.execute("SELECT id FROM nodes WHERE purged_at IS NOT NULL AND file_erased_at IS NULL")
+        ]
+        if timeout_ms is None:
+            timeout_ms = min(PURGE_CHECKPOINT_TIMEOUT_MS, self.busy_timeout_ms)
+        if not pending or not self._db.checkpoint(timeout_ms):
+            return 0
+        at = now_ms()
+        with self._write() as conn:
+            for start in range(0, len(pending), 500):
+                chunk = pending[start : start + 500]
+                conn.execute(
+                    f"UPDATE nodes SET file_erased_at = ? WHERE id IN ({','.join('?' * len(chunk))})", (at, *chunk)
+                )
+        self._db.checkpoint(timeout_ms)  # best effort: leave the WAL empty again
+        return len(pending)
+
+    def _start_finisher(self) -> None:
+        """Retry ``finish_purges`` every ``purge_retry_s`` in a daemon thread until none is left."""
+        if self._db.memory:
+            return
+        with self._finisher_lock:
+            if self._finisher is not None and self._finisher.is_alive():
+                return
+            self._finisher = threading.Thread(target=self._finish_loop, name="evomem-purge-finisher", daemon=True)
+            self._finisher.start()
+
+    def _finish_loop(self) -> None:
+        while not self._stop.wait(self.purge_retry_s):
+            try:
+                done = self.finish_purges()
+                if done:
+                    log.info("purge: %d purged note(s) now erased from the database file and its WAL", done)
+                if not self._purges_pending():
+                    return
+            except Exception as exc:  # the store closed under it, a disk error: try again later
+                if self._stop.is_set():
+                    return
+                log.warning("purge: could not finish erasing the file yet: %s", exc)
 
     def _purge_vector(self, conn: sqlite3.Connection, node_id: str) -> None:
         """Delete the node's vector (``evomem.adapters.vector_index`` tables), if the file has any.
@@ -604,10 +822,19 @@ class SQLiteStore:
         state: ExtractionState,
         error: str | None = None,
     ) -> MemoryNode | None:
+        """Record a job's result. Results (``extraction``) are accepted only while the node's
+        extraction is pending, and marking it failed only while pending or failed: a late or
+        forged answer never overwrites a finished node (``Conflict``). None: the node is gone."""
         with self._write() as conn:
-            row = conn.execute("SELECT purged_at FROM nodes WHERE id = ?", (node_id,)).fetchone()
+            row = conn.execute("SELECT purged_at, extraction_state FROM nodes WHERE id = ?", (node_id,)).fetchone()
             if row is None or row["purged_at"] is not None:
                 return None
+            allowed = ("pending",) if extraction is not None else ("pending", "failed")
+            if row["extraction_state"] not in allowed:
+                raise Conflict(
+                    f"node {node_id}: extraction is {row['extraction_state']}, not pending; "
+                    "results are accepted only for a pending job of that node"
+                )
             if extraction is not None:
                 conn.execute(
                     "UPDATE nodes SET trigger = ?, change = ?, alternatives_tried = ?, consequences = ?, "
@@ -631,6 +858,55 @@ class SQLiteStore:
                     (state.value, error, node_id),
                 )
         return self.get(node_id)
+
+    # ------------------------------------------------------------------ write audit (AuditLog port)
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO write_audit(at, identity, role, tool, namespace, ids, outcome, on_behalf_of, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    entry.at,
+                    entry.identity,
+                    entry.role,
+                    entry.tool,
+                    entry.namespace,
+                    json.dumps(list(entry.ids)),
+                    entry.outcome,
+                    entry.on_behalf_of,
+                    entry.detail,
+                ),
+            )
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        where, args = [], []
+        for clause, value in (
+            ("namespace = ?", query.namespace),
+            ("at >= ?", query.since_ms),
+            ("at < ?", query.until_ms),
+            ("seq < ?", query.before_seq),
+        ):
+            if value is not None:
+                where.append(clause)
+                args.append(value)
+        sql = "SELECT * FROM write_audit" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._conn().execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, query.limit)).fetchall()
+        return [
+            AuditEntry(
+                seq=r["seq"],
+                at=r["at"],
+                identity=r["identity"],
+                role=r["role"],
+                tool=r["tool"],
+                namespace=r["namespace"],
+                ids=tuple(json.loads(r["ids"])),
+                outcome=r["outcome"],
+                on_behalf_of=r["on_behalf_of"],
+                detail=r["detail"],
+            )
+            for r in rows
+        ]
 
     # ------------------------------------------------------------------ diagnostics
 

@@ -77,6 +77,12 @@ class Unavailable(EvoMemError):
     code = "unavailable"
 
 
+class Forbidden(EvoMemError):
+    """The caller's role or namespaces do not allow this call (team gateway, ``evomem.access``)."""
+
+    code = "forbidden"
+
+
 # Translation table used by gRPC servicers and clients (names of grpc.StatusCode members,
 # kept as strings so the domain does not import grpc).
 GRPC_STATUS: dict[str, str] = {
@@ -94,6 +100,7 @@ GRPC_STATUS: dict[str, str] = {
     "cycle": "FAILED_PRECONDITION",
     "conflict": "ABORTED",
     "unavailable": "UNAVAILABLE",
+    "forbidden": "PERMISSION_DENIED",
 }
 
 ERRORS_BY_CODE: dict[str, type[EvoMemError]] = {
@@ -113,5 +120,6 @@ ERRORS_BY_CODE: dict[str, type[EvoMemError]] = {
         CycleError,
         Conflict,
         Unavailable,
+        Forbidden,
     )
 }

@@ -87,6 +87,9 @@ class MemoryNode:
     scope_source: str | None = None
     scope_evidence: str | None = None
     possible_supersedes: tuple[str, ...] = ()
+    # When a purge's bytes were gone from every file (the database and its WAL): None while a
+    # reader's snapshot keeps the checkpoint from finishing (a background task retries).
+    file_erased_at: int | None = None
 
     @property
     def purged(self) -> bool:
@@ -114,6 +117,14 @@ class NewNote:
     possible_supersedes: tuple[str, ...] = ()  # candidates a linker abstained on
 
 
+class InsertOutcome(StrEnum):
+    """What ``Store.insert_once`` did with a note."""
+
+    INSERTED = "inserted"  # a new node
+    REPLAYED = "replayed"  # the idempotency key was used before, with the same text: the first node
+    DUPLICATE = "duplicate"  # no key, and the same text is an active note of the window: that node
+
+
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One match (full-text, vector, or both fused), before chain resolution."""
@@ -133,6 +144,8 @@ class Stats:
     namespaces: dict[str, int]
     db_bytes: int
     schema_version: int
+    purges_file_pending: int = 0  # purged nodes whose bytes may still be in the WAL or the file
+    last_file_erased_at: int | None = None  # when the latest purge was erased from every file
 
 
 # ---------------------------------------------------------------- ids and time
@@ -152,6 +165,16 @@ def new_id(ms: int | None = None) -> str:
     """
     ts = now_ms() if ms is None else ms
     value = (ts << 80) | int.from_bytes(os.urandom(10), "big")
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
+
+
+def id_floor(ms: int) -> str:
+    """The smallest ULID of millisecond ``ms``: ids created at ``ms`` or later sort at or above it."""
+    value = ms << 80
     out = []
     for _ in range(26):
         out.append(_CROCKFORD[value & 31])

@@ -11,6 +11,7 @@ import unicodedata
 
 from evomem.domain.errors import EmptyNote, InvalidArgument, InvalidText, NoteTooLarge
 from evomem.domain.linkers.vocabulary import QUERY_STOPWORDS, words
+from evomem.domain.model import Extraction
 
 DEFAULT_MAX_NOTE_BYTES = 1_048_576  # 1 MiB of UTF-8
 
@@ -21,6 +22,8 @@ _LABEL = re.compile(r"^[a-z0-9][a-z0-9._:/@-]{0,63}$")
 
 MAX_TAGS = 32
 MAX_QUERY_TERMS = 64
+MAX_KEY_CHARS = 200
+EXTRACTION_FIELDS = ("trigger", "change", "alternatives_tried", "consequences", "summary")
 
 
 def clean_note(text: object, max_bytes: int = DEFAULT_MAX_NOTE_BYTES) -> tuple[str, list[str]]:
@@ -132,3 +135,47 @@ def query_terms(query: object) -> list[str]:
             terms.append(word)
     content = [t for t in terms if t not in QUERY_STOPWORDS]
     return (content or terms)[:MAX_QUERY_TERMS]
+
+
+def clean_key(value: object) -> str | None:
+    """remember's idempotency key: any 1-200 characters of printable text (a UUID, a hash, a
+    task id). Compared exactly, after trimming the ends; None or "" means no key."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument("idempotency_key must be a string")
+    if _SURROGATE.search(value) or _CONTROL.search(value) or "\n" in value or "\t" in value or "\r" in value:
+        raise InvalidArgument("idempotency_key must be printable text on one line (no control characters)")
+    key = value.strip()
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidArgument(f"idempotency_key is longer than {MAX_KEY_CHARS} characters")
+    return key
+
+
+def check_span(text: str, value: object, what: str, *, source: set[str] | None = None) -> str:
+    """``value`` must be text taken from ``text``: a string whose every word occurs in it."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string")
+    if _SURROGATE.search(value) or _CONTROL.search(value):
+        raise InvalidArgument(f"{what} contains control characters or invalid UTF-8")
+    if len(value) > 2 * len(text) + 64:
+        raise InvalidArgument(f"{what} is longer than the note it was taken from")
+    vocabulary = source if source is not None else set(words(text))
+    extra = [w for w in words(value) if w not in vocabulary]
+    if extra:
+        raise InvalidArgument(
+            f"{what} is not taken from the note's text (e.g. {extra[0][:40]!r}); every extracted field is a "
+            "span of the note"
+        )
+    return value
+
+
+def check_extraction(text: str, extraction: Extraction) -> Extraction:
+    """An extraction for ``text``, checked as the cronista makes them: every field a span of
+    the text, the extractor's name one short line. A field not taken from the note (a forged
+    or mixed-up result) is an ``InvalidArgument``."""
+    source = set(words(text))
+    for name in EXTRACTION_FIELDS:
+        check_span(text, getattr(extraction, name), f"extraction.{name}", source=source)
+    extractor = clean_short(extraction.extractor, "extraction.extractor", limit=100) or ""
+    return Extraction(**{n: getattr(extraction, n) for n in EXTRACTION_FIELDS}, extractor=extractor)

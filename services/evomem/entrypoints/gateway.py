@@ -12,7 +12,7 @@ from typing import Any
 
 def create_app() -> Any:
     from evomem import logs
-    from evomem.bootstrap import build_gateway
+    from evomem.bootstrap import allowed, build_gate, build_gateway
     from evomem.entrypoints.http import build_http_app
     from evomem.entrypoints.mcp_tools import build_mcp_server
     from evomem.settings import Settings
@@ -26,9 +26,19 @@ def create_app() -> Any:
         "auto_supersede": settings.linker.auto_supersede,
         "vectors": settings.vectors.mode,
     }
+    host = settings.mcp.host or "127.0.0.1"
+    gate = build_gate(settings, host, settings.mcp.port)  # tokens (issue 14); SIGHUP to gunicorn re-reads them
     # vectors=auto: hybrid when storage has vectors, which the gateway learns per call.
     hybrid = {"on": True, "off": False}.get(settings.vectors.mode)
     server = build_mcp_server(
-        lambda: service, server_info=info, hybrid=hybrid, note_chars=settings.mcp.answer_note_chars
+        lambda: service, server_info=info, gate=gate, hybrid=hybrid, note_chars=settings.mcp.answer_note_chars
     )
-    return build_http_app(server, host=settings.mcp.host or "0.0.0.0", stateless=True)
+    return build_http_app(
+        server,
+        host=host,
+        stateless=True,
+        gate=gate,
+        allowed_hosts=allowed(settings.auth.allowed_hosts),
+        allowed_origins=allowed(settings.auth.allowed_origins),
+        max_note_bytes=settings.memory.max_note_bytes,
+    )

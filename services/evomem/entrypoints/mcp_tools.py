@@ -23,6 +23,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from evomem import __version__
+from evomem.access import GuardedService, visible_info
 from evomem.domain.errors import EvoMemError
 from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
@@ -185,15 +186,23 @@ def build_mcp_server(
     server_info: dict[str, str] | None = None,
     hybrid: bool | None = None,
     note_chars: int = schemas.DEFAULT_NOTE_CHARS,
+    gate: Any = None,
 ) -> MCPServer[Any]:
     """Build the MCP server. ``service`` is called on first use, so start-up never waits on it.
 
     ``hybrid``: whether recall fuses the vectors (True), not (False) or when they are loaded
     (None); the descriptions say so. ``note_chars``: the longest note text an answer shows.
+    ``gate`` (``evomem.entrypoints.gate.Gate``, HTTP with a token file): every call runs as
+    the authenticated caller (``evomem.access``: roles, namespaces, attribution, audit), and
+    the admin's ``audit`` tool is added. None: one local user, every call allowed.
     """
-    get = functools.cache(service)
+    base = functools.cache(service)
+    get: Callable[[], Any] = base if gate is None else (lambda: gate.scoped(base()))  # --- auth (issue 14)
     info = {"version": __version__, **(server_info or {})}
-    mcp = StrictMCPServer(name, version=__version__, instructions=INSTRUCTIONS)
+    auth = gate.server_kwargs() if gate is not None else {}
+    mcp = StrictMCPServer(name, version=__version__, instructions=INSTRUCTIONS, **auth)
+    if gate is not None:
+        gate.register(mcp, get)
     brief = "Brief by default: ids and versions in the structured content, the notes in the text."
 
     @mcp.tool(
@@ -221,6 +230,10 @@ def build_mcp_server(
         ] = None,
         namespace: Namespace = None,
         author: Annotated[str | None, Field(description="Who made the decision.")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(description="A unique string per note: a retry with it stores nothing new.", max_length=200),
+        ] = None,
         detail: Detail = "brief",
     ) -> CallToolResult:
         out = _call(
@@ -233,6 +246,7 @@ def build_mcp_server(
                 scope=scope,
                 namespace=namespace,
                 author=author,
+                idempotency_key=idempotency_key,
             )
         )
         return _result(schemas.remember_answer(out, detail=detail, note_chars=note_chars))
@@ -340,11 +354,16 @@ def build_mcp_server(
         description="Counts of notes by status, chains, extraction states and namespaces, and the database size.",
     )
     def stats(namespace: Namespace = None) -> CallToolResult:
-        result = _call(lambda: get().stats(namespace))
+        svc = get()
+        result = _call(lambda: svc.stats(namespace))
         # Echo the namespace that was counted (normalised, None for all), not the raw argument.
-        return _result(schemas.stats_answer(result, clean_label(namespace, "namespace"), info))
+        # With auth: the caller's default namespace when none is named; no paths or addresses unless admin.
+        guarded = isinstance(svc, GuardedService)
+        counted = _call(lambda: svc.counted_namespace(namespace)) if guarded else clean_label(namespace, "namespace")
+        return _result(schemas.stats_answer(result, counted, visible_info(svc.principal if guarded else None, info)))
 
     for tool in mcp._tool_manager.list_tools():
         tool.parameters = compact_input_schema(tool.parameters)
-        tool.fn_metadata.output_schema = schemas.OUTPUT[tool.name]
+        # The admin's audit tool (auth on) keeps the schema of its own result model.
+        tool.fn_metadata.output_schema = schemas.OUTPUT.get(tool.name, tool.fn_metadata.output_schema)
     return mcp

@@ -128,6 +128,7 @@ def full_node(node: MemoryNode, limit: int) -> dict[str, Any]:
             ),
             "forgotten_at": iso(node.forgotten_at),
             "possible_supersedes": list(node.possible_supersedes),
+            "file_erased_at": iso(node.file_erased_at),  # purged: when the bytes left every file
         }
     )
     if texts["summary"] == texts["raw_text"]:
@@ -393,7 +394,9 @@ def _remember(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
         )
     if out.warnings:
         data["warnings"] = list(out.warnings)
-    lines = ["stored " + head_line(node)]
+    if out.duplicate_of:  # nothing stored: an identical active note was stored moments ago
+        data["duplicate_of"] = out.duplicate_of
+    lines = [("duplicate of " if out.duplicate_of else "stored ") + head_line(node)]
     lines += link_lines(node)
     lines.append(f"  extraction {node.extraction_state}")
     if node.possible_supersedes:
@@ -471,8 +474,12 @@ def _unlink(node: MemoryNode, restored: MemoryNode, *, detail: str, note_chars: 
 def forget_answer(out: ForgetOutcome) -> Answer:
     head = out.chain_head
     in_force = head is not None and str(head.status) == "active"
-    if out.purged:
-        message = "purged: the text was removed from the table, the index and (after a checkpoint) the file"
+    if out.purged and out.file_erased is False:
+        message = "purged from the table, the search index, the vectors and the caches; not yet from the file: " + (
+            out.file_reason or "a reader holds an older snapshot"
+        )
+    elif out.purged:
+        message = "purged: the text was erased from the table, the search index, the vectors, the caches and the file"
     elif out.changed:
         message = "forgotten: dropped from recall; the node and its history are kept"
     else:
@@ -487,6 +494,9 @@ def forget_answer(out: ForgetOutcome) -> Answer:
             "purged": out.purged,
             "chain_head": head.id if head else None,
             "chain_in_force": in_force,
+            "erased": out.erased or None,
+            "file_erased": out.file_erased,
+            "file_erase_reason": out.file_reason if out.file_erased is False else None,
         }
     )
     return Answer(f"{out.node.id} {message}", data)
@@ -505,6 +515,8 @@ def stats_answer(stats: Stats, namespace: str | None, server: dict[str, str]) ->
             "db_bytes": stats.db_bytes,
             "schema_version": stats.schema_version,
             "server": server,
+            "purges_file_pending": stats.purges_file_pending or None,
+            "last_file_erased_at": iso(stats.last_file_erased_at),
         }
     )
     counts = ", ".join(f"{v} {k}" for k, v in stats.by_status.items())

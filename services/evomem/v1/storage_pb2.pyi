@@ -8,20 +8,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class InsertNodeRequest(_message.Message):
-    __slots__ = ("note", "supersedes", "link")
+    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms")
     NOTE_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    DEDUPE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     note: _common_pb2.NewNote
     supersedes: str
     link: _common_pb2.LinkProvenance
-    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ...) -> None: ...
+    idempotency_key: str
+    dedupe_window_ms: int
+    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ...) -> None: ...
 
 class InsertNodeResponse(_message.Message):
-    __slots__ = ("node",)
+    __slots__ = ("node", "outcome")
     NODE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     node: _common_pb2.MemoryNode
-    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+    outcome: str
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class LinkNodesRequest(_message.Message):
     __slots__ = ("node_id", "supersedes", "link")
@@ -176,7 +182,7 @@ class GetStatsRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("by_status", "purged", "chains", "extraction", "namespaces", "db_bytes", "schema_version")
+    __slots__ = ("by_status", "purged", "chains", "extraction", "namespaces", "db_bytes", "schema_version", "purges_file_pending", "last_file_erased_at")
     class ByStatusEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +211,8 @@ class GetStatsResponse(_message.Message):
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     DB_BYTES_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PURGES_FILE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    LAST_FILE_ERASED_AT_FIELD_NUMBER: _ClassVar[int]
     by_status: _containers.ScalarMap[str, int]
     purged: int
     chains: int
@@ -212,7 +220,9 @@ class GetStatsResponse(_message.Message):
     namespaces: _containers.ScalarMap[str, int]
     db_bytes: int
     schema_version: int
-    def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ...) -> None: ...
+    purges_file_pending: int
+    last_file_erased_at: int
+    def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ..., purges_file_pending: _Optional[int] = ..., last_file_erased_at: _Optional[int] = ...) -> None: ...
 
 class AddVectorsRequest(_message.Message):
     __slots__ = ("node_ids",)
@@ -321,3 +331,57 @@ class RecallNodesResponse(_message.Message):
     hidden_forgotten: int
     vector_problem: str
     def __init__(self, results: _Optional[_Iterable[_Union[RecalledChain, _Mapping]]] = ..., hidden_forgotten: _Optional[int] = ..., vector_problem: _Optional[str] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("seq", "at_ms", "identity", "role", "tool", "namespace", "ids", "outcome", "on_behalf_of", "detail")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ON_BEHALF_OF_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    at_ms: int
+    identity: str
+    role: str
+    tool: str
+    namespace: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    outcome: str
+    on_behalf_of: str
+    detail: str
+    def __init__(self, seq: _Optional[int] = ..., at_ms: _Optional[int] = ..., identity: _Optional[str] = ..., role: _Optional[str] = ..., tool: _Optional[str] = ..., namespace: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., outcome: _Optional[str] = ..., on_behalf_of: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class AppendAuditRequest(_message.Message):
+    __slots__ = ("entry",)
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    entry: AuditEntry
+    def __init__(self, entry: _Optional[_Union[AuditEntry, _Mapping]] = ...) -> None: ...
+
+class AppendAuditResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListAuditRequest(_message.Message):
+    __slots__ = ("namespace", "since_ms", "until_ms", "before_seq", "limit")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_MS_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    since_ms: int
+    until_ms: int
+    before_seq: int
+    limit: int
+    def __init__(self, namespace: _Optional[str] = ..., since_ms: _Optional[int] = ..., until_ms: _Optional[int] = ..., before_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListAuditResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ...) -> None: ...

@@ -109,6 +109,16 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
                 _registered_method=True)
+        self.AppendAudit = channel.unary_unary(
+                '/evomem.v1.StorageService/AppendAudit',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.AppendAuditResponse.FromString,
+                _registered_method=True)
+        self.ListAudit = channel.unary_unary(
+                '/evomem.v1.StorageService/ListAudit',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.ListAuditRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.ListAuditResponse.FromString,
+                _registered_method=True)
 
 
 class StorageServiceServicer:
@@ -204,6 +214,19 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AppendAudit(self, request, context):
+        """The write audit log (evomem.access, authenticated HTTP): append one entry, page newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAudit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -281,6 +304,16 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.RecallNodes,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.SerializeToString,
+            ),
+            'AppendAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendAudit,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.AppendAuditResponse.SerializeToString,
+            ),
+            'ListAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAudit,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ListAuditRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.ListAuditResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -688,6 +721,60 @@ class StorageService:
             '/evomem.v1.StorageService/RecallNodes',
             evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/AppendAudit',
+            evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.AppendAuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/ListAudit',
+            evomem_dot_v1_dot_storage__pb2.ListAuditRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.ListAuditResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -16,12 +16,15 @@ from typing import Any
 
 import grpc
 
-from evomem.adapters.grpc import convert
+from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import from_rpc_error
+from evomem.adapters.grpc.peer_auth import TlsFiles, channel_credentials, with_secret
+from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Unavailable
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkProposal,
     LinkProvenance,
@@ -46,25 +49,38 @@ DEFAULT_TIMEOUT_S = 10.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
-def channel(address: str) -> grpc.Channel:
-    return grpc.insecure_channel(
-        address,
-        options=[
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.keepalive_time_ms", 30_000),
-            ("grpc.enable_retries", 1),
-        ],
-    )
+def channel(address: str, secret: str | None = None, tls: TlsFiles | None = None) -> grpc.Channel:
+    """A channel to ``address``; with ``secret`` every call carries it, with ``tls`` it is
+    mutual TLS (``peer_auth``)."""
+    return with_secret(_channel(address, tls), secret)
+
+
+def _channel(address: str, tls: TlsFiles | None = None) -> grpc.Channel:
+    options = [
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.enable_retries", 1),
+    ]
+    if tls is not None:
+        return grpc.secure_channel(address, channel_credentials(tls), options=options)
+    return grpc.insecure_channel(address, options=options)
 
 
 class _Client:
     service = "grpc"
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        secret: str | None = None,
+        tls: TlsFiles | None = None,
+    ) -> None:
         self.address = address
         self.timeout_s = timeout_s
-        self._channel = channel(address)
+        self._channel = channel(address, secret, tls)
 
     def _call(self, method: Any, request: Any) -> Any:
         try:
@@ -81,17 +97,33 @@ class GrpcStore(_Client):
 
     service = "storage"
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s=timeout_s)
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, **peer: Any) -> None:
+        super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
         self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
 
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
+        return self.insert_once(note, supersedes=supersedes, link=link)[0]
+
+    def insert_once(
+        self,
+        note: NewNote,
+        *,
+        supersedes: str | None = None,
+        link: LinkProvenance | None = None,
+        idempotency_key: str | None = None,
+        dedupe_window_ms: int = 0,
+    ) -> tuple[MemoryNode, InsertOutcome]:
+        """InsertNode with the key and the window: storage decides, under its write lock, so a
+        retry through any gateway process finds the first call's node."""
         req = storage_pb2.InsertNodeRequest(
             note=convert.note_to_pb(note),
             supersedes=supersedes,
             link=convert.link_to_pb(link) if link else None,
+            idempotency_key=idempotency_key,
+            dedupe_window_ms=dedupe_window_ms,
         )
-        return convert.node_from_pb(self._call(self._stub.InsertNode, req).node)
+        resp = self._call(self._stub.InsertNode, req)
+        return convert.node_from_pb(resp.node), InsertOutcome(resp.outcome or InsertOutcome.INSERTED)
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))
@@ -165,14 +197,23 @@ class GrpcStore(_Client):
     def stats(self, namespace: str | None = None) -> Stats:
         return convert.stats_from_pb(self._call(self._stub.GetStats, storage_pb2.GetStatsRequest(namespace=namespace)))
 
+    # -- the write audit log (AuditLog port)
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        self._call(self._stub.AppendAudit, storage_pb2.AppendAuditRequest(entry=audit_convert.entry_to_pb(entry)))
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        resp = self._call(self._stub.ListAudit, audit_convert.query_to_pb(query))
+        return [audit_convert.entry_from_pb(e) for e in resp.entries]
+
 
 class GrpcExtractor(_Client):
     """The ``Extractor`` port over the cronista service."""
 
     service = "cronista"
 
-    def __init__(self, address: str, *, timeout_s: float = 30.0) -> None:
-        super().__init__(address, timeout_s=timeout_s)
+    def __init__(self, address: str, *, timeout_s: float = 30.0, **peer: Any) -> None:
+        super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
         self._stub = cronista_pb2_grpc.CronistaServiceStub(self._channel)
         self.name = f"grpc:{address}"
 
@@ -187,8 +228,8 @@ class GrpcLinker(_Client):
     service = "linker"
     abstains = True  # the remote linker may (DecideLink carries abstentions)
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s=timeout_s)
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, **peer: Any) -> None:
+        super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
         self._stub = linker_pb2_grpc.LinkerServiceStub(self._channel)
         self.name = f"grpc:{address}"
 
@@ -231,8 +272,9 @@ class GrpcVectors(_Client):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         required: bool = False,
         recheck_s: float = 60.0,
+        **peer: Any,
     ) -> None:
-        super().__init__(address, timeout_s=timeout_s)
+        super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
         self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
         self.required = required
         self.recheck_s = recheck_s

@@ -179,6 +179,8 @@ def stats_to_pb(stats: Stats) -> storage_pb2.GetStatsResponse:
         namespaces=stats.namespaces,
         db_bytes=stats.db_bytes,
         schema_version=stats.schema_version,
+        purges_file_pending=stats.purges_file_pending,
+        last_file_erased_at=stats.last_file_erased_at,
     )
 
 
@@ -191,6 +193,8 @@ def stats_from_pb(msg: storage_pb2.GetStatsResponse) -> Stats:
         namespaces=dict(sorted(msg.namespaces.items())),
         db_bytes=msg.db_bytes,
         schema_version=msg.schema_version,
+        purges_file_pending=msg.purges_file_pending,
+        last_file_erased_at=msg.last_file_erased_at if msg.HasField("last_file_erased_at") else None,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from evomem.adapters.grpc.peer_auth import SecretServerInterceptor, TlsFiles, server_credentials
 from evomem.runtime import GRACE_S, ConfigError, metric
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -43,12 +44,17 @@ def create_server(
     *,
     max_workers: int = 16,
     metrics: bool = True,
+    secret: str | None = None,
+    tls: TlsFiles | None = None,
 ) -> RunningServer:
     """Start a gRPC server on ``address`` (port 0 picks one) with health and metrics.
 
+    ``secret``: every call but health must carry it (``peer_auth``; UNAUTHENTICATED otherwise).
+    ``tls``: mutual TLS, a client certificate signed by the CA required.
     Returns once it is listening; health is NOT_SERVING until the caller says otherwise.
     """
-    interceptors = [MetricsInterceptor()] if metrics else []
+    interceptors: list[Any] = [SecretServerInterceptor(secret)] if secret else []  # first: refused calls do no work
+    interceptors += [MetricsInterceptor()] if metrics else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         interceptors=interceptors,
@@ -60,7 +66,7 @@ def create_server(
     register(server)
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(address)
+    port = server.add_secure_port(address, server_credentials(tls)) if tls else server.add_insecure_port(address)
     if port == 0:
         raise ConfigError(f"could not bind {address}")
     server.start()

@@ -1,15 +1,23 @@
-"""gRPC servicers: thin translators over core adapters. No decisions are made here."""
+"""gRPC servicers: thin translators over core adapters. No decisions are made here.
+
+Writes go through the core service layer (``MemoryService``), so a gRPC caller meets the rules
+an MCP caller does: InsertNode is ``store_note`` (the note checked as ``remember`` checks its
+arguments), SetExtraction is ``record_extraction`` (a pending job of that node, fields taken
+from its text), ForgetNode is ``forget`` (the purge evicts storage's embedding cache too).
+Reads go to the store directly."""
 
 from __future__ import annotations
 
 import grpc
 
-from evomem.adapters.grpc import convert
+from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import servicer_method
+from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import InvalidArgument, Unavailable
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store, Vectors
 from evomem.recalling import LazyPool, check_query, recall_nodes
+from evomem.service import MemoryService, ServiceConfig
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,
@@ -38,11 +46,13 @@ VECTORS_OFF = (
 
 
 class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
-    """``vectors``: the storage file's ``Vectors`` (hybrid recall), or None (BM25 only)."""
+    """``vectors``: the storage file's ``Vectors`` (hybrid recall), or None (BM25 only).
+    ``config``: the rules writes are checked with (``max_note_bytes``: EVOMEM_MAX_NOTE_BYTES)."""
 
-    def __init__(self, store: Store, vectors: Vectors | None = None) -> None:
+    def __init__(self, store: Store, vectors: Vectors | None = None, config: ServiceConfig | None = None) -> None:
         self.store = store
         self.vectors = vectors
+        self.service = MemoryService(store, vectors=vectors, config=config or ServiceConfig())
         self._pool = LazyPool()  # the vector half of RecallNodes, beside its full-text half
 
     def _vectors(self) -> Vectors:
@@ -52,12 +62,14 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
 
     @servicer_method
     def InsertNode(self, request: storage_pb2.InsertNodeRequest, context: Ctx) -> storage_pb2.InsertNodeResponse:
-        node = self.store.insert(
+        node, outcome = self.service.store_note(
             convert.note_from_pb(request.note),
             supersedes=request.supersedes if request.HasField("supersedes") else None,
             link=convert.link_from_pb(request.link) if request.HasField("link") else None,
+            idempotency_key=request.idempotency_key if request.HasField("idempotency_key") else None,
+            dedupe_window_ms=request.dedupe_window_ms,
         )
-        return storage_pb2.InsertNodeResponse(node=convert.node_to_pb(node))
+        return storage_pb2.InsertNodeResponse(node=convert.node_to_pb(node), outcome=str(outcome))
 
     @servicer_method
     def LinkNodes(self, request: storage_pb2.LinkNodesRequest, context: Ctx) -> storage_pb2.LinkNodesResponse:
@@ -98,8 +110,8 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
 
     @servicer_method
     def ForgetNode(self, request: storage_pb2.ForgetNodeRequest, context: Ctx) -> storage_pb2.ForgetNodeResponse:
-        node, changed = self.store.forget(request.node_id, purge=request.purge)
-        return storage_pb2.ForgetNodeResponse(node=convert.node_to_pb(node), changed=changed)
+        out = self.service.forget(request.node_id, purge=request.purge)
+        return storage_pb2.ForgetNodeResponse(node=convert.node_to_pb(out.node), changed=out.changed)
 
     @servicer_method
     def SetExtraction(
@@ -111,7 +123,7 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
             # A bad request field is the caller's error, not a crash (it was INTERNAL).
             states = ", ".join(s.value for s in ExtractionState)
             raise InvalidArgument(f"state must be one of {states}, got {request.state!r}") from None
-        node = self.store.set_extraction(
+        node = self.service.record_extraction(
             request.node_id,
             convert.extraction_from_pb(request.extraction) if request.HasField("extraction") else None,
             state,
@@ -157,6 +169,21 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
             raise InvalidArgument(f"vector_limit must be from 0 to {MAX_NEAREST}, got {query.vector_limit}")
         answer = recall_nodes(self.store, self.vectors, query, self._pool, vectors_off=VECTORS_OFF)
         return convert.recall_answer_to_pb(answer)
+
+    # -- the write audit log (evomem.access, through the gateway)
+
+    @servicer_method
+    def AppendAudit(self, request: storage_pb2.AppendAuditRequest, context: Ctx) -> storage_pb2.AppendAuditResponse:
+        self.store.append_audit(audit_convert.entry_from_pb(request.entry))  # type: ignore[attr-defined]
+        return storage_pb2.AppendAuditResponse()
+
+    @servicer_method
+    def ListAudit(self, request: storage_pb2.ListAuditRequest, context: Ctx) -> storage_pb2.ListAuditResponse:
+        query = audit_convert.query_from_pb(request)
+        if not 1 <= query.limit <= AUDIT_PAGE_MAX:
+            raise InvalidArgument(f"limit must be from 1 to {AUDIT_PAGE_MAX}, got {query.limit}")
+        entries = self.store.audit_page(query)  # type: ignore[attr-defined]
+        return storage_pb2.ListAuditResponse(entries=[audit_convert.entry_to_pb(e) for e in entries])
 
 
 class CronistaServicer(cronista_pb2_grpc.CronistaServiceServicer):
