@@ -424,11 +424,13 @@ def test_behind_the_scored_linker_the_llm_is_asked_only_when_it_is_unsure(fake):
 
 
 def test_behind_the_pair_linker_the_llm_is_asked_whenever_it_is_unsure_cue_word_or_not(fake):
-    """--auto-supersede llm: the pair linker in front. Its confident link stands (no LLM call);
+    """--auto-supersede llm: the pair linker in front. Its link stands (no LLM call);
     a note it abstains on goes to the LLM even without a change cue."""
     auth, db = node(SCORED_AUTH), node(SCORED_DB)
+    adr = node("ADR 7: " + SCORED_DB)
     cascade = CascadeLinker(PairLinker(), linker_for(fake), pair_unsure)
-    sure = cascade.decide("We moved the ledger database from Postgres to SQLite.", None, [auth, db])
+    named = "ADR 9: This record supersedes ADR 7. The ledger database moves to SQLite."
+    sure = cascade.decide(named, None, [auth, adr])
     assert sure.kind == "link" and sure.proposal.method == "pair" and fake.requests == []
     text = "The ledger database: Zorblax."
     assert HEURISTIC_CHANGE_CUE.search(text) is None
@@ -565,8 +567,9 @@ def test_the_linker_service_runs_the_llm_behind_the_pair_linker(llama_server):
     try:
         wait_health(f"127.0.0.1:{port}", "evomem.v1.LinkerService", proc)
         client = GrpcLinker(f"127.0.0.1:{port}", timeout_s=60)
-        auth, db = node(SCORED_AUTH), node(SCORED_DB)
-        sure = client.decide("We moved the ledger database from Postgres to SQLite.", None, [auth, db])
+        auth, db = node(SCORED_AUTH), node("ADR 7: " + SCORED_DB)
+        named = "ADR 9: This record supersedes ADR 7. The ledger database moves to SQLite."
+        sure = client.decide(named, None, [auth, db])
         assert sure.kind == "link" and sure.proposal.method == "pair" and sure.proposal.target_id == db.id
         asked = client.decide("From here on the ledger runs on Zorblax.", None, [auth, db])
         assert asked.kind in ("link", "abstain", "none"), asked

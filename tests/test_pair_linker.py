@@ -257,7 +257,13 @@ def test_model_file_states_what_it_was_trained_on() -> None:
         assert "sha256" in src or "generator" in src
         assert "blind" not in src.get("file", "") and "external" not in src.get("file", "")
     assert 0 < data["abstain_at"] < data["link_at"] <= 1
-    assert training["out_of_fold"]["all"]["precision"] >= 0.98
+    # Either a threshold reached the precision target out of fold (pooled and on every source with
+    # enough gold edges), or none did and the model never links on its probability (link_at 1.0).
+    oof = training["out_of_fold"]["all"]
+    if data["link_at"] < 1:
+        assert oof["precision"] >= training["precision_target"] == 0.98
+    else:
+        assert oof["links"] == 0 and oof["precision"] is None
 
 
 def test_threshold_calibration_is_reproducible_from_its_seed() -> None:
