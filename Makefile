@@ -64,6 +64,7 @@ BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out b
 # model was trained without, bench/results/holdout) and the blind sets (bench/blind/*, the PEP chains),
 # aggregates only. BENCH_LINKING_LIMIT: the first N scenarios of each set (0: all).
 BENCH_LINKING_LIMIT ?= 30
+EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
 LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
 LINKING_DEV = $(foreach s,dev-a dev-b dev-long,--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
 LINKING_BLIND = $(foreach s,blind-a blind-b blind-c,$(if $(wildcard bench/blind/$(s).jsonl),--data $(s)=bench/blind/$(s).jsonl))
@@ -83,7 +84,7 @@ bench-linking-dev: $(VENV)/.installed-bench
 		--pair-model bench/results/holdout/pair_model.json
 bench-linking-peps: $(VENV)/.installed-bench
 	$(PY) -m bench.external --skip-mab --missing-ok --name peps --linkers heuristic,scored,pair \
-		--out bench/results/linking --no-progress
+		--out bench/results/linking --no-progress $(if $(EXTERNAL_DATA),--data $(EXTERNAL_DATA))
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
