@@ -119,7 +119,8 @@ def _pep_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "ab_none": ab.get("no_gold", 0),
                 "hidden": e.get("still_valid_hidden", 0),
                 "valid": peps.get("still_valid_peps", 0),
-                "gate": cost.get("llm_gate") if key == "pair" else None,
+                # the PEP test counts no gate: the pair linker's abstentions are where the cascade asks
+                "gate": ab.get("total", 0) if key == "pair" else None,
                 "remembers": cost.get("remembers", 0),
                 "p50": cost.get("p50_ms"),
                 "p95": cost.get("p95_ms"),
