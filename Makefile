@@ -11,13 +11,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
 	@echo "make test        install test tools, run ruff and pytest"
-	@echo "make bench       quality suite + PEP chains (every offline linker) + 100k-note speed suite (results in bench/results/)"
+	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
@@ -71,9 +71,37 @@ format: $(VENV)/.installed-test
 # first as the baseline; skipped, and said so, when the external data folder is missing.
 BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out bench/results
 
+# The linking table (bench/results/linking.md): heuristic, scored (baseline), pair and pair + confirm on the
+# development sets (bench/data odr/vdr/para, and the odd halves of bench/devdata that the shipped pair
+# model was trained without, bench/results/holdout) and the blind sets (bench/blind/*, the PEP chains),
+# aggregates only. BENCH_LINKING_LIMIT: the first N scenarios of each set (0: all).
+BENCH_LINKING_LIMIT ?= 30
+EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
+LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
+LINKING_DEV = $(foreach s,dev-a dev-b dev-long,--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
+LINKING_BLIND = $(foreach s,blind-a blind-b blind-c,$(if $(wildcard bench/blind/$(s).jsonl),--data $(s)=bench/blind/$(s).jsonl))
+# (make -j3 bench-linking runs the scenario sets, the held-out halves and the PEP chains at the same time.)
+bench-linking: bench-linking-sets bench-linking-dev bench-linking-peps
+	$(PY) -m bench.linker_table --quality bench/results/linking/quality.json \
+		--quality bench/results/linking/dev-halves/quality.json --peps bench/results/linking/peps.json \
+		--out bench/results/linking.md --note "$$(cat bench/linking_note.md)"
+
+bench-linking-sets: $(VENV)/.installed-bench
+	$(PY) -m bench.quality --out bench/results/linking --no-progress --limit $(BENCH_LINKING_LIMIT) \
+		--linkers heuristic,scored,pair --sets odr,vdr,para $(LINKING_BLIND) --memories $(LINKING_MEMORIES)
+# The held-out halves, with the pair model trained without them (bench/results/holdout/pair_model.json).
+bench-linking-dev: $(VENV)/.installed-bench
+	$(PY) -m bench.quality --out bench/results/linking/dev-halves --no-progress --limit $(BENCH_LINKING_LIMIT) \
+		--linkers heuristic,scored,pair $(LINKING_DEV) --memories $(LINKING_MEMORIES) \
+		--pair-model bench/results/holdout/pair_model.json
+bench-linking-peps: $(VENV)/.installed-bench
+	$(PY) -m bench.external --skip-mab --missing-ok --name peps --linkers heuristic,scored,pair \
+		--out bench/results/linking --no-progress $(if $(EXTERNAL_DATA),--data $(EXTERNAL_DATA))
+
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
 	$(BENCH_PEPS)
+	$(MAKE) -j3 bench-linking
 	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
 	$(PY) -m bench.report
 

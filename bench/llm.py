@@ -6,9 +6,9 @@
 
 It starts ``python -m llama_cpp.server`` on a free loopback port with the model (by default the
 tiny GGUF that ``scripts/make_tiny_gguf.py`` writes, ~1.8 MB), runs ``bench.quality`` with
-``evomem-auto:llm`` (the LLM behind the scored linker, asked only when the scored linker is
-unsure) next to ``evomem-auto:scored``, and stops the server. ``make bench-llm`` runs it with the
-tiny model.
+``evomem-auto:llm`` (the LLM behind the pair linker, asked whenever the pair linker is
+unsure about a plausible candidate) next to ``evomem-auto:pair``, and stops the server.
+``make bench-llm`` runs it with the tiny model.
 
 With the tiny model the answers are random: its tables measure the protocol's cost (how many
 remembers call the model, and the time of those calls with a model that answers in a few ms),
@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N scenarios of each set")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = ap.parse_args(argv)
-    rest = ["--out", args.out, "--sets", args.sets, "--linkers", "scored", "--no-confirm"]
-    rest += ["--memories", "evomem-auto:scored,evomem-auto:llm"]
+    rest = ["--out", args.out, "--sets", args.sets, "--linkers", "pair", "--no-confirm"]
+    rest += ["--memories", "evomem-auto:pair,evomem-auto:llm"]
     rest += ["--limit", str(args.limit)] if args.limit else []
     rest += ["--no-progress"] if args.no_progress else []
     if args.base_url:

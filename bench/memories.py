@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,14 @@ class ScenarioRun:
 VECTORS = ("auto", "on", "off")
 
 
+def scope_label(scope: str) -> str:
+    """A scenario's scope as a valid scope label: written by other authors, a scope may hold
+    spaces or capitals ("service-desk admins"), which remember refuses; lower-cased, and each
+    run of other characters becomes "-" (the same mapping for every note, so scopes stay apart)."""
+    label = re.sub(r"[^a-z0-9._:/@-]+", "-", scope.strip().lower()).strip("-")
+    return label[:64] or "scope"
+
+
 #: The pair linker's weights file (None: the one shipped next to it); ``bench.quality --pair-model``.
 PAIR_MODEL: str | None = None
 
@@ -92,7 +101,8 @@ def _pair_linker(service: Any) -> Any:
 
 
 #: Linkers the benchmark wires itself until ``evomem.settings`` knows them: name -> factory(service).
-BENCH_LINKERS: dict[str, Any] = {"pair": _pair_linker}
+#: (The pair linker is ``--auto-supersede pair`` now; ``_pair_linker`` serves ``--pair-model``.)
+BENCH_LINKERS: dict[str, Any] = {}
 
 
 def available_linkers() -> list[str]:
@@ -288,6 +298,8 @@ class EvoMemMemory:
         self._share_embedder(service)
         if _bench_wired(self.linker):
             service.linker = BENCH_LINKERS[self.linker](service)
+        elif self.linker == "pair" and PAIR_MODEL:  # bench.quality --pair-model: other weights
+            service.linker = _pair_linker(service)
         self._current.service = service
         self._last_service = service
         try:
@@ -368,12 +380,13 @@ class EvoMemMemory:
         for note in notes:
             args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
             if self.scope_field and note["scope"]:
-                args["scope"] = note["scope"]
+                args["scope"] = scope_label(note["scope"])
             if self.linker is None and note["supersedes"] is not None:
                 args["supersedes"] = ids[note["supersedes"]]
             calls = self._linker_calls()
             out = await self.call("remember", args)
-            if self._linker_calls() > calls and _opens_llm_gate(out.get("link_decision") or {}, note["text"]):
+            opened = _opens_llm_gate(out.get("link_decision") or {}, note["text"], self.linker)
+            if self.linker is not None and self._linker_calls() > calls and opened:
                 llm_gate += 1
             ids[note["i"]] = out["id"]
             back[out["id"]] = note["i"]
@@ -413,21 +426,23 @@ class EvoMemMemory:
         return run
 
 
-def _opens_llm_gate(decision: Mapping[str, Any], text: str) -> bool:
-    """Whether ``--auto-supersede llm`` would ask the LLM after this linker decision
-    (``evomem.domain.linkers.cascade.unsure_or_cued``): an abstention, or none for a cued note."""
-    from evomem.domain.linkers.cascade import unsure_or_cued
+def _opens_llm_gate(decision: Mapping[str, Any], text: str, linker: str | None = "scored") -> bool:
+    """Whether a cascade with this linker in front would ask the LLM after its decision: behind
+    the pair linker (``--auto-supersede llm``) ``pair_unsure`` (it abstained); behind the scored
+    one ``unsure_or_cued`` (an abstention, or none for a cued note)."""
+    from evomem.domain.linkers.cascade import pair_unsure, unsure_or_cued
     from evomem.domain.model import LinkDecision
 
     kind = decision.get("kind")
-    return kind in ("link", "abstain", "none") and unsure_or_cued(LinkDecision(kind=kind), text, None, [])
+    gate = pair_unsure if linker in ("pair", "llm") else unsure_or_cued
+    return kind in ("link", "abstain", "none") and gate(LinkDecision(kind=kind), text, None, [])
 
 
 def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
     from evomem.bootstrap import linker_for
 
-    if linker == "llm" or _bench_wired(linker):  # the LLM behind the scored linker, the pair linker
+    if linker == "llm" or _bench_wired(linker):  # the LLM behind the pair linker
         return True
     built = linker_for(linker)
     return built is not None and built.abstains

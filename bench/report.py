@@ -140,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         if (r / png).exists():
             text += f"![{alt}](../bench/results/{png})\n\n"
     text += section(
+        "Automatic linking: development and blind sets side by side",
+        r / "linking.md",
+        "`make bench-linking` (part of `make bench`): every offline linker and the pair linker with the "
+        "agent confirming its candidates, on development data (which the linkers may be tuned on) and on "
+        "blind data (never read while changing a linker; aggregates only).\n\n",
+    )
+    text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",
         r / "peps.md",
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "

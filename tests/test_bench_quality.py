@@ -645,3 +645,52 @@ def test_the_report_opens_with_a_headline_per_linker(tmp_path: Path) -> None:
     row = next(line for line in head.splitlines() if line.startswith("| scored |"))
     assert row.startswith(f"| scored | {odr:.3f} |") and "| 0.875 | 0.149 |" in row
     assert any(line.startswith("| heuristic |") for line in head.splitlines())
+
+
+def test_the_linking_table_pools_dev_and_blind_sets_apart(tmp_path: Path) -> None:
+    """bench.linker_table: one table, pooled development and blind rows from the counts (not an
+    average of rates), then one row per set and linker; blind sets named by the report only."""
+    from bench import linker_table
+
+    def mem(tp: int, predicted: int, gold: int, obsolete: int, questions: int, gate: int | None = None) -> dict:
+        cost = {"remembers": 10, "p50_ms": 5.0, "p95_ms": 9.0, "decide_p50_ms": 1.0, "decide_p95_ms": 2.0}
+        if gate is not None:
+            cost["llm_gate"] = gate
+        return {
+            "main": {"questions": questions, "outcomes": {"obsolete": obsolete}},
+            "links": {
+                "predicted": predicted,
+                "true_positive": tp,
+                "gold": gold,
+                "found_if_confirmed": tp,
+                "abstentions": {"on_gold": 1, "no_gold": 2},
+            },
+            "hidden": {"still_valid_decisions": {"hidden": 0, "total": 4}},
+            "linker_cost": cost,
+        }
+
+    def block(a: dict, b: dict) -> dict:
+        return {
+            "scenarios": 3,
+            "memories": {"flat-dates": mem(0, 0, 0, 1, 2), "evomem-auto:scored": a, "evomem-auto:pair": b},
+        }
+
+    report = {
+        "sets": {
+            "d1": block(mem(1, 1, 4, 1, 2), mem(2, 4, 4, 0, 2, gate=3)),
+            "d2": block(mem(3, 3, 4, 0, 2), mem(2, 2, 4, 2, 2, gate=1)),
+            "b1": block(mem(0, 1, 4, 2, 2), mem(1, 1, 4, 1, 2, gate=5)),
+        },
+        "blind_sets": ["b1"],
+    }
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps(report))
+    out = tmp_path / "linking.md"
+    assert linker_table.main(["--quality", str(q), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    dev_pair = next(x for x in lines if x.startswith("| **all dev**") and "| pair |" in x)
+    assert "| 0.500 (0.500) | 0.667 | 0.500 |" in dev_pair  # ODR 2/4, precision 4/6, recall 4/8
+    assert "| 4 (0.20) |" in dev_pair  # the LLM would be asked on 4 of 20 remembers
+    blind_scored = next(x for x in lines if x.startswith("| **all blind**") and "| scored |" in x)
+    assert "| blind | scored | 1.000 (0.500) | 0.000 |" in blind_scored
+    assert sum(1 for x in lines if x.startswith("| b1 (3) | blind |")) == 2

@@ -59,6 +59,7 @@ EMBEDDED_ENV = {
     "EVOMEM_LINKER_TIMEOUT_S": "3",
     "EVOMEM_LINKER_STRUCTURED": "json_schema",
     "EVOMEM_VECTORS": "off",
+    "EVOMEM_OFFER_CANDIDATES": "false",
 }
 SERVICE_ENV = {
     "EVOMEM_SQLITE_DRIVER": "sqlite3",
@@ -135,7 +136,9 @@ def test_every_setting_has_an_env_variable() -> None:
         vectors="off",
         linker_timeout_s=3,
         linker_structured="json_schema",
+        offer_candidates=False,
     )
+    assert s.linker.offer_candidates is False and Settings().linker.offer_candidates is True
     assert (s.store.db, s.mcp.transport, s.mcp.port, s.linker.model, s.linker.timeout_s) == (
         "/data/e.db",
         "http",
@@ -225,8 +228,8 @@ def test_triton_limits_name_the_variable_and_the_bounds(name: str, value: str, b
 @pytest.mark.parametrize(
     ("name", "allowed"),
     [
-        ("EVOMEM_AUTO_SUPERSEDE", "off, heuristic, scored, llm"),
-        ("EVOMEM_LINKER", "off, heuristic, scored, llm"),
+        ("EVOMEM_AUTO_SUPERSEDE", "off, heuristic, scored, pair, llm"),
+        ("EVOMEM_LINKER", "off, heuristic, scored, pair, llm"),
         ("EVOMEM_VECTORS", "auto, on, off"),
         ("EVOMEM_TRANSPORT", "stdio, http"),
         ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
@@ -313,7 +316,7 @@ def test_flag_beats_env_in_the_running_server(tmp_path: Path, server_env: dict[s
         ("EVOMEM_ANSWER_NOTE_CHARS", "10", "EVOMEM_ANSWER_NOTE_CHARS must be between 100 and 100000, got 10"),
         ("EVOMEM_TRANSPORT", "nope", "EVOMEM_TRANSPORT must be one of stdio, http, got 'nope'"),
         ("EVOMEM_TRANSPORT", "sse", "EVOMEM_TRANSPORT must be one of stdio, http"),
-        ("EVOMEM_AUTO_SUPERSEDE", "maybe", "EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, llm"),
+        ("EVOMEM_AUTO_SUPERSEDE", "maybe", "EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, pair, llm"),
         ("EVOMEM_LOG_LEVEL", "LOUD", "EVOMEM_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
         ("EVOMEM_LOG_FORMAT", "xml", "EVOMEM_LOG_FORMAT must be one of text, json, got 'xml'"),
         ("EVOMEM_JOB_VISIBILITY_MS", "soon", "EVOMEM_JOB_VISIBILITY_MS must be an integer, got 'soon'"),

@@ -459,7 +459,7 @@ def test_evomem_service_command_without_args_exits_2_with_usage() -> None:
     [
         ("cronista", {"EVOMEM_CRONISTA_BACKEND": "triton"}, "EVOMEM_CRONISTA_BACKEND"),
         ("linker", {"EVOMEM_LINKER": "off"}, "EVOMEM_LINKER=off"),
-        ("linker", {"EVOMEM_LINKER": "magic"}, "EVOMEM_LINKER must be one of off, heuristic, scored, llm"),
+        ("linker", {"EVOMEM_LINKER": "magic"}, "EVOMEM_LINKER must be one of off, heuristic, scored, pair, llm"),
         ("linker", {"EVOMEM_LINKER": "llm"}, "EVOMEM_LINKER=llm: auto_supersede llm needs"),
         ("linker", {"EVOMEM_GRPC_PORT": "not-a-port"}, "EVOMEM_GRPC_PORT must be an integer"),
         ("storage", {"EVOMEM_VECTORS": "maybe", "EVOMEM_DB": "/nonexistent/x.db"}, "EVOMEM_VECTORS must be one of"),
@@ -494,7 +494,7 @@ def test_evomem_service_config_errors_exit_2(command: str, env: dict[str, str], 
 SERVICE_ENUMS = {
     "storage": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},
     "cronista": {"EVOMEM_CRONISTA_BACKEND": ("lite2", "lite, onnx, triton")},
-    "linker": {"EVOMEM_LINKER": ("scroed", "off, heuristic, scored, llm")},
+    "linker": {"EVOMEM_LINKER": ("scroed", "off, heuristic, scored, pair, llm")},
     "worker": {},
     "gateway": {"EVOMEM_VECTORS": ("auto2", "auto, on, off")},
 }
@@ -505,7 +505,7 @@ def test_every_service_refuses_a_misspelt_choice_at_start_up(command: str) -> No
     """``EVOMEM_AUTO_SUPERSEDE=scroed`` (and a misspelt value of the service's own choice) stops
     every service before it binds or connects: status 2, one line naming the variable and
     the allowed values."""
-    cases = {"EVOMEM_AUTO_SUPERSEDE": ("scroed", "off, heuristic, scored, llm"), **SERVICE_ENUMS[command]}
+    cases = {"EVOMEM_AUTO_SUPERSEDE": ("scroed", "off, heuristic, scored, pair, llm"), **SERVICE_ENUMS[command]}
     for name, (value, allowed) in cases.items():
         proc = subprocess.run(
             [EVOMEM_SERVICE, command],
@@ -664,7 +664,7 @@ def test_a_misspelt_auto_supersede_does_not_turn_linking_on(gateway_env: pytest.
     gateway_env.setenv("EVOMEM_REDIS_URL", "redis://127.0.0.1:1/0")
     gateway_env.setenv("EVOMEM_LINKER_ADDR", "127.0.0.1:1")
     gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "scroed")
-    with pytest.raises(SettingsError, match=r"^EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, llm"):
+    with pytest.raises(SettingsError, match=r"^EVOMEM_AUTO_SUPERSEDE must be one of off, heuristic, scored, pair, llm"):
         gateway.create_app()
     gateway_env.setenv("EVOMEM_AUTO_SUPERSEDE", "off")
     service = bootstrap.build_gateway(Settings.from_env())

@@ -570,3 +570,37 @@ def test_storage_process_stopped_while_the_model_loads_exits_cleanly(tmp_path: P
     finally:
         if proc.poll() is None:
             stop_process(proc)
+
+
+# ============================================================================ candidates offered by the gateway
+
+OFFER_OLD = "The payments team deploys the billing API every Tuesday after the change review."
+OFFER_NEW = "The billing API now deploys on Thursdays; Tuesday releases collided with the month-end close."
+
+
+def test_the_gateway_offers_candidates_with_auto_supersede_off(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
+    """``build_gateway`` with auto-supersede off: the gateway runs the pair linker in-process on the
+    candidates it fetched over gRPC, with storage's vector-search cosines (it holds no model), and
+    lists the likely predecessor in possible_supersedes; nothing is linked, no linker service is asked."""
+    from evomem.domain.linkers.pair import PairLinker
+
+    address, backing, _ = served
+    settings = Settings(storage_addr=address, redis_url="redis://127.0.0.1:1/0", auto_supersede="off")
+    svc = build_gateway(settings)
+    try:
+        assert svc.linker is None and isinstance(svc.offerer, PairLinker) and svc.offerer.embedder is None
+        for t in DISTRACTORS:
+            svc.remember(t)
+        old = svc.remember(OFFER_OLD).node
+        out = svc.remember(OFFER_NEW)
+        assert out.node.supersedes is None
+        assert old.id in out.node.possible_supersedes
+        assert backing.get(out.node.id).possible_supersedes == out.node.possible_supersedes  # stored by storage
+        assert backing.get(old.id).status == "active"
+    finally:
+        close(svc)
+    quiet = build_gateway(Settings(storage_addr=address, redis_url="redis://127.0.0.1:1/0", offer_candidates=False))
+    try:
+        assert quiet.offerer is None
+    finally:
+        close(quiet)

@@ -23,9 +23,11 @@ from evomem.adapters.llm_linker import (
     LLMLinker,
     build_grammar,
 )
-from evomem.domain.linkers.cascade import CascadeLinker, unsure_or_cued
+from evomem.domain.linkers.cascade import CascadeLinker, pair_unsure, unsure_or_cued
 from evomem.domain.linkers.heuristic import HeuristicLinker
+from evomem.domain.linkers.pair import PairLinker
 from evomem.domain.linkers.scored import ScoredLinker
+from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode, Status, new_id
 from evomem.domain.scope import compatible as scopes_compatible
 from evomem.ports import Linker
@@ -421,6 +423,27 @@ def test_behind_the_scored_linker_the_llm_is_asked_only_when_it_is_unsure(fake):
     assert len(fake.requests) == 1 and cascade.llm_calls == 1
 
 
+def test_behind_the_pair_linker_the_llm_is_asked_whenever_it_is_unsure_cue_word_or_not(fake):
+    """--auto-supersede llm: the pair linker in front. Its link stands (no LLM call);
+    a note it abstains on goes to the LLM even without a change cue."""
+    auth, db = node(SCORED_AUTH), node(SCORED_DB)
+    adr = node("ADR 7: " + SCORED_DB)
+    cascade = CascadeLinker(PairLinker(), linker_for(fake), pair_unsure)
+    named = "ADR 9: This record supersedes ADR 7. The ledger database moves to SQLite."
+    sure = cascade.decide(named, None, [auth, adr])
+    assert sure.kind == "link" and sure.proposal.method == "pair" and fake.requests == []
+    text = "The ledger database: Zorblax."
+    assert HEURISTIC_CHANGE_CUE.search(text) is None
+    cheap = PairLinker().decide(text, None, [auth, db])
+    assert cheap.kind == "abstain", cheap
+    fake.reply = good_answer(db.id, evidence=["The ledger database: Zorblax."])
+    asked = cascade.decide(text, None, [auth, db])
+    assert asked.kind == "link" and asked.proposal.method == "llm" and asked.proposal.target_id == db.id
+    assert len(fake.requests) == 1 and cascade.llm_calls == 1
+    # the scored linker's gate would not have asked on a none without a cue; the pair gate asks on abstain only
+    assert not pair_unsure(PairLinker().decide("Lunch is at noon.", None, []), "Lunch is at noon.", None, [auth])
+
+
 def test_behind_the_scored_linker_a_change_it_cannot_read_goes_to_the_llm(fake):
     """A replacement worded with other names ("bookkeeping entries", "persistence layer"):
     the scored linker finds no candidate on the same subject, but the note says it changed."""
@@ -514,9 +537,9 @@ def test_real_server_timeout_abstains(llama_server, old):
     assert decision.kind == "abstain" and decision.reason.startswith("transport:"), decision
 
 
-def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
+def test_the_linker_service_runs_the_llm_behind_the_pair_linker(llama_server):
     """`evomem-service linker` with EVOMEM_LINKER=llm, as compose runs it, against the real
-    llama.cpp server: a note the scored linker is sure of links without the LLM; one it
+    llama.cpp server: a note the pair linker is sure of links without the LLM; one it
     abstains on goes to the LLM, whose answer (random weights) is one of the valid decisions
     over offered ids, and crosses gRPC as a full decision."""
     import os
@@ -544,9 +567,10 @@ def test_the_linker_service_runs_the_llm_behind_the_scored_linker(llama_server):
     try:
         wait_health(f"127.0.0.1:{port}", "evomem.v1.LinkerService", proc)
         client = GrpcLinker(f"127.0.0.1:{port}", timeout_s=60)
-        auth, db = node(SCORED_AUTH), node(SCORED_DB)
-        sure = client.decide("We moved the ledger database from Postgres to SQLite.", None, [auth, db])
-        assert sure.kind == "link" and sure.proposal.method == "scored" and sure.proposal.target_id == db.id
+        auth, db = node(SCORED_AUTH), node("ADR 7: " + SCORED_DB)
+        named = "ADR 9: This record supersedes ADR 7. The ledger database moves to SQLite."
+        sure = client.decide(named, None, [auth, db])
+        assert sure.kind == "link" and sure.proposal.method == "pair" and sure.proposal.target_id == db.id
         asked = client.decide("From here on the ledger runs on Zorblax.", None, [auth, db])
         assert asked.kind in ("link", "abstain", "none"), asked
         if asked.proposal is not None:
@@ -565,7 +589,7 @@ def test_the_composition_root_builds_the_gated_llm_linker(fake):
     settings = Settings(auto_supersede="llm", linker_model="m", linker_base_url=fake.base_url, linker_timeout_s=3)
     linker = linker_for("llm", settings)
     assert isinstance(linker, CascadeLinker) and isinstance(linker.llm, LLMLinker)
-    assert isinstance(linker.cheap, ScoredLinker) and linker.needs_llm is unsure_or_cued
+    assert isinstance(linker.cheap, PairLinker) and linker.needs_llm is pair_unsure
     assert linker.llm.read_timeout_s == 3 and linker.llm.structured == "grammar"
     with pytest.raises(ValueError):
         LLMLinker("m", "ftp://host/v1")
@@ -573,7 +597,7 @@ def test_the_composition_root_builds_the_gated_llm_linker(fake):
 
 def test_the_llm_benchmark_runs_against_a_real_server(tmp_path):
     """`make bench-llm`: bench.llm serves the tiny model and runs the llm linker on the quality
-    set next to the scored linker; the cost table counts the model calls it made."""
+    set next to the pair linker; the cost table counts the model calls it made."""
     require_llama_cpp()
     from bench.llm import main as bench_llm
 
@@ -581,8 +605,8 @@ def test_the_llm_benchmark_runs_against_a_real_server(tmp_path):
     assert bench_llm(["--limit", "2", "--sets", "vdr", "--out", str(out), "--no-progress"]) == 0
     report = json.loads((out / "quality.json").read_text())
     cost = report["linker_cost"]
-    llm, scored = cost["evomem-auto:llm"]["all"], cost["evomem-auto:scored"]["all"]
-    assert llm["linker_calls"] == scored["linker_calls"] > 0
-    # the llm linker asks the model exactly where the scored linker's gate opens
-    assert llm["llm_calls"] == scored["llm_gate"] and scored["llm_calls"] is None
+    llm, pair = cost["evomem-auto:llm"]["all"], cost["evomem-auto:pair"]["all"]
+    assert llm["linker_calls"] == pair["linker_calls"] > 0
+    # the llm linker asks the model exactly where the pair linker's gate opens
+    assert llm["llm_calls"] == pair["llm_gate"] and pair["llm_calls"] is None
     assert "| evomem-auto:llm | all |" in (out / "quality.md").read_text()

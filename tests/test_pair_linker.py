@@ -257,7 +257,13 @@ def test_model_file_states_what_it_was_trained_on() -> None:
         assert "sha256" in src or "generator" in src
         assert "blind" not in src.get("file", "") and "external" not in src.get("file", "")
     assert 0 < data["abstain_at"] < data["link_at"] <= 1
-    assert training["out_of_fold"]["all"]["precision"] >= 0.98
+    # Either a threshold reached the precision target out of fold (pooled and on every source with
+    # enough gold edges), or none did and the model never links on its probability (link_at 1.0).
+    oof = training["out_of_fold"]["all"]
+    if data["link_at"] < 1:
+        assert oof["precision"] >= training["precision_target"] == 0.98
+    else:
+        assert oof["links"] == 0 and oof["precision"] is None
 
 
 def test_threshold_calibration_is_reproducible_from_its_seed() -> None:
@@ -282,3 +288,91 @@ def test_link_threshold_reaches_the_precision() -> None:
     links = [d for d in dec if d[0] >= t]
     assert links and sum(d[1] for d in links) / len(links) >= 0.95
     assert tl.link_threshold(dec, 0.95) == t
+
+
+# ---------------------------------------------------------------------------- offered with auto-supersede off
+
+OFFER_OLD = "The payments team deploys the billing API every Tuesday after the change review."
+OFFER_NEW = "The billing API now deploys on Thursdays; Tuesday releases collided with the month-end close."
+OFFER_OTHERS = (
+    "Frontend bundles are built with webpack and served from the CDN.",
+    "Notifications are sent through a Redis-backed job queue.",
+)
+
+
+@pytest.mark.parametrize("vectors", ["off", "auto"])
+def test_candidates_are_offered_with_auto_supersede_off(tmp_path, vectors: str) -> None:
+    """The embedded wiring, auto-supersede off (the default) and offer_candidates on (the default):
+    remember links nothing but lists the likely predecessor, with a reason, for one supersede call."""
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    service = build_embedded(Settings(db=str(tmp_path / "o.db"), vectors=vectors))
+    try:
+        assert service.linker is None and isinstance(service.offerer, PairLinker)
+        for t in OFFER_OTHERS:
+            service.remember(t)
+        old = service.remember(OFFER_OLD).node
+        out = service.remember(OFFER_NEW)
+        assert out.node.supersedes is None  # offered, never linked
+        assert old.id in out.node.possible_supersedes and len(out.node.possible_supersedes) <= 3
+        assert service.get_node(old.id)[0].status == "active"
+        assert out.decision is not None and out.decision.why and out.decision.why[0].startswith("p=")
+        assert service.store.get(out.node.id).possible_supersedes == out.node.possible_supersedes  # stored
+        service.supersede(out.node.id, old.id)  # the agent confirms with one call
+        assert service.get_node(old.id)[0].status == "superseded"
+    finally:
+        service.store.close()
+
+
+def test_offering_is_a_setting(tmp_path) -> None:
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    off = build_embedded(Settings(db=str(tmp_path / "n.db"), vectors="off", offer_candidates=False))
+    on_linker = build_embedded(Settings(db=str(tmp_path / "s.db"), vectors="off", auto_supersede="scored"))
+    try:
+        assert off.offerer is None and on_linker.offerer is None  # a linker decides itself when one runs
+        off.remember(OFFER_OLD)
+        out = off.remember(OFFER_NEW)
+        assert out.node.possible_supersedes == () and out.decision is None
+    finally:
+        off.store.close()
+        on_linker.store.close()
+
+
+def test_the_remember_answer_lists_the_offer_with_its_reason(tmp_path) -> None:
+    from evomem.bootstrap import build_embedded
+    from evomem.entrypoints.schemas import remember_answer
+    from evomem.settings import Settings
+
+    service = build_embedded(Settings(db=str(tmp_path / "a.db"), vectors="off"))
+    try:
+        old = service.remember(OFFER_OLD).node
+        answer = remember_answer(service.remember(OFFER_NEW), detail="brief", note_chars=2000)
+        line = next(x for x in answer.text.splitlines() if "may replace" in x)
+        assert f"{old.id} (p=" in line and "supersede(node_id, supersedes)" in line
+        assert answer.data["possible_supersedes"] == [old.id]
+    finally:
+        service.store.close()
+
+
+def test_search_similarities_replace_the_linker_embedding() -> None:
+    """The service passes the hybrid search's cosines: for short notes the pair linker embeds nothing more."""
+
+    class Counting:
+        name = "count"
+        calls = 0
+
+        def encode(self, texts):
+            Counting.calls += len(texts)
+            return [[1.0, 0.0] for _ in texts]
+
+    a, b = node(OFFER_OLD), node(OFFER_OTHERS[0])
+    linker = PairLinker(Counting())
+    with_sims = linker.decide(OFFER_NEW, None, [a, b], similarities={a.id: 0.7, b.id: 0.1})
+    assert Counting.calls == 0
+    row = linker.features(OFFER_NEW, None, [a, b], {a.id: 0.7, b.id: 0.1})[0]
+    assert row[FEATURES.index("cos_dec")] == 0.7 and row[FEATURES.index("has_emb")] == 1.0
+    linker.decide(OFFER_NEW, None, [a, b], similarities={a.id: 0.7})  # b not found by the vector half
+    assert Counting.calls > 0 and with_sims.kind in ("link", "abstain")

@@ -23,7 +23,7 @@ log = logging.getLogger("evomem.services")
 DESCRIPTIONS = {
     "storage": "gRPC StorageService over the SQLite file (its only writer), with the file's vectors",
     "cronista": "gRPC CronistaService (EVOMEM_CRONISTA_BACKEND=lite|onnx|triton)",
-    "linker": "gRPC LinkerService (EVOMEM_LINKER=heuristic|scored|llm)",
+    "linker": "gRPC LinkerService (EVOMEM_LINKER=heuristic|scored|pair|llm)",
     "worker": "Redis Streams consumer that runs extraction jobs",
     "gateway": "MCP over streamable HTTP (gunicorn + uvicorn workers)",
 }

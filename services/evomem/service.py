@@ -56,6 +56,7 @@ from evomem.recalling import (
 log = logging.getLogger("evomem.service")
 
 MAX_RELATION_TYPES = 16
+MAX_OFFERED = 3  # likely predecessors remember lists with auto_supersede off
 MAX_RELATION_IDS = 64
 MAX_POSSIBLE_SUPERSEDES = 64
 MAX_EVIDENCE = 16
@@ -130,6 +131,7 @@ class MemoryService:
         *,
         extractor: Extractor | None = None,
         linker: Linker | None = None,
+        offerer: Linker | None = None,
         queue: JobQueue | None = None,
         vectors: Vectors | None = None,
         config: ServiceConfig | None = None,
@@ -141,6 +143,9 @@ class MemoryService:
         self.node_recall = recall if recall is not None else store if isinstance(store, NodeRecall) else None
         self.extractor = extractor
         self.linker = linker
+        # Without a linker: a linker whose decision is only offered (``possible_supersedes``), never
+        # linked (EVOMEM_OFFER_CANDIDATES with auto_supersede off). No LLM.
+        self.offerer = offerer if linker is None else None
         self.queue = queue
         self.vectors = vectors  # None: BM25 only (lite mode, or no embedding model installed)
         self.config = config or ServiceConfig()
@@ -258,8 +263,15 @@ class MemoryService:
         decision: LinkDecision | None = None
         if target is not None:
             link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
+        elif self.linker is None and self.offerer is not None:
+            decision = self._decide_link(text, ns, note_scope, self.offerer)
+            offered = tuple(c for c, _ in decision.candidates)
+            if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
+                offered = (decision.proposal.target_id,)
+            if decision.kind in (LinkKind.LINK, LinkKind.ABSTAIN) and offered:
+                note = replace(note, possible_supersedes=offered[:MAX_OFFERED])
         elif self.linker is not None:
-            decision = self._decide_link(text, ns, note_scope)
+            decision = self._decide_link(text, ns, note_scope, self.linker)
             if decision.kind is LinkKind.LINK and decision.proposal is not None:
                 proposal = decision.proposal
                 target = proposal.target_id
@@ -448,6 +460,12 @@ class MemoryService:
     def link_candidates(self, text: str, namespace: str, scope: str | None) -> list[MemoryNode]:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
         vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
+        return self._link_candidates(text, namespace, scope)[0]
+
+    def _link_candidates(
+        self, text: str, namespace: str, scope: str | None
+    ) -> tuple[list[MemoryNode], dict[str, float]]:
+        """``link_candidates`` and the cosine of the note with each candidate the vector half found."""
         terms = textrules.query_terms(text)
         limit, vector_limit = self.config.link_candidates, self.config.link_vector_candidates
         hits, near, problem = search_both(
@@ -464,23 +482,25 @@ class MemoryService:
             ]
             hits = fuse(hits, vhits)[: self.config.link_candidates]
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
-        return [n for n in out if scope_compatible(scope, n.scope)]
+        return [n for n in out if scope_compatible(scope, n.scope)], dict(near)
 
     @staticmethod
     def _vector_search_failed(problem: str) -> None:
         log.warning("vector search failed, BM25 only: %s", problem)
 
-    def _decide_link(self, text: str, namespace: str, scope: str | None) -> LinkDecision:
-        assert self.linker is not None
+    def _decide_link(self, text: str, namespace: str, scope: str | None, linker: Linker) -> LinkDecision:
         started = time.perf_counter()
-        candidates = self.link_candidates(text, namespace, scope)
+        candidates, sims = self._link_candidates(text, namespace, scope)
         if not candidates:
             return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")
         deciding = time.perf_counter()
         try:
-            result = self.linker.decide(text, scope, candidates)
+            if getattr(linker, "takes_similarities", False):  # the search's cosines: no second embedding
+                result = linker.decide(text, scope, candidates, similarities=sims)  # type: ignore[call-arg]
+            else:
+                result = linker.decide(text, scope, candidates)
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
-            log.warning("linker %s failed: %s", getattr(self.linker, "name", "?"), exc)
+            log.warning("linker %s failed: %s", getattr(linker, "name", "?"), exc)
             result = LinkDecision(kind=LinkKind.NONE, reason=f"linker failed: {exc}")
         done = time.perf_counter()
         self.linker_ms.append((done - started) * 1000)

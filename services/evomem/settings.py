@@ -29,7 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
-AUTO_SUPERSEDE = ("off", "heuristic", "scored", "llm")
+AUTO_SUPERSEDE = ("off", "heuristic", "scored", "pair", "llm")
 TRANSPORTS = ("stdio", "http")
 VECTORS = ("auto", "on", "off")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -148,6 +148,11 @@ class LinkerSettings(_Section):
         "AUTO_SUPERSEDE", "off", "link notes to the decision they replace", AUTO_SUPERSEDE
     )
     service: _choice(*AUTO_SUPERSEDE) = _var("LINKER", "heuristic", "the linker service's linker")
+    offer_candidates: bool = _var(
+        "OFFER_CANDIDATES",
+        True,
+        "with auto_supersede off, remember lists up to 3 likely predecessors (the pair linker, no LLM)",
+    )
     model: str | None = _var("LINKER_MODEL", None, "llm linker: the model name at the endpoint")
     base_url: str | None = _var("LINKER_BASE_URL", None, "llm linker: OpenAI-compatible base URL")
     api_key: SecretStr | None = _var("LINKER_API_KEY", None, "llm linker: bearer token, if the endpoint needs one")

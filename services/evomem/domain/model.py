@@ -209,7 +209,7 @@ class LinkProposal:
 
     target_id: str
     confidence: float
-    method: str  # heuristic, scored, llm: becomes the link's ``LinkProvenance.method``
+    method: str  # heuristic, scored, pair, llm: becomes the link's ``LinkProvenance.method``
     evidence: tuple[str, ...]
     by: str  # the linker's name and version
 
@@ -229,6 +229,7 @@ class LinkDecision:
     proposal: LinkProposal | None = None
     candidates: tuple[tuple[str, float], ...] = ()  # (node id, score), best first
     reason: str = ""
+    why: tuple[str, ...] = ()  # a short reason per candidate, in ``candidates``' order (may be empty)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", LinkKind(self.kind))

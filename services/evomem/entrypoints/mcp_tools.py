@@ -210,7 +210,9 @@ def build_mcp_server(
         annotations=ToolAnnotations(title="Remember a note or decision", destructive_hint=False),
         description="Store a note (usually a decision) and return its id. When it changes an earlier decision, "
         "pass supersedes with that decision's id (find it with recall): recall then never answers with the old "
-        "version. The text is kept verbatim and indexed; why/what/alternatives/consequences are extracted.",
+        "version. If it lists possible_supersedes (likely predecessors, with why) and the note does replace one, "
+        "confirm it with one supersede call. The text is kept verbatim and indexed; why/what/alternatives/"
+        "consequences are extracted.",
     )
     def remember(
         raw_text: Annotated[str, Field(description="The note, in the agent's or user's words.")],

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evomem.domain.model import LinkProvenance, MemoryNode, Stats, iso
+from evomem.domain.model import LinkDecision, LinkProvenance, MemoryNode, Stats, iso
 from evomem.domain.recall import Match, Resolved
 from evomem.service import ForgetOutcome, RecallOutcome, RememberOutcome
 
@@ -371,6 +371,12 @@ def remember_answer(out: RememberOutcome, *, detail: str, note_chars: int) -> An
     return _remember(out, detail=detail, note_chars=note_chars)
 
 
+def _whys(decision: LinkDecision) -> list[str]:
+    """The decision's short reason per candidate ("" where the linker gave none)."""
+    why = list(decision.why)[: len(decision.candidates)]
+    return why + [""] * (len(decision.candidates) - len(why))
+
+
 def _remember(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
     node = out.node
     data = written_fields(node, detail=detail, note_chars=note_chars)
@@ -379,7 +385,10 @@ def _remember(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
         data["link_decision"] = _prune(
             {
                 "kind": out.decision.kind,
-                "candidates": [{"id": c, "score": round(sc, 4)} for c, sc in out.decision.candidates],
+                "candidates": [
+                    _prune({"id": c, "score": round(sc, 4), "why": why})
+                    for (c, sc), why in zip(out.decision.candidates, _whys(out.decision), strict=True)
+                ],
                 "reason": out.decision.reason,
             }
         )
@@ -391,9 +400,12 @@ def _remember(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
     lines += link_lines(node)
     lines.append(f"  extraction {node.extraction_state}")
     if node.possible_supersedes:
+        why = (
+            dict(zip((c for c, _ in out.decision.candidates), _whys(out.decision), strict=True)) if out.decision else {}
+        )
         lines.append(
             "  may replace: "
-            + ", ".join(node.possible_supersedes)
+            + "; ".join(f"{c} ({why[c]})" if why.get(c) else c for c in node.possible_supersedes)
             + ". If it does, confirm with supersede(node_id, supersedes)."
         )
     lines += [f"  warning: {w}" for w in out.warnings if not w.startswith("possible_supersedes:")]

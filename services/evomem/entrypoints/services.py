@@ -2,7 +2,7 @@
 
     evomem-service storage    gRPC StorageService over the SQLite file, with its vectors
     evomem-service cronista   gRPC CronistaService (lite backend)
-    evomem-service linker     gRPC LinkerService (EVOMEM_LINKER=heuristic|scored|llm)
+    evomem-service linker     gRPC LinkerService (EVOMEM_LINKER=heuristic|scored|pair|llm)
     evomem-service worker     Redis Streams consumer that runs extraction jobs
     evomem-service gateway    MCP over streamable HTTP (gunicorn + uvicorn workers)
 

@@ -1,9 +1,10 @@
 """The cascade: a cheap linker first, a second opinion (the LLM) only when a gate says so.
 
-``--auto-supersede llm`` is ``CascadeLinker(ScoredLinker, LLMLinker, unsure_or_cued)``
-(wired in ``evomem.bootstrap``): the scored linker answers, and the LLM is asked only when the
-scored linker is unsure (it abstained, or found nothing although the note carries a change
-cue) and there are eligible candidates. What to ask and when to trust the answer is policy,
+``--auto-supersede llm`` is ``CascadeLinker(PairLinker, LLMLinker, pair_unsure)`` (wired in
+``evomem.bootstrap``): the pair linker answers, and the LLM is asked whenever the pair model is
+unsure about a plausible candidate (it abstained), not only when a cue word is present, and there
+are eligible candidates. ``unsure_or_cued`` is the gate the scored linker used (abstained, or none
+for a note with a change cue). What to ask and when to trust the answer is policy,
 so it lives here; the LLM call itself is an adapter (``evomem.adapters.llm_linker``).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,14 @@ def unsure_or_cued(cheap: LinkDecision, text: str, scope: str | None, candidates
     return cheap.kind is LinkKind.NONE and HEURISTIC_CHANGE_CUE.search(text) is not None
 
 
+def pair_unsure(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
+    """The pair linker's gate: ask the LLM whenever the pair model is unsure about a plausible
+    candidate. The pair linker abstains exactly then (a candidate above its abstain threshold, on
+    the note's subject, or whose words the note leaves), cue word or not; its links stand (calibrated
+    for precision >= 0.98 on development data) and its none means no candidate is plausible."""
+    return cheap.kind is LinkKind.ABSTAIN
+
+
 class CascadeLinker:
     """A cheap linker first; the LLM only when ``needs_llm`` says so and candidates exist.
 
@@ -90,8 +99,21 @@ class CascadeLinker:
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         return self.decide(text, scope, candidates).proposal
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
-        cheap = self.cheap.decide(text, scope, candidates)
+    @property
+    def takes_similarities(self) -> bool:
+        return bool(getattr(self.cheap, "takes_similarities", False))
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+    ) -> LinkDecision:
+        if similarities is not None and self.takes_similarities:
+            cheap = self.cheap.decide(text, scope, candidates, similarities=similarities)  # type: ignore[call-arg]
+        else:
+            cheap = self.cheap.decide(text, scope, candidates)
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         if not offered or not self.needs_llm(cheap, text, scope, offered):
             return cheap

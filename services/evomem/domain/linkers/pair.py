@@ -339,15 +339,27 @@ class PairLinker:
 
     # ------------------------------------------------------------------ protocol
 
+    abstains = True
+    #: ``decide`` takes the candidates' cosine similarities from the caller's search (no re-embedding).
+    takes_similarities = True
+
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         decision = self.decide(text, scope, candidates)
         return decision.proposal if decision.kind == "link" else None
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+    ) -> LinkDecision:
+        """``similarities``: node id -> cosine of the note and that node's whole text, as the
+        service's hybrid search measured it; used instead of embedding those candidates again."""
         nodes = [c for c in candidates if c.status == "active" and scope_compatible(scope, c.scope)]
         if not nodes:
             return LinkDecision(kind="none", reason="no active candidate with a compatible scope")
-        probs, rows = self.score(text, scope, nodes)
+        probs, rows = self.score(text, scope, nodes, similarities)
         ranked = sorted(range(len(nodes)), key=lambda i: -probs[i])
         b = ranked[0]
         ref = FEATURES.index("explicit_ref")
@@ -357,8 +369,13 @@ class PairLinker:
             # with a replacing verb. A link on its own, as in the scored linker.
             i = named[0]
             proposal = self._proposal(nodes[i], max(probs[i], EXPLICIT_REFERENCE), rows[i])
-            return LinkDecision(kind="link", proposal=proposal, reason="the note names the candidate's identifier")
-        listed = tuple((nodes[i].id, round(probs[i], 3)) for i in ranked[:MAX_LISTED])
+            return LinkDecision(
+                kind="link",
+                proposal=proposal,
+                candidates=((nodes[i].id, proposal.confidence),),
+                why=("names its identifier",),
+                reason="the note names the candidate's identifier",
+            )
         leave, cos, emb = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")
         jacc, shared = FEATURES.index("jacc"), FEATURES.index("shared")
 
@@ -367,41 +384,75 @@ class PairLinker:
                 return r[cos] >= self.model.subject_at
             return r[jacc] >= NO_EMBEDDING_JACCARD and r[shared] >= math.log1p(2)
 
-        if probs[b] >= self.link_at:
-            return LinkDecision(kind="link", proposal=self._proposal(nodes[b], probs[b], rows[b]), reason="pair model")
-        # abstain whenever a candidate is plausible: the model is unsure, the note leaves its words,
-        # or it is on the note's subject (never none for a pair that may be a replacement)
+        # plausible: the model is unsure, the note leaves its words, or it is on the note's subject
+        # (never none for a pair that may be a replacement)
         plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0 or same_subject(rows[i])]
-        if plausible:
-            listed = tuple((nodes[i].id, round(probs[i], 3)) for i in plausible[:MAX_LISTED])
+        if probs[b] >= self.link_at:
+            top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
-                kind="abstain", candidates=listed, reason="plausible predecessor below the link threshold"
+                kind="link",
+                proposal=self._proposal(nodes[b], probs[b], rows[b]),
+                candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
+                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                reason="pair model",
+            )
+        if plausible:
+            top = plausible[:MAX_LISTED]
+            return LinkDecision(
+                kind="abstain",
+                candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
+                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                reason="plausible predecessor below the link threshold",
             )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
 
     # ------------------------------------------------------------------ scoring
 
-    def score(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> tuple[list[float], list[list[float]]]:
+    def score(
+        self,
+        text: str,
+        scope: str | None,
+        nodes: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+    ) -> tuple[list[float], list[list[float]]]:
         """The model's probability and feature vector for each (note, candidate) pair."""
-        rows = self.features(text, scope, nodes)
+        rows = self.features(text, scope, nodes, similarities)
         return [self.model.prob(r) for r in rows], rows
 
-    def features(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> list[list[float]]:
+    def features(
+        self,
+        text: str,
+        scope: str | None,
+        nodes: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+    ) -> list[list[float]]:
         note = self._read(text)
         cands = [self._read(c.raw_text) for c in nodes]
-        cos_full: list[float | None] = [None] * len(nodes)
-        cos_dec: list[float | None] = [None] * len(nodes)
-        if self.embedder is not None:
-            keys = [text, _part_key(text, note.part), *(c.raw_text for c in nodes)]
-            keys += [_part_key(c.text, c.part) for c in cands]
+        k = len(nodes)
+        sims = similarities or {}
+        cos_full: list[float | None] = [sims.get(c.id) for c in nodes]
+        cos_dec: list[float | None] = [None] * k
+        note_key = _part_key(text, note.part)
+        for i, c in enumerate(cands):
+            # both decision parts are their notes' embedded text: the search's cosine is theirs too
+            if cos_full[i] is not None and note_key == text and _part_key(c.text, c.part) == c.text:
+                cos_dec[i] = cos_full[i]
+        need = [i for i in range(k) if cos_full[i] is None or cos_dec[i] is None]
+        if self.embedder is not None and need:
+            keys = [text, note_key]
+            for i in need:
+                keys += [nodes[i].raw_text, _part_key(cands[i].text, cands[i].part)]
             try:
                 vs = self._embed(keys)
             except Exception:  # an embedder failure only loses these features
                 vs = None
             if vs is not None:
-                k = len(nodes)
-                cos_full = [_dot(vs[0], v) for v in vs[2 : 2 + k]]
-                cos_dec = [_dot(vs[1], v) for v in vs[2 + k :]]
+                for j, i in enumerate(need):
+                    if cos_full[i] is None:
+                        cos_full[i] = _dot(vs[0], vs[2 + 2 * j])
+                    cos_dec[i] = _dot(vs[1], vs[3 + 2 * j])
+        if any(c is None for c in cos_dec):  # the model knows "a cosine for every candidate" or "none"
+            cos_full, cos_dec = [None] * k, [None] * k
         history = self._history(nodes) if note.back_to else [frozenset()] * len(nodes)
         return pair_features(
             note,
@@ -458,6 +509,22 @@ class PairLinker:
         return [frozenset(s) for s in out]
 
     # ------------------------------------------------------------------ output
+
+    def _why(self, p: float, row: Sequence[float]) -> str:
+        """A few words on why a candidate is listed (remember's answer shows them)."""
+        f = dict(zip(FEATURES, row, strict=True))
+        parts = [f"p={p:.2f}"]
+        if f["explicit_ref"]:
+            parts.append("names its identifier")
+        if f["leave_hit"]:
+            parts.append("the note leaves its words")
+        if f["back_hit"]:
+            parts.append("goes back to its chain")
+        if f["has_emb"]:
+            parts.append(f"cosine {f['cos_dec']:.2f}")
+        elif f["shared"]:
+            parts.append(f"{math.expm1(f['shared']):.0f} shared words")
+        return ", ".join(parts)
 
     def _proposal(self, node: MemoryNode, p: float, row: Sequence[float]) -> LinkProposal:
         f = dict(zip(FEATURES, row, strict=True))
