@@ -197,27 +197,28 @@ def test_a_long_summary_is_cut_at_the_limit_with_an_ellipsis():
 # ---------------------------------------------------------------------------- robustness
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "",
-        " ",
-        "   .  ",
-        "\n\n",
-        "\t",
-        ".",
-        "!!!",
-        "?",
-        "a",
-        "ok",
-        ";;;",
-        ", , ,",
-        "- - -",
-        "…",
-        "💥",
-        "因为性能问题，我们改用了 Rust。",
-    ],
-)
+#: Empty-ish and odd inputs every note-taker must take without crashing or inventing anything.
+ODD_TEXTS = [
+    "",
+    " ",
+    "   .  ",
+    "\n\n",
+    "\t",
+    ".",
+    "!!!",
+    "?",
+    "a",
+    "ok",
+    ";;;",
+    ", , ,",
+    "- - -",
+    "…",
+    "💥",
+    "因为性能问题，我们改用了 Rust。",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
 def test_empty_ish_and_odd_inputs_do_not_crash_and_invent_nothing(text):
     ex = extract(text)
     assert_never_invents(text, ex)
