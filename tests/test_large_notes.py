@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -34,7 +33,7 @@ from evomem.adapters.sqlite_store import SQLiteStore
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 from evomem.entrypoints.schemas import ANSWER_MAX_BYTES, DEFAULT_NOTE_CHARS, PAGE_CHARS
 from tests.test_grpc_services import storage_server
-from tests.test_mcp_transports import EVOMEM_MCP, _wait_for_url, _wait_healthy, stdio_params
+from tests.test_mcp_transports import HttpServer, http_server, stdio_params  # noqa: F401  (http_server: a fixture)
 
 pytestmark = pytest.mark.anyio
 
@@ -140,28 +139,9 @@ async def test_large_notes_over_stdio(tmp_path: Path, server_env: dict[str, str]
 # ---------------------------------------------------------------------------- the embedded HTTP server
 
 
-async def test_large_notes_over_embedded_http(tmp_path: Path, server_env: dict[str, str]) -> None:
-    stderr = tmp_path / "http.log"
-    with stderr.open("wb") as err:
-        proc = subprocess.Popen(
-            [EVOMEM_MCP, "--db", str(tmp_path / "e.db"), "--transport", "http", "--port", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=server_env,
-        )
-    try:
-        url, port = _wait_for_url(proc, stderr)
-        _wait_healthy(proc, port, stderr)
-        async with Client(url, read_timeout_seconds=120) as client:
-            await round_trip(client)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+async def test_large_notes_over_embedded_http(http_server: HttpServer) -> None:  # noqa: F811  (the fixture)
+    async with Client(http_server.url, read_timeout_seconds=120) as client:
+        await round_trip(client)
 
 
 # ---------------------------------------------------------------------------- the gateway
