@@ -2,6 +2,8 @@
 
     python scripts/export_cronista.py --weights build/cronista/weights.npz \
         --out services/evomem/adapters/models/cronista [--fp32-out build/cronista/model.fp32.onnx]
+    python scripts/export_cronista.py --mask-only services/evomem/adapters/models/cronista
+        # an int8 model.onnx exported before the masking: mask it in place and re-pin
 
 The graph is written node by node with ``onnx.helper`` (opset 17: LayerNormalization, Erf
 GELU), the same computation as ``scripts/train_cronista.py``'s forward pass; the export fails
@@ -12,8 +14,12 @@ graph tags the check notes the same way. Tensor names and shapes are fixed for T
     -> role_logits float32 [batch, tokens, 11], span_logits float32 [batch, tokens, 9]
 
 int8: ``onnxruntime.quantization.quantize_dynamic`` (weights of MatMul and of the embedding
-Gather as int8, activations quantized on the fly). Writes ``model.onnx`` (int8, the committed
-file), ``tokenizer.json`` and ``pins.json`` into ``--out``; the fp32 graph goes to
+Gather as int8, activations quantized on the fly), then ``mask_padded_activations``: every
+activation is multiplied by the attention mask before it is quantized, so padding positions
+are zeros, which never move a per-tensor quantization range (it always includes 0). Without
+that, a row's logits depend on how far it was padded (up to 2.7 logits on the held-out notes),
+and padding to Triton's length buckets, or next to a longer window, changed fields. Writes
+``model.onnx`` (int8, the committed file), ``tokenizer.json`` and ``pins.json`` into ``--out``; the fp32 graph goes to
 ``--fp32-out`` (not committed; its sha256 is pinned in ``pins.json`` too).
 """
 
@@ -158,6 +164,80 @@ def oc_mask_neg() -> float:
     return MASK_NEG
 
 
+MASK_AXIS = "pad_mask_axis"
+MASK_3D = "pad_mask_3d"
+
+
+def mask_padded_activations(model):  # type: ignore[no-untyped-def]
+    """Multiply the input of every ``DynamicQuantizeLinear`` by the attention mask ([batch, tokens, 1]).
+
+    ``quantize_dynamic`` quantizes each activation tensor with one scale from its min and max,
+    padding positions included, so padding changed the real tokens' results. Zeros never move
+    that range (DynamicQuantizeLinear's range always includes 0), so with padding positions
+    zeroed a row gives the same logits however far it is padded: bit for bit on the held-out
+    notes. Real tokens are multiplied by 1.0 (exact), so an unpadded row is unchanged. The
+    activations are [batch, tokens, hidden] (``build_graph``). Idempotent."""
+    from onnx import TensorProto, helper
+
+    graph = model.graph
+    if any(n.output and n.output[0] == MASK_3D for n in graph.node):
+        return model, 0
+    nodes = list(graph.node)
+    out = [
+        helper.make_node("Cast", ["attention_mask"], ["pad_mask_f"], to=TensorProto.FLOAT, name="pad_mask_cast"),
+        helper.make_node("Unsqueeze", ["pad_mask_f", MASK_AXIS], [MASK_3D], name="pad_mask_unsqueeze"),
+    ]
+    graph.initializer.append(helper.make_tensor(MASK_AXIS, TensorProto.INT64, [1], [-1]))
+    masked = 0
+    for n in nodes:
+        if n.op_type == "DynamicQuantizeLinear":
+            x = n.input[0]
+            out.append(helper.make_node("Mul", [x, MASK_3D], [x + "_pad_masked"], name=f"{n.name or x}_pad_mask"))
+            n.input[0] = x + "_pad_masked"
+            masked += 1
+        out.append(n)
+    del graph.node[:]
+    graph.node.extend(out)
+    return model, masked
+
+
+def mask_file(path: Path) -> int:
+    import onnx
+
+    model, masked = mask_padded_activations(onnx.load(str(path)))
+    if masked:
+        onnx.checker.check_model(model)
+        onnx.save(model, str(path))
+    return masked
+
+
+def pin_runtime(out: Path, sha: str) -> None:
+    if out.resolve() == oc.DEFAULT_MODEL_DIR.resolve():
+        # The packaged folder's pin is compiled into the runtime too, so that swapping the folder's
+        # model *and* pins.json is still caught.
+        src = Path(oc.__file__)
+        code = src.read_text()
+        new = re.sub(r'"model\.onnx": "[0-9a-f]*"', f'"model.onnx": "{sha}"', code, count=1)
+        if new != code:
+            src.write_text(new)
+            print(f"pinned model.onnx in {src.relative_to(ROOT)}")
+
+
+def mask_only(folder: Path) -> int:
+    """Mask an already exported int8 model in place and update its pins (pins.json, the runtime)."""
+    int8 = folder / "model.onnx"
+    masked = mask_file(int8)
+    print(f"{int8}: {masked} DynamicQuantizeLinear inputs masked" if masked else f"{int8}: already masked")
+    pins = json.loads((folder / "pins.json").read_text())
+    pins["sha256"]["model.onnx"] = oc._sha256(int8)
+    pins["bytes"]["model.onnx"] = int8.stat().st_size
+    pins["padding_masked"] = True
+    (folder / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
+    pin_runtime(folder, pins["sha256"]["model.onnx"])
+    print(json.dumps(pins["sha256"], indent=2))
+    return 0
+
+
 def session(path: Path):  # type: ignore[no-untyped-def]
     import onnxruntime as ort
 
@@ -171,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weights", default=str(ROOT / "build/cronista/weights.npz"))
     ap.add_argument("--out", default=str(ROOT / "services/evomem/adapters/models/cronista"))
     ap.add_argument("--fp32-out", default=str(ROOT / "build/cronista/model.fp32.onnx"))
+    ap.add_argument("--mask-only", default="", help="mask an exported int8 model folder in place (no weights)")
     args = ap.parse_args(argv)
+    if args.mask_only:
+        return mask_only(Path(args.mask_only))
 
     import jax.numpy as jnp
     import train_cronista as tc
@@ -208,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     quantize_dynamic(
         str(fp32), str(int8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"], per_channel=False
     )
+    print(f"int8: {mask_file(int8)} DynamicQuantizeLinear inputs masked (padding-invariant)")
     shutil.copyfile(TOKENIZER, out / "tokenizer.json")
     q = session(int8)
     agree = total = 0
@@ -241,17 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         "opset": OPSET,
         "fp32_max_abs_diff_vs_training": worst,
         "int8_role_tag_agreement": f"{agree}/{total}",
+        "padding_masked": True,
     }
     (out / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
-    if out.resolve() == oc.DEFAULT_MODEL_DIR.resolve():
-        # The packaged folder's pin is compiled into the runtime too, so that swapping the folder's
-        # model *and* pins.json is still caught.
-        src = Path(oc.__file__)
-        code = src.read_text()
-        new = re.sub(r'"model\.onnx": "[0-9a-f]*"', f'"model.onnx": "{pins["sha256"]["model.onnx"]}"', code, count=1)
-        if new != code:
-            src.write_text(new)
-            print(f"pinned model.onnx in {src.relative_to(ROOT)}")
+    pin_runtime(out, pins["sha256"]["model.onnx"])
     print(json.dumps(pins, indent=2))
     return 0
 

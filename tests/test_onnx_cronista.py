@@ -263,8 +263,31 @@ def test_a_padded_batch_gives_each_row_what_it_gets_alone(cronista):
         one_ids, one_mask = oc.batch_arrays([row])
         r1, s1 = cronista.infer(one_ids, one_mask)
         n = len(row) + 2
-        # int8 activations are quantized per batch, so padding moves the logits (here by up to ~1 on a
-        # scale of ~8), not the tags
+        # int8 activations are quantized per tensor, so the other rows' tokens move a row's logits
+        # (here by up to ~1 on a scale of ~8), not the tags; its padding does not (next test)
         assert np.abs(role[i, :n] - r1[0]).max() < 2.0 and np.abs(span[i, :n] - s1[0]).max() < 2.0
         assert (role[i, :n].argmax(-1) == r1[0].argmax(-1)).mean() >= 0.9
         assert (span[i, :n].argmax(-1) == s1[0].argmax(-1)).mean() >= 0.9
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We picked Redis.",
+        "Switched CI to GitHub Actions since Jenkins plugins kept breaking; we considered GitLab CI too.",
+        "ok",
+        "Decision: the ledger moves to SQLite because Postgres was overkill. " * 20,  # two windows
+    ],
+)
+def test_padding_a_row_to_any_length_bucket_leaves_its_logits_bit_identical(cronista, text):
+    """What the Triton client's length buckets rely on: the int8 graph masks padding positions
+    before it quantizes an activation, so zeros padding never moves a row's quantization range."""
+    from evomem.adapters.triton_client import LENGTH_BUCKETS
+
+    rows = [w.ids for w in oc.windows(cronista._tokenizer, text)]
+    ids, mask = oc.batch_arrays(rows)
+    role, span = cronista.infer(ids, mask)
+    for width in {*(b for b in LENGTH_BUCKETS if b >= ids.shape[1]), ids.shape[1] + 1, 300}:
+        pad = ((0, 0), (0, width - ids.shape[1]))
+        r, s = cronista.infer(np.pad(ids, pad), np.pad(mask, pad))
+        assert np.array_equal(r[:, : ids.shape[1]], role) and np.array_equal(s[:, : ids.shape[1]], span), width

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bench.procs import free_port
-from evomem.adapters.triton_client import TritonEmbedder, TritonModel, TritonUnavailable
+from evomem.adapters.triton_client import LENGTH_BUCKETS, TritonEmbedder, TritonModel, TritonUnavailable, bucket_width
 from evomem.ports import Embedder
 from tests.triton_support import TritonServer, cpu_repository, triton_venv
 
@@ -46,6 +46,69 @@ def test_the_triton_embedder_gives_the_in_process_vectors(server):
     assert got.shape == (40, 384)
     assert np.abs(got - want).max() < 1e-4
     assert remote.encode([]).shape == (0, 384)
+
+
+def test_length_buckets_leave_the_vectors_unchanged(server):
+    """Padded to 32/64/128/256 tokens (so the dynamic batcher can stack requests of different
+    lengths) or sent at their own width, the rows get the same vectors."""
+    texts = [f"we moved service {i} to gRPC because latency mattered " * (1 + i % 7) for i in range(24)]
+    bucketed = TritonEmbedder(TritonModel(server.grpc_url, "embedding", timeout_s=10), batch_size=1)
+    plain = TritonEmbedder(TritonModel(server.grpc_url, "embedding", timeout_s=10, length_buckets=()), batch_size=1)
+    assert bucketed.model.length_buckets == LENGTH_BUCKETS and plain.model.length_buckets == ()
+    a, b = bucketed.encode(texts), plain.encode(texts)
+    assert np.abs(a - b).max() < 1e-6
+
+
+def test_a_token_request_is_padded_to_its_bucket_and_its_outputs_cut_back(server):
+    model = TritonModel(server.grpc_url, "embedding", timeout_s=10)
+    sent: list[tuple[int, ...]] = []
+    real = model._infer_once
+
+    def spy(inputs, outputs, deadline):
+        sent.append(next(iter(inputs.values())).shape)
+        return real(inputs, outputs, deadline)
+
+    model._infer_once = spy  # type: ignore[method-assign]
+    ids = np.array([[101, 2057, 2333, 1996, 2326, 102]], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    out = model.infer(feeds, ["last_hidden_state"])["last_hidden_state"]
+    assert sent == [(1, 32)] and out.shape == (1, 6, 384)
+
+
+# ----------------------------------------------------------------------------- bucket choice (no server)
+
+
+@pytest.mark.parametrize(
+    ("length", "width"),
+    [(0, 32), (1, 32), (32, 32), (33, 64), (64, 64), (65, 128), (128, 128), (129, 256), (256, 256), (257, 257)],
+)
+def test_a_length_goes_to_the_smallest_bucket_that_holds_it(length, width):
+    assert LENGTH_BUCKETS == (32, 64, 128, 256)
+    assert bucket_width(length) == width
+
+
+def test_bucket_choice_with_other_buckets_or_none():
+    assert bucket_width(5, (16, 8)) == 8  # unsorted buckets are fine
+    assert bucket_width(17, (8, 16)) == 17  # past the largest: as it is
+    assert bucket_width(7, ()) == 7
+    with pytest.raises(ValueError):
+        bucket_width(-1)
+    with pytest.raises(ValueError):
+        TritonModel("127.0.0.1:1", "m", length_buckets=(0, 32))
+    assert TritonModel("127.0.0.1:1", "m", length_buckets=(64, 32, 64)).length_buckets == (32, 64)
+
+
+def test_only_token_inputs_of_one_width_are_padded():
+    model = TritonModel("127.0.0.1:1", "m")
+    ids = np.ones((2, 5), dtype=np.int64)
+    padded, width = model._pad_to_bucket({"input_ids": ids, "attention_mask": ids})
+    assert width == 5 and padded["input_ids"].shape == (2, 32)
+    assert padded["input_ids"][:, 5:].sum() == 0 and padded["attention_mask"][:, :5].all()
+    for feeds in ({"x": np.ones((2, 5, 3))}, {"a": ids, "b": np.ones((2, 6), dtype=np.int64)}, {"a": np.ones((2, 32))}):
+        same, width = model._pad_to_bucket(feeds)
+        assert same is feeds and width is None
+    same, width = TritonModel("127.0.0.1:1", "m", length_buckets=())._pad_to_bucket({"input_ids": ids})
+    assert width is None and same["input_ids"] is ids
 
 
 # ----------------------------------------------------------------------------- deadline, retries, refusals

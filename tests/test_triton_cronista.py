@@ -132,12 +132,28 @@ def test_the_trained_model_gives_the_same_fields_over_triton(tmp_path):
     real = TritonServer(repo, tmp_path / "run", triton_venv()).start()
     try:
         remote = TritonCronista(TritonModel(real.grpc_url, "cronista", timeout_s=10), TRAINED)
+        plain = TritonCronista(TritonModel(real.grpc_url, "cronista", timeout_s=10, length_buckets=()), TRAINED)
         local = OnnxCronista(TRAINED)
         for text in [*NOTES, LONG_NOTE]:
             a, b = remote.extract(text), local.extract(text)
             assert [getattr(a, f) for f in FIELDS] == [getattr(b, f) for f in FIELDS]
+            # padded to a length bucket or not: the same clauses and spans (the int8 graph masks padding)
+            bucketed, unpadded = remote.reader.analyse(text), plain.reader.analyse(text)
+            assert (bucketed.clauses, bucketed.spans) == (unpadded.clauses, unpadded.spans)
     finally:
         real.stop()
+
+
+@pytest.mark.parametrize("text", [*NOTES, LONG_NOTE])
+def test_length_buckets_give_the_same_clauses_and_spans(server, tiny, text):
+    bucketed = cronista(server, tiny).reader.analyse(text)
+    plain = TritonCronista(TritonModel(server.grpc_url, "cronista", timeout_s=5.0, length_buckets=()), tiny)
+    unpadded = plain.reader.analyse(text)
+    assert (bucketed.extraction, bucketed.clauses, bucketed.spans) == (
+        unpadded.extraction,
+        unpadded.clauses,
+        unpadded.spans,
+    )
 
 
 def test_concurrent_notes_are_batched_by_the_server_without_mixing_rows(server, tiny):

@@ -7,9 +7,12 @@ this file (copied to ``<model>/1/model.py`` by ``make models``) next to the same
 config.pbtxt and are checked against the ONNX graph at load: a config that does not describe
 the graph fails to load, as it would with the ONNX Runtime backend.
 
-Each request of a dynamic batch runs on its own (requests of different sequence lengths
-cannot be stacked without padding, and padding would change the bytes a client gets back);
-the batch axis of each request is passed through as is.
+Each request of a dynamic batch runs on its own; the batch axis of each request is passed
+through as is. (The client pads the token axis to a length bucket, 32/64/128/256, so that the
+GPU's ONNX Runtime backend can stack concurrent requests; padding leaves a row's result
+bit-identical, but the int8 cronista graph quantizes each activation with one scale per
+tensor, so rows stacked together would share it. Running requests alone keeps the mirror's
+answers equal to the in-process backend's.)
 
 Runs inside Triton's Python stub: only numpy (<2), onnxruntime and triton_python_backend_utils.
 """

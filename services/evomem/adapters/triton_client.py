@@ -12,6 +12,17 @@ Tokenization stays here, in the client (``tokenizers``); Triton sees token ids o
 batches concurrent requests (``dynamic_batching`` in each model's config.pbtxt); the client
 sends all the rows it has as one request, cut at the model's ``max_batch_size``.
 
+**Length buckets.** Triton's dynamic batcher stacks only requests whose tensors have the same
+shape past the batch axis, and notes have every length. So the token axis of a request is
+zero-padded up to the smallest of a few fixed widths (``LENGTH_BUCKETS``: 32, 64, 128, 256
+tokens; ``bucket_width``): concurrent requests of different lengths then share one of four
+shapes and can be batched. Padding is id 0 with attention mask 0 (and token type 0), which the
+models ignore: the embedding model and the cronista model (whose int8 graph masks padding
+before it quantizes, its model card) give bit-identical results for a padded row, and
+per-token outputs (``[batch, tokens, ...]``) are cut back to the request's own width, so
+callers see exactly what they would without buckets. A row longer than the largest bucket is
+sent as it is. ``length_buckets=()`` turns bucketing off.
+
 **Deadline.** ``timeout_s`` bounds a whole ``infer`` call, retries included: each attempt gets
 what is left of it as its gRPC deadline. **Retries.** A failure that another attempt may not
 have (the server unreachable or restarting, overloaded, the attempt's deadline passed) is
@@ -45,6 +56,28 @@ INSTALL_HINT = "pip install 'evomem-mcp[triton]' (tritonclient)"
 
 _DTYPES = {"int64": "INT64", "int32": "INT32", "float32": "FP32", "float16": "FP16", "bool": "BOOL"}
 
+#: The widths a request's token axis is padded up to (the models' longest input is 256 tokens:
+#: a cronista window, the embedder's max_length).
+LENGTH_BUCKETS: tuple[int, ...] = (32, 64, 128, 256)
+
+
+def bucket_width(length: int, buckets: Sequence[int] = LENGTH_BUCKETS) -> int:
+    """The smallest bucket that holds ``length`` tokens; ``length`` itself past the largest bucket
+    (or with no buckets)."""
+    if length < 0:
+        raise ValueError("length must not be negative")
+    for width in sorted(buckets):
+        if length <= width:
+            return width
+    return length
+
+
+def _check_buckets(buckets: Sequence[int]) -> tuple[int, ...]:
+    out = tuple(sorted({int(b) for b in buckets}))
+    if any(b < 1 for b in out):
+        raise ValueError(f"length buckets must be positive, got {tuple(buckets)}")
+    return out
+
 
 class TritonUnavailable(Unavailable):
     """Triton did not answer in time, cannot be reached, or refused the request."""
@@ -73,6 +106,7 @@ class TritonModel:
         retries: int = 2,
         backoff_s: float = 0.05,
         max_batch_size: int = 64,
+        length_buckets: Sequence[int] = LENGTH_BUCKETS,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -87,6 +121,7 @@ class TritonModel:
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_batch_size = max_batch_size
+        self.length_buckets = _check_buckets(length_buckets)
         self._lock = threading.Lock()
         self._client: Any = None
         self._grpc: Any = None
@@ -124,7 +159,9 @@ class TritonModel:
     def infer(self, inputs: Mapping[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         """Run the model on one batch; rows beyond ``max_batch_size`` go in further requests.
 
-        Raises ``TritonUnavailable`` when an answer cannot be had within the deadline."""
+        Token inputs (all ``[batch, tokens]`` of one width) are padded to a length bucket, and
+        per-token outputs cut back to that width. Raises ``TritonUnavailable`` when an answer
+        cannot be had within the deadline."""
         import numpy as np
 
         rows = {len(v) for v in inputs.values()}
@@ -133,14 +170,33 @@ class TritonModel:
         n = rows.pop()
         if n == 0:
             raise ValueError("infer needs at least one row")
+        inputs, width = self._pad_to_bucket(inputs)
         deadline = time.monotonic() + self.timeout_s
         parts: list[dict[str, np.ndarray]] = []
         for start in range(0, n, self.max_batch_size):
             chunk = {k: v[start : start + self.max_batch_size] for k, v in inputs.items()}
             parts.append(self._infer_once(chunk, outputs, deadline))
-        if len(parts) == 1:
-            return parts[0]
-        return {name: np.concatenate([p[name] for p in parts]) for name in outputs}
+        out = parts[0] if len(parts) == 1 else {name: np.concatenate([p[name] for p in parts]) for name in outputs}
+        if width is not None:
+            padded = next(iter(inputs.values())).shape[1]
+            out = {k: v[:, :width] if v.ndim >= 3 and v.shape[1] == padded else v for k, v in out.items()}
+        return out
+
+    def _pad_to_bucket(self, inputs: Mapping[str, np.ndarray]) -> tuple[Mapping[str, np.ndarray], int | None]:
+        """Inputs zero-padded on the token axis to ``bucket_width``, and the width they had
+        (None: not token inputs, or already a bucket's width, or bucketing off)."""
+        import numpy as np
+
+        if not self.length_buckets or any(getattr(v, "ndim", 0) != 2 for v in inputs.values()):
+            return inputs, None
+        widths = {v.shape[1] for v in inputs.values()}
+        if len(widths) != 1:
+            return inputs, None
+        width = widths.pop()
+        target = bucket_width(width, self.length_buckets)
+        if target == width:
+            return inputs, None
+        return {k: np.pad(v, ((0, 0), (0, target - width))) for k, v in inputs.items()}, width
 
     def _infer_once(
         self, inputs: Mapping[str, np.ndarray], outputs: Sequence[str], deadline: float

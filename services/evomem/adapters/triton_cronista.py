@@ -11,7 +11,9 @@ What runs where: tokenization, windows and decoding are ``OnnxCronista``'s, here
 cronista service (``tokenizers``, the model folder's pinned ``tokenizer.json``); only the graph
 runs on Triton (model ``cronista`` of models/triton, the same ``model.onnx``). So a note gets
 the same fields from ``onnx`` in process and from ``triton``: the client cannot tell the
-servers apart, and the tests compare the two on the same file.
+servers apart, and the tests compare the two on the same file. ``TritonModel`` pads each
+request's token axis to a length bucket (``LENGTH_BUCKETS``) so that Triton can batch notes of
+different lengths; the model masks padding, so the clauses and spans are the same as unpadded.
 
 **Fallback.** When Triton cannot answer within the deadline (after the retries of
 ``TritonModel``), the note is extracted by the lite cronista instead: the extraction's
