@@ -108,6 +108,57 @@ def headline(r: Path) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+CRONISTA_NOTE = (
+    "`make cronista-eval` (`python -m bench.cronista_eval`): the lite heuristics against the project's own "
+    "model (all-MiniLM-L6-v2 fine-tuned as a clause-role and span tagger, int8 and fp32 ONNX, in process) "
+    "on the held-out labelled notes that training never saw and on the PEP sections whose role is known, "
+    "field by field, with latency per note, all in one run. The model card: "
+    "`services/evomem/adapters/models/cronista/README.md`.\n\n"
+)
+
+
+def triton_latency(r: Path) -> str:
+    """The cronista backends' latency per note in one run (bench/triton_latency.py's JSON)."""
+    path = r / "triton_latency.json"
+    if not path.exists():
+        return f"## Cronista latency: lite, onnx in process and Triton\n\nNot run yet (`{path}` is missing).\n\n"
+    t = json.loads(path.read_text())
+    labels = {
+        "lite": "lite (heuristics)",
+        "onnx": "onnx int8, in process (onnxruntime, 1 thread)",
+        "triton": "triton CPU, through the real server (gRPC)",
+        "triton-unbucketed": "triton CPU, without length buckets",
+    }
+    buckets = t.get("length_buckets")
+    padded = (
+        f" `triton` pads each request to a length bucket ({', '.join(map(str, buckets))} tokens)." if buckets else ""
+    )
+    lines = [
+        "## Cronista latency: lite, onnx in process and Triton",
+        "",
+        "`python -m bench.triton_latency --triton-url ... --out bench/results` (`bench/triton_latency.py`): "
+        f"the first {t.get('notes', '?')} held-out notes, each extracted once, one at a time, after a warm-up, "
+        "by every backend in one run. Triton is PyTriton's tritonserver 2.51 on the CPU (`make triton-cpu`: the "
+        "Python-backend mirror of `models/triton` running the same `model.onnx` with onnxruntime), so its "
+        "numbers include a gRPC round trip and the Python backend; on a GPU the NGC image's ONNX Runtime "
+        "backend serves `models/triton` (not measured here: no GPU was lent). The goal is p50 at most 20 ms "
+        "on the CPU (the prototype: 207-359 ms per note on an RTX 3060)." + padded,
+        "",
+        "| backend | p50 ms | p95 ms | mean ms | notes/s, 8 threads |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in t.get("backends", {}).items():
+        rate = row.get("notes_per_s_8_threads")
+        lines.append(
+            f"| {labels.get(name, name)} | {row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['mean_ms']:.2f} "
+            f"| {f'{rate:.0f}' if rate else '—'} |"
+        )
+    said = [f"Model: `{t['model_dir']}`" if t.get("model_dir") else ""]
+    said += [f"server: {t['server']}" if t.get("server") else ""]
+    said += [f"machine: {t['machine']}" if t.get("machine") else "", t.get("date", "")]
+    return "\n".join(lines) + "\n\n" + "; ".join(x for x in said if x) + ".\n\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--results", type=Path, default=Path("bench/results"))
@@ -166,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             "real local model costs what it costs per call (the prototype measured about 1.5 s on a 27B "
             "model) on the *made* calls only.\n\n" + cost.strip() + "\n\n"
         )
+    text += section("The cronista: lite against the model", r / "cronista.md", CRONISTA_NOTE)
+    text += triton_latency(r)
     text += section(
         "Speed against the FTS5 floor",
         speed,

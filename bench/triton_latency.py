@@ -8,14 +8,19 @@ mirror of models/triton) or ``scripts/serve_triton_cpu.py`` on a repository made
 ``scripts/make_models.py --cronista-dir``. Notes are the held-out labelled notes
 (bench/cronista/eval_notes.jsonl), each extracted once, one at a time, after a warm-up; the
 numbers are p50 and p95 over those calls. Triton is also called from 8 threads at once (its
-dynamic batcher merges them), reported as notes per second. Prints a table and writes
-``triton_latency.json`` to ``--out`` when given.
+dynamic batcher merges them), reported as notes per second. ``triton`` pads each request to a
+length bucket (``LENGTH_BUCKETS``, what production does); ``triton-unbucketed`` sends each note
+at its own width, to show what the padding costs on this machine. Prints a table and writes
+``triton_latency.json`` to ``--out`` when given (``python -m bench.report`` puts it in
+docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -53,13 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
     parser.add_argument("--notes", type=int, default=200)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--server", default="", help="what serves --triton-url, recorded in the JSON")
     args = parser.parse_args(argv)
 
     texts = [json.loads(line)["text"] for line in NOTES.read_text().splitlines() if line.strip()][: args.notes]
     triton = TritonCronista(TritonModel(args.triton_url, "cronista", timeout_s=30), args.model_dir)
-    backends = {"lite": LiteCronista(), "onnx": OnnxCronista(args.model_dir), "triton": triton}
+    plain = TritonCronista(TritonModel(args.triton_url, "cronista", timeout_s=30, length_buckets=()), args.model_dir)
+    backends = {
+        "lite": LiteCronista(),
+        "onnx": OnnxCronista(args.model_dir),
+        "triton": triton,
+        "triton-unbucketed": plain,
+    }
     rows = {name: percentiles(timed(b.extract, texts)) for name, b in backends.items()}
-    if triton.degraded is not None:
+    if triton.degraded is not None or plain.degraded is not None:
         raise SystemExit(f"Triton fell back to lite during the run ({triton.degraded}): the numbers are not Triton's")
     started = time.perf_counter()
     with ThreadPoolExecutor(8) as pool:
@@ -75,7 +87,17 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         model_dir = args.model_dir.resolve()
         shown = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
-        result = {"notes": len(texts), "model_dir": shown, "triton_url": args.triton_url, "backends": rows}
+        result = {
+            "notes": len(texts),
+            "model_dir": shown,
+            "triton_url": args.triton_url,
+            "server": args.server,
+            "length_buckets": list(triton.model.length_buckets),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "backends": rows,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"load {' / '.join(f'{x:.1f}' for x in os.getloadavg())} at the end",
+        }
         (args.out / "triton_latency.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
