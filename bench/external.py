@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.judge import DeterministicJudge, Item
-from bench.memories import BenchError, EvoMemMemory, FlatMemory, K, ScenarioRun, available_linkers
+from bench.memories import BenchError, EvoMemMemory, FlatMemory, K, LLMEndpoint, ScenarioRun, available_linkers
 from bench.quality import _f3, _ms, answer_metrics, linker_cost
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,12 +246,12 @@ def load_peps(data: Path) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     return peps, sorted(set(edges))
 
 
-async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> ScenarioRun:
+async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]], llm: LLMEndpoint | None = None) -> ScenarioRun:
     """Every PEP remembered in order; the run's edges, abstentions (PEP -> PEPs listed), final
     statuses and linker time per remember."""
     from tqdm import tqdm
 
-    memory = EvoMemMemory(linker=linker)
+    memory = EvoMemMemory(linker=linker, llm=llm if linker == "llm" else None)
     ids: dict[int, str] = {}
     back: dict[str, int] = {}
     run = ScenarioRun(items={}, edges=[], statuses={})
@@ -276,8 +276,16 @@ async def _feed_peps(linker: str, peps: Sequence[Mapping[str, Any]]) -> Scenario
     return run
 
 
-def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_peps(
+    data: Path, linkers: Sequence[str], *, llm: LLMEndpoint | None = None, limit: int = 0
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``limit``: only the first N PEPs in creation order, and the gold edges between them.
+    ``llm``: the endpoint of the ``llm`` linker, when ``linkers`` has it (``bench.llm``)."""
     peps, gold = load_peps(data)
+    if limit:
+        peps = peps[:limit]
+        kept = {p["pep"] for p in peps}
+        gold = [(n, o) for n, o in gold if n in kept and o in kept]
     created = {p["pep"]: p["created"] for p in peps}
     order = {p["pep"]: i for i, p in enumerate(peps)}
     reachable = [(n, o) for n, o in gold if order[n] > order[o]]
@@ -288,6 +296,7 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
         "gold_edges": len(gold),
         "gold_edges_linkable_in_creation_order": len(reachable),
         "still_valid_peps": len(still_valid),
+        **({"limit": limit} if limit else {}),
         "linkers": {},
     }
     rows: list[dict[str, Any]] = []
@@ -296,7 +305,7 @@ def run_peps(data: Path, linkers: Sequence[str]) -> tuple[dict[str, Any], list[d
         olds.setdefault(n, set()).add(o)
     for linker in linkers:
         started = time.perf_counter()
-        run = asyncio.run(_feed_peps(linker, peps))
+        run = asyncio.run(_feed_peps(linker, peps, **({"llm": llm} if llm else {})))
         statuses = run.statuses or {}
         pred = set(run.edges or [])
         tp = pred & set(gold)

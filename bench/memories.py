@@ -122,7 +122,7 @@ class LLMEndpoint:
 
     model: str
     base_url: str
-    timeout_s: int = 30
+    timeout_s: float = 30
 
 
 def has_vectors_setting() -> bool:

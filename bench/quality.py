@@ -1241,6 +1241,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--llm-model", default="", help="model for the llm linker (adds evomem-auto:llm)")
     ap.add_argument("--llm-base-url", default="", help="OpenAI-compatible base URL (…/v1) for the llm linker")
+    ap.add_argument("--llm-timeout", type=float, default=30.0, help="seconds per llm linker call (bench default 30)")
     ap.add_argument(
         "--no-scope-field",
         action="store_true",
@@ -1270,7 +1271,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.llm_model or args.llm_base_url:
             if not (args.llm_model and args.llm_base_url):
                 raise BenchError("the llm linker needs both --llm-model and --llm-base-url")
-            llm = LLMEndpoint(args.llm_model, args.llm_base_url)
+            llm = LLMEndpoint(args.llm_model, args.llm_base_url, args.llm_timeout)
             linkers += [] if "llm" in linkers else ["llm"]
         names = [x.strip() for x in args.memories.split(",") if x.strip()]
         memories = build_memories(

