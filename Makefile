@@ -128,10 +128,11 @@ bench-llm: $(VENV)/.installed-test
 BENCH_LLM_LIMIT ?= 3
 BENCH_LLM_PEPS ?= 12
 BENCH_LLM_TIMEOUT ?= 150
+BENCH_LLM_PEPS_TIMEOUT ?= 60
 bench-llm-real: $(VENV)/.installed-test
 	$(PY) -m bench.llm --model $(LLM_MODEL) --out bench/results/llm-real --sets odr,vdr,para \
 		--limit $(BENCH_LLM_LIMIT) --peps $(or $(EXTERNAL_DATA),../shared/data/external) \
-		--peps-limit $(BENCH_LLM_PEPS) --timeout $(BENCH_LLM_TIMEOUT) --no-progress
+		--peps-limit $(BENCH_LLM_PEPS) --timeout $(BENCH_LLM_TIMEOUT) --peps-timeout $(BENCH_LLM_PEPS_TIMEOUT) --no-progress
 	$(PY) -m bench.report
 
 # Stand-in base images for machines without a container registry (docker/base/README.md).

@@ -27,6 +27,7 @@ quality. Needs ``llama-cpp-python[server]`` (``make test`` installs it).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -35,6 +36,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +110,13 @@ def table(out: Path, info: dict[str, Any]) -> str:
         "alone (*would ask*: its abstentions, the calls `llm` makes), `scored` the previous default. "
         f"Limits: the first {info['limit'] or 'all'} scenarios of each set"
         + (f", the first {info['peps_limit']} PEPs in creation order" if info.get("peps_limit") else "")
-        + f". Bench timeout per model call {info['timeout_s']} s; "
+        + f". Bench timeout per model call {info['timeout_s']:g} s"
+        + (
+            f" ({info['peps_timeout_s']:g} s on the PEPs)"
+            if info.get("peps_timeout_s", info["timeout_s"]) != info["timeout_s"]
+            else ""
+        )
+        + "; "
         f"{info.get('slow_calls', 0)} of {info.get('calls', 0)} calls took over {SLOW_CALL_MS // 1000} s "
         "(the production default timeout, where the linker abstains).",
         "",
@@ -159,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peps-limit", type=int, default=0, help="only the first N PEPs in creation order")
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per model call (the bench's linker timeout)")
     ap.add_argument(
+        "--peps-timeout", type=float, default=0.0, help="seconds per model call on the PEP chains (default --timeout)"
+    )
+    ap.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -182,7 +193,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     started = time.perf_counter()
-    _time_model_calls()
     info: dict[str, Any] = {
         "command": "python -m bench.llm " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -191,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": args.threads,
         "n_ctx": args.n_ctx,
     }
-    with tempfile.TemporaryDirectory(prefix="evomem-llm-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="evomem-llm-") as tmp, _time_model_calls():
         server = None
         if args.base_url:
             base_url, model_name = args.base_url, args.model_name
@@ -210,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 from bench.external import markdown, run_peps
                 from bench.memories import LLMEndpoint
 
-                llm = LLMEndpoint(model_name, base_url, args.timeout)
+                llm = LLMEndpoint(model_name, base_url, args.peps_timeout or args.timeout)
                 report, _rows = run_peps(Path(args.peps), list(LINKERS), llm=llm, limit=args.peps_limit)
                 full = {"benchmark": "evomem-external/1", "data": args.peps, "peps": report}
                 (out / "peps.json").write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n")
@@ -219,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 server.stop()
     info["timeout_s"] = args.timeout
+    info["peps_timeout_s"] = args.peps_timeout or args.timeout
     info["runtime_s"] = round(time.perf_counter() - started, 1)
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     info["machine"] = f"{platform.machine()}, {os.cpu_count()} shared cores (load {load} at the end)"
@@ -234,12 +245,11 @@ def main(argv: list[str] | None = None) -> int:
 CALL_MS: list[float] = []
 
 
-def _time_model_calls() -> None:
+@contextlib.contextmanager
+def _time_model_calls() -> Iterator[None]:
     """Record every HTTP call the llm linker makes in this process (the memories run in process)."""
     from evomem.adapters.llm_linker import LLMLinker
 
-    if getattr(LLMLinker._complete, "_timed", False):
-        return
     real = LLMLinker._complete
 
     def timed(self: Any, request: dict[str, Any]) -> object:
@@ -249,8 +259,12 @@ def _time_model_calls() -> None:
         finally:
             CALL_MS.append((time.perf_counter() - started) * 1000)
 
-    timed._timed = True  # type: ignore[attr-defined]
+    CALL_MS.clear()
     LLMLinker._complete = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LLMLinker._complete = real  # type: ignore[method-assign]
 
 
 def _call_counts(out: Path) -> tuple[int, int]:
