@@ -133,7 +133,7 @@ bench-llm-real: $(VENV)/.installed-test
 	$(PY) -m bench.llm --model $(LLM_MODEL) --out bench/results/llm-real --sets odr,vdr,para \
 		--limit $(BENCH_LLM_LIMIT) --peps $(or $(EXTERNAL_DATA),../shared/data/external) \
 		--peps-limit $(BENCH_LLM_PEPS) --timeout $(BENCH_LLM_TIMEOUT) --peps-timeout $(BENCH_LLM_PEPS_TIMEOUT) --no-progress
-	$(PY) -m bench.report
+	$(PY) -m bench.report --only "The llm linker with a real"
 
 # Stand-in base images for machines without a container registry (docker/base/README.md).
 base-images:
@@ -303,6 +303,7 @@ train-cronista: $(TRAIN_VENV)/.installed
 # lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
 cronista-eval: $(VENV)/.installed
 	$(PY) -m bench.cronista_eval --out bench/results/cronista
+	$(PY) -m bench.report --only "The cronista,Cronista latency"
 
 # For a GPU machine with torch (CUDA), onnxruntime, onnx, tokenizers, numpy: latency at batch 1,
 # throughput at batch 64, a timed fine-tuning run. Under 10 minutes. `--cpu-check` checks the

@@ -1,6 +1,7 @@
 """Write docs/BENCHMARKS.md from the latest results in bench/results/.
 
 python -m bench.report            # after make bench (and, optionally, bench-full / bench.gateway)
+python -m bench.report --only "The cronista,Cronista latency"   # rewrite those sections only, in place
 """
 
 from __future__ import annotations
@@ -170,10 +171,43 @@ def triton_latency(r: Path) -> str:
     return "\n".join(lines) + "\n\n" + "; ".join(x for x in said if x) + ".\n\n"
 
 
+def _sections(text: str) -> list[tuple[str, str]]:
+    """The page cut at its ``## `` headings: (heading line, text) pairs; the part before the first is ("", ...)."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            out.append((line.rstrip("\n"), []))
+        out[-1][1].append(line)
+    return [(title, "".join(lines)) for title, lines in out]
+
+
+def splice(existing: str, generated: str, only: list[str]) -> str:
+    """``existing`` with the sections of ``generated`` whose heading starts with one of ``only``
+    (after "## ") replaced, or inserted after the section that precedes them in ``generated``;
+    every other section of ``existing`` is left as it is."""
+    new = _sections(generated)
+    old = _sections(existing)
+    wanted = [(t, body) for t, body in new if t and any(t[3:].startswith(o) for o in only)]
+    for title, body in wanted:
+        titles = [t for t, _ in old]
+        if title in titles:
+            old[titles.index(title)] = (title, body)
+            continue
+        before = [t for t, _ in new[: [t for t, _ in new].index(title)]]
+        at = max((titles.index(t) for t in before if t in titles), default=len(old) - 1)
+        old.insert(at + 1, (title, body))
+    return "".join(body for _, body in old)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--results", type=Path, default=Path("bench/results"))
     p.add_argument("--out", type=Path, default=Path("docs/BENCHMARKS.md"))
+    p.add_argument(
+        "--only",
+        default="",
+        help="comma list of section titles (their start): rewrite only those sections of --out, keep the rest",
+    )
     args = p.parse_args(argv)
     r = args.results
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
@@ -194,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         "same memory with vectors off (paraphrase set only); `+confirm` is an automatic linker whose "
         "abstentions the agent confirms with `supersede`.\n\n",
     )
+    if (r / "quality_odr.png").exists():
+        text += (
+            "The figures label every value and mark an exact 0 (EvoMem's best result) with a green diamond; "
+            "`python -m bench.plots` redraws them from `bench/results/quality.json`.\n\n"
+        )
     for png, alt in (
         ("quality_odr.png", "ODR per memory and set"),
         ("quality_vdr.png", "automatic links, abstentions and hidden decisions"),
@@ -244,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if speed.with_suffix(".png").exists():
         png = "../" + speed.with_suffix(".png").as_posix()
         text += f"![latency against store size]({png})\n\n"
+    text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
         r / "startup.md",
@@ -253,11 +293,13 @@ def main(argv: list[str] | None = None) -> int:
         "The target is 1.2x the floor. `before` is the code before issue 13 (the model loaded at start "
         "and recall waited for it; sqlite-vec imported numpy), `after` is this tree.\n\n",
     )
-    text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section("Multi-service gateway against the embedded server", r / "gateway.md")
     text += section("External sets (MemoryAgentBench; `make bench-full`)", r / "external.md")
+    only = [o.strip() for o in args.only.split(",") if o.strip()]
+    if only and args.out.exists():
+        text = splice(args.out.read_text(), text, only)
     args.out.write_text(text)
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out}" + (f" (sections: {', '.join(only)})" if only else ""))
     return 0
 
 

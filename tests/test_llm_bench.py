@@ -236,3 +236,14 @@ def test_the_benchmarks_page_carries_the_cronista_triton_and_llm_tables(tmp_path
     assert "| onnx int8, in process (onnxruntime, 1 thread) | 5.70 | 27.80 | 8.70 | — |" in page
     assert "length bucket (32, 64, 128, 256 tokens)" in page
     assert "## The llm linker with a real instruct model (`make bench-llm-real`)" in page
+
+
+def test_only_the_named_sections_are_rewritten_in_place():
+    from bench.report import splice
+
+    existing = "# Page\n\nintro\n\n## A\n\nold a\n\n## Hand-written\n\nkeep me\n\n## C\n\nold c\n"
+    generated = "# Page\n\nintro\n\n## A\n\nnew a\n\n## B new\n\nnew b\n\n## C\n\nnew c\n"
+    out = splice(existing, generated, ["B new", "C"])
+    want = "# Page\n\nintro\n\n## A\n\nold a\n\n## B new\n\nnew b\n\n## Hand-written\n\nkeep me\n\n## C\n\nnew c\n"
+    assert out == want
+    assert splice(out, generated, ["B new", "C"]) == out  # idempotent
