@@ -79,7 +79,7 @@ def resolve_model(name: str, tmp: Path) -> tuple[Path, dict[str, Any]]:
     return path, {"name": path.name, "file": str(path), "sha256": h.hexdigest(), **fg.summary(fg.read_metadata(path))}
 
 
-def _row(where: str, linker: str, odr: Any, links: dict[str, Any], cost: dict[str, Any], gate: Any) -> str:
+def _row(where: str, linker: str, odr: Any, links: dict[str, Any], cost: dict[str, Any], gate: Any, hidden: str) -> str:
     ab = links.get("abstentions", {})
     abstained = ab.get("total", 0) if isinstance(ab, dict) else ab
     if linker == "llm":
@@ -91,7 +91,7 @@ def _row(where: str, linker: str, odr: Any, links: dict[str, Any], cost: dict[st
         lat = "—"
     return (
         f"| {where} | {linker} | {_f3(odr) if odr is not None else '—'} | {_f3(links.get('precision'))} "
-        f"| {_f3(links.get('recall'))} | {abstained} | {asked} | {lat} |"
+        f"| {_f3(links.get('recall'))} | {abstained} | {hidden} | {asked} | {lat} |"
     )
 
 
@@ -120,8 +120,9 @@ def table(out: Path, info: dict[str, Any]) -> str:
         f"{info.get('slow_calls', 0)} of {info.get('calls', 0)} calls took over {SLOW_CALL_MS // 1000} s "
         "(the production default timeout, where the linker abstains).",
         "",
-        "| set | linker | auto ODR | link precision | link recall | abstained | LLM asked | call p50 / p95 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| set | linker | auto ODR | link precision | link recall | abstained | still-valid hidden | LLM asked "
+        "| call p50 / p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     sets = q.get("sets", {})
     costs = q.get("linker_cost", {})
@@ -134,7 +135,9 @@ def table(out: Path, info: dict[str, Any]) -> str:
             m = mems[name]
             cost = (costs.get(name) or {}).get(set_name) or {}
             gate = ((costs.get("evomem-auto:pair") or {}).get(set_name) or {}).get("llm_gate")
-            lines.append(_row(set_name, lk, m.get("main", {}).get("odr"), m.get("links", {}), cost, gate))
+            valid = (m.get("hidden") or {}).get("still_valid_decisions") or {}
+            hidden = f"{valid.get('hidden', '—')} / {valid.get('total', '—')}"
+            lines.append(_row(set_name, lk, m.get("main", {}).get("odr"), m.get("links", {}), cost, gate, hidden))
     ppath = out / "peps.json"
     if ppath.exists():
         p = json.loads(ppath.read_text())["peps"]
@@ -145,12 +148,29 @@ def table(out: Path, info: dict[str, Any]) -> str:
                 continue
             cost = r.get("linker_cost") or {}
             gate = (p["linkers"].get("pair", {}).get("abstentions") or {}).get("total")  # pair_unsure: it abstained
-            lines.append(_row(where, lk, None, r, cost, gate))
+            hidden = f"{r.get('still_valid_hidden', '—')} / {p.get('still_valid_peps', '—')}"
+            lines.append(_row(where, lk, None, r, cost, gate, hidden))
+    made = wrong = previous = 0
+    rows = out / "quality_rows.jsonl"
+    for line in rows.read_text().splitlines() if rows.exists() else []:
+        row = json.loads(line)
+        if row.get("type") == "links" and row.get("memory") == "evomem-auto:llm":
+            made += len(row.get("edges") or [])
+            wrong += len(row.get("false_positive") or [])
+            previous += sum(1 for new, old in row.get("edges") or [] if old == new - 1)
+    if made:
+        lines += [
+            "",
+            f"On the sets the llm linker made {made} links, {wrong} of them wrong; {previous} of the {made} "
+            "went to the note just before (the most recent candidate).",
+        ]
     lines += [
         "",
         "ODR: the share of questions answered with an obsolete decision when the linker alone made the links "
         "(PEP chains: no questions). Abstained: remembers where the linker listed candidates instead of linking "
-        "(the agent can confirm one). The full reports: `quality.md` and `peps.md` next to this file.",
+        "(the agent can confirm one). Still-valid hidden: decisions still in force whose status is no longer "
+        "active at the end (a wrong link hid them). The full reports: `quality.md` and `peps.md` next to this "
+        "file.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -177,10 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--n-ctx", type=int, default=6144, help="llama.cpp context (a PEP prompt is ~2.5k tokens)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument("--table-only", action="store_true", help="rewrite llm.md from this --out's reports and stop")
     args = ap.parse_args(argv)
     if args.no_progress:
         os.environ["TQDM_DISABLE"] = "1"
     out = Path(args.out)
+    if args.table_only:
+        text = table(out, json.loads((out / "llm.json").read_text()))
+        (out / "llm.md").write_text(text)
+        print(text)
+        return 0
     rest = ["--out", str(out), "--sets", args.sets, "--linkers", "scored,pair", "--no-confirm"]
     rest += ["--memories", ",".join(f"evomem-auto:{lk}" for lk in LINKERS)]
     rest += ["--limit", str(args.limit)] if args.limit else []

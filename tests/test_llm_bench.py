@@ -153,8 +153,13 @@ def test_the_known_models_are_instruct_models_pinned_exactly():
 def test_the_llm_table_has_every_set_and_linker_with_calls_and_latency(tmp_path):
     from bench.llm import table
 
-    def mem(odr, p, r, ab):
-        return {"main": {"odr": odr}, "links": {"precision": p, "recall": r, "abstentions": {"total": ab}}}
+    def mem(odr, p, r, ab, hidden=0):
+        links = {"precision": p, "recall": r, "abstentions": {"total": ab}}
+        return {
+            "main": {"odr": odr},
+            "links": links,
+            "hidden": {"still_valid_decisions": {"hidden": hidden, "total": 13}},
+        }
 
     quality = {
         "sets": {
@@ -162,7 +167,7 @@ def test_the_llm_table_has_every_set_and_linker_with_calls_and_latency(tmp_path)
                 "memories": {
                     "evomem-auto:scored": mem(0.0, 1.0, 1.0, 0),
                     "evomem-auto:pair": mem(0.8, None, 0.0, 7),
-                    "evomem-auto:llm": mem(0.2, 0.9, 0.7, 2),
+                    "evomem-auto:llm": mem(0.2, 0.9, 0.7, 2, hidden=7),
                 }
             }
         },
@@ -175,6 +180,7 @@ def test_the_llm_table_has_every_set_and_linker_with_calls_and_latency(tmp_path)
         "peps": {
             "peps": 12,
             "gold_edges": 1,
+            "still_valid_peps": 11,
             "linkers": {
                 "pair": {"precision": None, "recall": 0.0, "abstentions": {"total": 10}, "linker_cost": {}},
                 "llm": {
@@ -205,9 +211,9 @@ def test_the_llm_table_has_every_set_and_linker_with_calls_and_latency(tmp_path)
     md = table(tmp_path, info)
     assert md.startswith("# The llm linker with a real instruct model")
     assert "Qwen2.5 Coder 1.5B Instruct GGUF" in md and "first 3 scenarios" in md and "first 12 PEPs" in md
-    assert "| odr | llm | 0.200 | 0.900 | 0.700 | 2 | 7 calls | 21000.00 / 38000.00 |" in md
-    assert "| odr | pair | 0.800 | — | 0.000 | 7 | would ask 7 | — |" in md
-    assert "PEP chains (12 PEPs, 1 gold edges) | pair" in md and "would ask 10" in md
+    assert "| odr | llm | 0.200 | 0.900 | 0.700 | 2 | 7 / 13 | 7 calls | 21000.00 / 38000.00 |" in md
+    assert "| odr | pair | 0.800 | — | 0.000 | 7 | 0 / 13 | would ask 7 | — |" in md
+    assert "PEP chains (12 PEPs, 1 gold edges) | pair" in md and "would ask 10" in md and "— / 11" in md
     assert "15 of 17 calls took over 10 s" in md
 
 
