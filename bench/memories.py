@@ -11,6 +11,9 @@
 - ``evomem-auto:<linker>+confirm``: the same, and the agent confirms an abstention with one
   ``supersede`` call when the note's true predecessor is among ``possible_supersedes`` (what an
   agent that reads the warning does; it never links a candidate that is not the true one).
+- Every EvoMem hit reaches the judge with the date EvoMem's answer shows for it (``created_at``,
+  in the text's head line and the structured content), as ``flat-dates`` shows its notes' dates:
+  the judge gives each memory what an agent reading its answer would see.
 - a ``+bm25`` suffix: the same EvoMem with ``vectors="off"`` (BM25-only recall and link
   candidates); without a suffix EvoMem runs with its default (``vectors="auto"``: BM25 + vector
   hybrid recall when the embeddings extra is installed).
@@ -416,7 +419,7 @@ class EvoMemMemory:
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns, "detail": "full"})
             hits = out["results"]
-            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"]) for h in hits]
+            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"], date=h.get("created_at")) for h in hits]
             run.returned[q["id"]] = [back.get(h["id"]) for h in hits]
             run.via[q["id"]] = [list((h.get("matched") or {}).get("via") or ["bm25"]) for h in hits]
         for note in scenario["notes"] if self.statuses else ():
