@@ -71,6 +71,7 @@ class ScenarioRun:
     # search and decision, and the decision alone
     linker_ms: list[float] | None = None
     linker_decide_ms: list[float] | None = None
+    note_embed_ms: list[float] | None = None  # the note's own vector, computed before the linker
     # remembers on which ``--auto-supersede llm`` (the LLM behind this linker) would ask the LLM:
     # the linker was called and abstained, or said none to a note with a change cue
     llm_gate: int = 0
@@ -361,6 +362,7 @@ class EvoMemMemory:
         calls = getattr(linker, "llm_calls", None)
         run.linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
         run.linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
+        run.note_embed_ms = [float(x) for x in getattr(service, "note_embed_ms", ())]
         run.llm_calls = calls if isinstance(calls, int) else None
         run.llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
 

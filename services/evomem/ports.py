@@ -198,6 +198,9 @@ class Vectors(Protocol):
 
     # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
     # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
+    # Optional: ``prepare(text) -> None`` embeds a note ahead, into that cache, when the model can
+    # be used now; ``remember`` calls it before the linker's candidate search, so the note's one
+    # embedding (which ``add`` stores) is timed as storage's cost, not the linker's.
 
 
 # ----------------------------------------------------------------------------- the job source (worker side)

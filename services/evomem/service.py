@@ -154,6 +154,7 @@ class MemoryService:
         # the decision alone (the note's embedding, part of the search, is reused by ``vectors.add``).
         self.linker_ms: deque[float] = deque(maxlen=10_000)
         self.linker_decide_ms: deque[float] = deque(maxlen=10_000)
+        self.note_embed_ms: deque[float] = deque(maxlen=10_000)  # the note's own vector, before the linker
 
     # ------------------------------------------------------------------ helpers
 
@@ -489,6 +490,14 @@ class MemoryService:
         log.warning("vector search failed, BM25 only: %s", problem)
 
     def _decide_link(self, text: str, namespace: str, scope: str | None, linker: Linker) -> LinkDecision:
+        prepare = getattr(self.vectors, "prepare", None)
+        if prepare is not None:  # the note's vector, which ``add`` stores: storage's cost, computed once
+            embedding = time.perf_counter()
+            try:
+                prepare(text)
+            except Exception as exc:  # the candidate search reports a vector failure itself
+                log.debug("embedding the note ahead failed: %s", exc)
+            self.note_embed_ms.append((time.perf_counter() - embedding) * 1000)
         started = time.perf_counter()
         candidates, sims = self._link_candidates(text, namespace, scope)
         if not candidates:
