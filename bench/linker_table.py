@@ -29,7 +29,8 @@ from typing import Any
 ROWS = (("heuristic", "heuristic"), ("scored", "scored"), ("pair", "pair"), ("pair + confirm", "pair+confirm"))
 HEAD = (
     "| set | data | linker | auto ODR (flat-dates) | precision | recall | abstained (gold / none) "
-    "| recall if confirmed | hidden valid | LLM asks | ms p50 / p95 | decide ms p50 / p95 | note embedding ms p50 / p95 |"
+    "| recall if confirmed | hidden valid | LLM asks | ms p50 / p95 | decide ms p50 / p95 "
+    "| note embedding ms p50 / p95 |"
 )
 
 
@@ -152,7 +153,8 @@ def _pool(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out.update({k: sum(e[k] for e in entries) for k in ("ab_gold", "ab_none", "hidden", "valid", "remembers")})
     gates = [e["gate"] for e in entries if e["gate"] is not None]
     out["gate"] = sum(gates) if gates else None
-    out["p50"] = out["p95"] = out["d50"] = out["d95"] = out["e50"] = out["e95"] = None  # percentiles do not pool; see the per-set rows
+    for key in ("p50", "p95", "d50", "d95", "e50", "e95"):
+        out[key] = None  # percentiles do not pool; see the per-set rows
     out["row"] = entries[0]["row"]
     return out
 
