@@ -29,7 +29,7 @@ from evomem.domain.model import (
     Status,
     new_id,
 )
-from evomem.domain.recall import Match, RecallQuery
+from evomem.domain.recall import Match, RecallQuery, Successor
 from evomem.entrypoints.schemas import full_node, link_fields
 from evomem.v1 import common_pb2, storage_pb2
 
@@ -49,6 +49,7 @@ RECORDS = [
     (Extraction, common_pb2.Extraction),
     (RecallQuery, storage_pb2.RecallNodesRequest),
     (Match, storage_pb2.RecallMatch),
+    (Successor, storage_pb2.PossibleSuccessor),
 ]
 
 

@@ -51,6 +51,7 @@ from evomem.domain.model import (
     new_id,
     now_ms,
 )
+from evomem.domain.recall import Successor
 
 log = logging.getLogger("evomem.store")
 
@@ -209,6 +210,29 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX write_audit_at ON write_audit(at);
         """,
     ),
+    (
+        "0006_offers",
+        """
+        -- The reverse of possible_supersedes: node_id (a note a linker abstained on) may replace
+        -- candidate_id. Recall reads it by candidate (the heads it answers) to show the newer
+        -- note beside the old one. Kept by the store with the column: written with the note,
+        -- dropped when the note is linked, forgotten or purged (and when the candidate is).
+        -- reason: the linker's few words (scores, no note text).
+        CREATE TABLE offers (
+            candidate_id  TEXT NOT NULL,
+            node_id       TEXT NOT NULL,
+            namespace     TEXT NOT NULL,
+            reason        TEXT,
+            PRIMARY KEY (candidate_id, node_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX offers_node ON offers(node_id);
+        -- Notes stored before this table: their possible_supersedes, without reasons (never stored).
+        INSERT OR IGNORE INTO offers(candidate_id, node_id, namespace)
+            SELECT j.value, n.id, n.namespace FROM nodes n, json_each(n.possible_supersedes) j
+            WHERE n.possible_supersedes != '[]' AND n.status != 'forgotten' AND n.purged_at IS NULL
+                AND j.value != n.id;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -344,6 +368,31 @@ class SQLiteStore:
         )
         rows = self._conn().execute(sql, (fts_query(terms), namespace, limit)).fetchall()
         return [SearchHit(node_id=r[0], chain_root=r[1], score=-float(r[2])) for r in rows]
+
+    def possible_successors(
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+    ) -> dict[str, list[Successor]]:
+        """The ``offers`` rows of these candidates (primary key: candidate first), their active
+        notes of ``namespace``, newest first, ``limit`` per candidate: one indexed read per
+        500 ids, whatever the size of the store."""
+        wanted = list(dict.fromkeys(node_ids))
+        out: dict[str, list[Successor]] = {}
+        if limit < 1:
+            return out
+        conn = self._conn()
+        cols = ", ".join("n." + c for c in NODE_COLUMNS)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = (
+                f"SELECT * FROM (SELECT o.candidate_id AS offered_for, o.reason AS offer_reason, {cols}, "
+                "ROW_NUMBER() OVER (PARTITION BY o.candidate_id ORDER BY o.node_id DESC) AS nth "
+                "FROM offers o JOIN nodes n ON n.id = o.node_id "
+                f"WHERE o.candidate_id IN ({','.join('?' * len(chunk))}) AND o.namespace = ? "
+                "AND n.status = 'active') WHERE nth <= ? ORDER BY offered_for, nth"
+            )
+            for row in conn.execute(sql, (*chunk, namespace, limit)):
+                out.setdefault(row["offered_for"], []).append(Successor(row_to_node(row), row["offer_reason"]))
+        return out
 
     def pending_extractions(self, limit: int = 100) -> list[str]:
         rows = (
@@ -518,6 +567,12 @@ class SQLiteStore:
             possible_supersedes=note.possible_supersedes,
         )
         conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node))
+        if note.possible_supersedes:
+            why = dict(zip(note.possible_supersedes, note.possible_supersedes_why, strict=False))
+            conn.executemany(
+                "INSERT OR IGNORE INTO offers(candidate_id, node_id, namespace, reason) VALUES (?, ?, ?, ?)",
+                [(c, node_id, note.namespace, why.get(c) or None) for c in note.possible_supersedes if c != node_id],
+            )
         if prev is not None and link is not None:
             self._audit(conn, "link", node_id, prev, link, requested=supersedes)
 
@@ -554,6 +609,7 @@ class SQLiteStore:
                 f"UPDATE nodes SET supersedes = ?, {_assign(cols)}, possible_supersedes = '[]' WHERE id = ?",
                 (head["id"], *cols.values(), root["id"]),
             )
+            conn.execute("DELETE FROM offers WHERE node_id = ?", (root["id"],))  # confirmed: no longer a guess
             self._audit(conn, "link", root["id"], head["id"], link, requested=supersedes)
         node = self.get(node_id)
         assert node is not None
@@ -701,6 +757,9 @@ class SQLiteStore:
                 conn.execute("UPDATE nodes SET status = 'forgotten', forgotten_at = ? WHERE id = ?", (now, node_id))
                 self._audit(conn, "forget", node_id, None, None)
                 changed = True
+            # A forgotten note is nobody's possible successor, and has none (it never answers again).
+            conn.execute("DELETE FROM offers WHERE node_id = ?", (node_id,))
+            conn.execute("DELETE FROM offers WHERE candidate_id = ?", (node_id,))
             if purge:
                 # Blank every free-text column: the FTS trigger removes the old tokens from the
                 # index. Ids, chain links, versions, labels of the link method and timestamps stay

@@ -36,6 +36,7 @@ EvoMem keeps decisions as chains of versions; recall answers with the version in
 - Before deciding, or acting on a past decision, call recall.
 - When a decision changes, remember the new one with supersedes=<id of the old decision>.
 - When remember lists possible_supersedes, confirm the one it replaces with supersede(node_id, supersedes).
+- A recall hit with maybe_replaced_by may be obsolete: read that newer note; if it replaces the hit, supersede it.
 - A secret stored by mistake: forget(node_id, purge=true). Never forget to record a change: supersede it.
 - Answers are brief; detail="full" returns whole nodes, get_node(id, full_text=true) pages a long note.
 """
@@ -256,7 +257,8 @@ def build_mcp_server(
         annotations=ToolAnnotations(title="Recall decisions in force", read_only_hint=True),
         description=f"Find the decisions relevant to a question, each answered with the version in force. "
         f"{search_words(hybrid)} A hit on an old version answers with the current one and says what matched. "
-        f"Call it before acting on a past decision, and to find the id for supersedes. {brief}",
+        f"Call it before acting on a past decision, and to find the id for supersedes. "
+        f"maybe_replaced_by: a newer note that may replace the hit (unconfirmed). {brief}",
     )
     def recall(
         query: Annotated[str, Field(description="Free text; quotes and operators are plain words.")],

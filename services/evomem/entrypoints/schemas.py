@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evomem.domain.model import LinkDecision, LinkProvenance, MemoryNode, Stats, iso
-from evomem.domain.recall import Match, Resolved
+from evomem.domain.recall import Match, Resolved, Successor
 from evomem.service import ForgetOutcome, RecallOutcome, RememberOutcome
 
 #: The largest answer, text and structured content together, in UTF-8 bytes of JSON. The official
@@ -226,6 +226,10 @@ def _recall(
                 hit["truncated"] = True
         if scoped and entry.scope_match:
             hit["scope_match"] = entry.scope_match
+        if entry.maybe_replaced_by:
+            successors, successor_lines = maybe_replaced_parts(entry.maybe_replaced_by, rank, keep, limit, full=full)
+            hit["maybe_replaced_by"] = successors
+            lines.extend(successor_lines)
         if history and past:
             steps, step_lines = history_parts(head, past, limit, full=full)
             hit["history"] = steps
@@ -244,6 +248,40 @@ def _recall(
     if notes:
         data["notes"] = notes
     return Answer("\n".join(lines), data)
+
+
+MAYBE = "unconfirmed: confirm with supersede"
+
+
+def maybe_replaced_parts(
+    successors: list[Successor], rank: int, keep: int, limit: int, *, full: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The newer notes that may replace a hit (a linker listed it, nobody confirmed): (structured
+    entries, text lines). Each note's text travels once, as a hit's does: in the text (brief) or
+    the structured content (full); a successor that is itself a shown result is referenced by
+    its rank instead (``result``), its text not repeated."""
+    entries: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for y in successors:
+        node = y.node
+        where = f"{node.scope}, " if node.scope else ""
+        lead = f"  may be replaced by {node.id} ({_date(node.created_at)}, {where}{MAYBE})"
+        if y.result is not None and y.result < keep:
+            shown = y.result + 1
+            entries.append(_prune({"id": node.id, "created_at": iso(node.created_at), "result": shown}))
+            lines.append(f"{lead}: result {shown} {'above' if shown < rank else 'below'}")
+            continue
+        text, truncated = note_lines(node, limit, indent="    ")
+        if full:
+            entry = {**full_node(node, limit), "reason": y.reason}
+            lines.append(lead)
+        else:
+            entry = {"id": node.id, "created_at": iso(node.created_at), "scope": node.scope, "reason": y.reason}
+            entry["truncated"] = truncated or None
+            lines.append(f"{lead}: {text[0][4:]}")
+            lines.extend(text[1:])
+        entries.append(_prune(entry))
+    return entries, lines
 
 
 def match_fields(m: Match) -> dict[str, Any]:
@@ -561,7 +599,14 @@ OUTPUT: dict[str, dict[str, Any]] = {
         "",
         results={
             "type": "array",
-            "items": _object(["id", "version"], "best first; " + _FULL, id=_S, version=_I, history=_HISTORY),
+            "items": _object(
+                ["id", "version"],
+                "best first; " + _FULL,
+                id=_S,
+                version=_I,
+                history=_HISTORY,
+                maybe_replaced_by={"type": "array", "items": _object(["id"], "unconfirmed newer notes", id=_S)},
+            ),
         },
         notes=_STRS,
     ),
