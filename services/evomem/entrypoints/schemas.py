@@ -206,6 +206,7 @@ def _recall(
     full = detail == "full"
     lines: list[str] = []
     results: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}  # successors already shown with their text, and under which result
     for rank, (entry, past) in enumerate(out.results[:keep], start=1):
         entry: Resolved
         head = entry.head
@@ -227,7 +228,9 @@ def _recall(
         if scoped and entry.scope_match:
             hit["scope_match"] = entry.scope_match
         if entry.maybe_replaced_by:
-            successors, successor_lines = maybe_replaced_parts(entry.maybe_replaced_by, rank, keep, limit, full=full)
+            successors, successor_lines = maybe_replaced_parts(
+                entry.maybe_replaced_by, rank, keep, limit, full=full, seen=seen
+            )
             hit["maybe_replaced_by"] = successors
             lines.extend(successor_lines)
         if history and past:
@@ -254,30 +257,38 @@ MAYBE = "unconfirmed: confirm with supersede"
 
 
 def maybe_replaced_parts(
-    successors: list[Successor], rank: int, keep: int, limit: int, *, full: bool
+    successors: list[Successor], rank: int, keep: int, limit: int, *, full: bool, seen: dict[str, int]
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The newer notes that may replace a hit (a linker listed it, nobody confirmed): (structured
     entries, text lines). Each note's text travels once, as a hit's does: in the text (brief) or
     the structured content (full); a successor that is itself a shown result is referenced by
-    its rank instead (``result``), its text not repeated."""
+    its rank instead (``result``), one shown under an earlier result by that rank (``shown_under``).
+    brief: the id (as a brief hit; date, scope and text are in the text); full: every field of
+    the node and the linker's ``reason``."""
     entries: list[dict[str, Any]] = []
     lines: list[str] = []
     for y in successors:
         node = y.node
         where = f"{node.scope}, " if node.scope else ""
         lead = f"  may be replaced by {node.id} ({_date(node.created_at)}, {where}{MAYBE})"
-        if y.result is not None and y.result < keep:
+        if y.result is not None and y.result < keep:  # its head line, date and text are that result's
             shown = y.result + 1
-            entries.append(_prune({"id": node.id, "created_at": iso(node.created_at), "result": shown}))
-            lines.append(f"{lead}: result {shown} {'above' if shown < rank else 'below'}")
+            entries.append({"id": node.id, "result": shown})
+            lines.append(
+                f"  may be replaced by {node.id}: result {shown} {'above' if shown < rank else 'below'} ({MAYBE})"
+            )
             continue
+        if node.id in seen:
+            entries.append({"id": node.id, "shown_under": seen[node.id]})
+            lines.append(f"  may be replaced by {node.id}: shown under result {seen[node.id]} ({MAYBE})")
+            continue
+        seen[node.id] = rank
         text, truncated = note_lines(node, limit, indent="    ")
         if full:
             entry = {**full_node(node, limit), "reason": y.reason}
             lines.append(lead)
         else:
-            entry = {"id": node.id, "created_at": iso(node.created_at), "scope": node.scope, "reason": y.reason}
-            entry["truncated"] = truncated or None
+            entry = {"id": node.id, "truncated": truncated or None}  # as a brief hit: the id to act on
             lines.append(f"{lead}: {text[0][4:]}")
             lines.extend(text[1:])
         entries.append(_prune(entry))
