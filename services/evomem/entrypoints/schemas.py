@@ -616,7 +616,7 @@ OUTPUT: dict[str, dict[str, Any]] = {
                 id=_S,
                 version=_I,
                 history=_HISTORY,
-                maybe_replaced_by={"type": "array", "items": _object(["id"], "unconfirmed newer notes", id=_S)},
+                maybe_replaced_by={"type": "array", "items": _object(["id"], "", id=_S)},
             ),
         },
         notes=_STRS,
