@@ -122,7 +122,7 @@ def test_recall_shows_the_unconfirmed_successor_then_supersede_forget_and_purge(
             lines = text_of(brief).splitlines()
             line = next(x for x in lines if x.startswith("  may be replaced by"))
             assert line.startswith(f"  may be replaced by {new_id} (")
-            assert "unconfirmed: confirm with supersede" in line and line.endswith(": " + NEW)
+            assert "unconfirmed)" in line and line.endswith(": " + NEW)
             assert text_of(brief).count(NEW) == 1
 
             full = await call(client, "recall", {"query": QUERY, "detail": "full"})
@@ -189,7 +189,7 @@ def test_a_successor_that_is_also_a_hit_is_referenced_not_repeated(svc: MemorySe
         rank = next(i for i, h in enumerate(answer.data["results"], start=1) if h["id"] == new)
         assert hit["maybe_replaced_by"] == [{"id": new, "result": rank}]
         where = "above" if rank == 1 else "below"
-        assert f"  may be replaced by {new}: result {rank} {where} (unconfirmed: confirm with supersede)" in answer.text
+        assert f"  may be replaced by {new}: result {rank} {where} (unconfirmed)" in answer.text
 
 
 def test_at_most_two_newest_first(svc: MemoryService) -> None:

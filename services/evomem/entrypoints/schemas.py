@@ -253,7 +253,7 @@ def _recall(
     return Answer("\n".join(lines), data)
 
 
-MAYBE = "unconfirmed: confirm with supersede"
+MAYBE = "unconfirmed"  # the server instructions say how to confirm (supersede)
 
 
 def maybe_replaced_parts(
