@@ -412,8 +412,12 @@ def markdown_throughput(t: dict[str, Any]) -> str:
         if t[label].get("commit"):
             head += f", {t[label]['commit']}"
         head += f"; gateway workers: {t[label]['gateway_workers']}."
-    rows = ["", "| server | tool | clients | " + " | ".join(
-        f"{x}: calls/s | {x}: p50 / p95 / p99 ms | {x}: errors | {x}: load" for x in labels) + " |"]
+    rows = [
+        "",
+        "| server | tool | clients | "
+        + " | ".join(f"{x}: calls/s | {x}: p50 / p95 / p99 ms | {x}: errors | {x}: load" for x in labels)
+        + " |",
+    ]
     rows.append("|---|---|---:|" + "---:|---:|---:|---:|" * len(labels))
     keyed = {label: {(r["server"], r["tool"], r["clients"]): r for r in t[label]["rows"]} for label in labels}
     order = [(r["server"], r["tool"], r["clients"]) for r in t[labels[0]]["rows"]]
@@ -441,8 +445,12 @@ def ratios(t: dict[str, Any], labels: list[str]) -> str:
                                    "gateway recall p99": [], "gateway remember p99": []}  # fmt: skip
     for label in labels:
         k = {(r["server"], r["tool"]): r for r in t[label]["rows"] if r["clients"] == 32}
-        gw, floor, emb, rem = k[("gateway", "recall")], k[("floor", "noop")], k[("embedded", "recall")], k[
-            ("gateway", "remember")]
+        gw, floor, emb, rem = (
+            k[("gateway", "recall")],
+            k[("floor", "noop")],
+            k[("embedded", "recall")],
+            k[("gateway", "remember")],
+        )
         lines["gateway recall / floor"].append(f"{gw['calls_per_s'] / floor['calls_per_s']:.2f} (goal ≥ 0.5)")
         lines["gateway recall / embedded recall"].append(f"{gw['calls_per_s'] / emb['calls_per_s']:.2f} (goal ≥ 2)")
         lines["gateway recall p99"].append(f"{gw['p99_ms']:.1f} ms (goal ≤ 100)")

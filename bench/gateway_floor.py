@@ -2,8 +2,8 @@
 
     gunicorn -k uvicorn_worker.UvicornWorker "bench.gateway_floor:create_app()"
 
-Everything a gateway request crosses before and after a tool runs, built the way
-``evomem.entrypoints.gateway:create_app()`` builds it: gunicorn and its uvicorn workers, the
+Everything a gateway request crosses before and after a tool runs, built by the gateway's own
+``evomem.entrypoints.gateway.http_front``: gunicorn and its uvicorn workers, the
 MCP SDK's streamable HTTP (stateless), the bearer-token check against the same token file
 (``EVOMEM_AUTH_FILE``), the rate-limit middleware, the Host/Origin checks, the strict argument
 check and the per-call log line and metrics (``StrictMCPServer``, ``telemetry.instrumented``).
@@ -23,8 +23,8 @@ NOOP_ANSWER = "ok"
 
 def create_app() -> Any:
     from evomem import __version__, logs, telemetry
-    from evomem.bootstrap import allowed, build_gate
-    from evomem.entrypoints.http import build_http_app
+    from evomem.bootstrap import build_gate
+    from evomem.entrypoints.gateway import http_front
     from evomem.entrypoints.mcp_tools import INSTRUCTIONS, StrictMCPServer
     from evomem.settings import Settings
 
@@ -41,12 +41,4 @@ def create_app() -> Any:
         """Do nothing (the benchmark's floor)."""
         return CallToolResult(content=[TextContent(type="text", text=NOOP_ANSWER)], structured_content={"ok": True})
 
-    return build_http_app(
-        mcp,
-        host=host,
-        stateless=True,
-        gate=gate,
-        allowed_hosts=allowed(settings.auth.allowed_hosts),
-        allowed_origins=allowed(settings.auth.allowed_origins),
-        max_note_bytes=settings.memory.max_note_bytes,
-    )
+    return http_front(settings, mcp, gate)  # the gateway's own front: a change to it moves the floor too

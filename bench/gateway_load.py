@@ -105,7 +105,9 @@ async def check(url: str, tool: str) -> None:
             r = await client.call_tool("noop", {"query": "ledger"})
             assert not r.is_error and r.structured_content == {"ok": True}, r
             return
-        made = await client.call_tool("remember", {"raw_text": "The bench check note: the zephyr service runs on Nomad."})
+        made = await client.call_tool(
+            "remember", {"raw_text": "The bench check note: the zephyr service runs on Nomad."}
+        )
         assert not made.is_error, made
         found = await client.call_tool("recall", {"query": "zephyr service Nomad", "k": 5})
         assert not found.is_error, found
