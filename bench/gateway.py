@@ -1,5 +1,12 @@
 """The multi-service wiring against the embedded server, in one run.
 
+    python -m bench.gateway --throughput --label before|after --out bench/results   # make bench-gateway
+
+Throughput under ``wrk`` on a 100k-note store: the gateway's no-op floor (the same HTTP front,
+``bench/gateway_floor.py``), gateway and embedded ``recall`` and ``remember``, 8 and 32 clients,
+local processes (``bench/gateway_load.py``). Each label is kept, so a before and an after run
+land side by side in one table in gateway.md.
+
     python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp --token evm_... --out bench/results
 
 Measures, through the official MCP client over streamable HTTP:
@@ -291,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--label", default="after", help="--throughput: before or after (kept side by side)")
     p.add_argument("--notes", type=int, default=100_000, help="--throughput: notes in the store")
     p.add_argument("--workdir", type=Path, default=None, help="--throughput: where the store is built (OUT/tmp)")
+    p.add_argument("--vectors", choices=("auto", "off"), default="auto", help="--throughput: off = BM25 only")
     args = p.parse_args(argv)
     global TOKEN
     TOKEN = args.token
@@ -300,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
         previous = args.out / "gateway.json"
         report = json.loads(previous.read_text()) if previous.exists() else {}
-        result = gateway_load.run(args.workdir or args.out / "tmp", args.notes, args.seconds, args.label)
+        workdir = args.workdir or args.out / "tmp"
+        result = gateway_load.run(workdir, args.notes, args.seconds, args.label, args.vectors == "off")
         result["machine"] = f"{platform.machine()}, {platform.platform()}"
         result["date"] = time.ctime()
         result["commit"] = _commit()
@@ -394,26 +403,31 @@ def markdown_throughput(t: dict[str, Any]) -> str:
     first = t[labels[0]]
     head = (
         f"# Throughput under wrk: the no-op floor, the gateway and the embedded server\n\n"
-        f"Local processes on {first['cores']} cores, a {first['notes']:,}-note store (vectors "
-        f"{first['vectors']}): redis-server, evomem-service storage, evomem-service gateway "
+        f"Local processes on {first['cores']} cores, a {first['notes']:,}-note store (`bench.datagen`, as the "
+        "speed suite builds it; every note has a vector): redis-server, evomem-service storage, evomem-service gateway "
         f"(`{first['gateway_command']}`), the floor (the same gunicorn command serving "
         "`bench.gateway_floor:create_app()`: the same HTTP front, bearer-token check, rate-limit middleware, "
         "Host/Origin checks, strict arguments and per-call log line, with one no-op tool) and the embedded "
         "server (`evomem-mcp --transport http`, one process) on a copy of the store; all with the same token "
         "file. `wrk` posts stateless JSON-RPC `tools/call` requests as the official client sends them "
         "(protocol 2026-07-28, no session; `bench/wrk_mcp.lua`), one connection per client, "
-        f"{first['seconds']:g} s per row; `recall(k=5)` cycles six queries, `remember` writes a new note "
-        "each call. The official MCP client checked each server once before the load. Percentiles are "
-        "wrk's, from one run. `load` is `uptime`'s 1-minute load average just before the row: the machine "
-        "is shared with other work, so read the floor and the ratios beside each other, not alone.\n"
+        f"{first['seconds']:g} s per row; `recall(k=5)` cycles six queries (their embeddings are then "
+        "cached: the vector half costs its index scan), `remember` writes a new note each call (default "
+        "settings: `possible_supersedes` offered, so each remember also searches for candidates; no "
+        "extraction worker runs, jobs only queue). The official MCP client checked each server once "
+        "before the load. Percentiles are wrk's, from one run. `load` is `uptime`'s 1-minute load average "
+        "just before the row: the machine is shared with other work (load 9 to 20 on 2 cores here), so "
+        "read the floor and the ratios beside each other, not alone. With 32 clients each waiting for its "
+        "answer, the mean latency is 32 / throughput (Little's law): p99 ≤ 100 ms needs well over 320 "
+        "calls/s.\n"
     )
     for label in labels:
         head += f"\n- **{label}**: {t[label]['date']}"
         if t[label].get("commit"):
             head += f", {t[label]['commit']}"
-        head += f"; gateway workers: {t[label]['gateway_workers']}."
+        head += f"; vectors {t[label]['vectors']}; gateway workers: {t[label]['gateway_workers']}."
     rows = [
-        "",
+        "\n",
         "| server | tool | clients | "
         + " | ".join(f"{x}: calls/s | {x}: p50 / p95 / p99 ms | {x}: errors | {x}: load" for x in labels)
         + " |",
@@ -455,31 +469,47 @@ def ratios(t: dict[str, Any], labels: list[str]) -> str:
         lines["gateway recall / embedded recall"].append(f"{gw['calls_per_s'] / emb['calls_per_s']:.2f} (goal ≥ 2)")
         lines["gateway recall p99"].append(f"{gw['p99_ms']:.1f} ms (goal ≤ 100)")
         lines["gateway remember p99"].append(f"{rem['p99_ms']:.1f} ms (goal ≤ 50)")
+        for key, row in (("floor noop", floor), ("gateway recall", gw), ("embedded recall", emb),
+                         ("gateway remember", rem), ("embedded remember", k[("embedded", "remember")])):  # fmt: skip
+            lines.setdefault(f"CPU ms per call, {key}", []).append(_cpu_per_call(row))
     out += [f"| {name} | " + " | ".join(v) + " |" for name, v in lines.items()]
-    return "\n".join(out)
+    return "\n".join(out) + (
+        "\n\nCPU ms per call: the CPU time the servers' processes used during the row (from /proc), "
+        "per answered call, by process; it does not depend on how busy the machine was as much as "
+        "calls/s does."
+    )
+
+
+def _cpu_per_call(row: dict[str, Any]) -> str:
+    cpu = row.get("cpu_s") or {}
+    if not row.get("requests"):
+        return "–"
+    parts = [f"{name} {1000 * sec / row['requests']:.1f}" for name, sec in sorted(cpu.items(), key=lambda x: -x[1])]
+    return ", ".join(parts) or "–"
 
 
 def markdown(r: dict[str, Any]) -> str:
-    paths = "\n" + markdown_recall_paths(r["recall_paths"]) if "recall_paths" in r else ""
-    if "throughput" in r:
-        paths = "\n" + markdown_throughput(r["throughput"]) + paths
-    if "gateway" not in r:
-        return paths.lstrip()
-    g, e = r["gateway"], r["embedded"]
-    gl, el = g["latency"], e["latency"]
-    rows = [
-        "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
-        "|---|---:|---:|",
-        _latency_row("remember acknowledged", gl["remember"], el["remember"]),
-        f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
-        f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
-        _latency_row("recall", gl["recall"], el["recall"]),
-    ]
-    for c in (8, 32):
-        label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
-        rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
-    compose = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
-    return compose + "\n".join(rows) + "\n" + paths
+    """The wrk run (before and after) first, then the compose run, then the recall paths."""
+    parts = [markdown_throughput(r["throughput"])] if "throughput" in r else []
+    if "gateway" in r:
+        g, e = r["gateway"], r["embedded"]
+        gl, el = g["latency"], e["latency"]
+        rows = [
+            "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
+            "|---|---:|---:|",
+            _latency_row("remember acknowledged", gl["remember"], el["remember"]),
+            f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
+            f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
+            _latency_row("recall", gl["recall"], el["recall"]),
+        ]
+        for c in (8, 32):
+            label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
+            rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
+        head = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
+        parts.append(head + "\n".join(rows) + "\n")
+    if "recall_paths" in r:
+        parts.append(markdown_recall_paths(r["recall_paths"]))
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

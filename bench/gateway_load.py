@@ -130,7 +130,9 @@ def _wait(what: str, ready: Any, proc: subprocess.Popen[bytes] | None = None, ti
 
 
 @contextlib.contextmanager
-def stack(workdir: Path, notes: int, label: str) -> Iterator[tuple[dict[str, str], dict[str, Any], dict[str, Any]]]:
+def stack(
+    workdir: Path, notes: int, label: str, vectors_off: bool = False
+) -> Iterator[tuple[dict[str, str], dict[str, Any], dict[str, Any]]]:
     """Start redis, storage, the gateway, the floor and the embedded server over copies of the
     store; yield their MCP URLs, their processes and what describes them; stop them all."""
     from bench.gateway import _free_port, _healthy
@@ -140,6 +142,7 @@ def stack(workdir: Path, notes: int, label: str) -> Iterator[tuple[dict[str, str
 
     workdir.mkdir(parents=True, exist_ok=True)
     base, vectors = store(workdir, notes)
+    vectors = vectors and not vectors_off  # --vectors off: every server BM25 only, the same file
     tmp = workdir / f"run-{label}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -197,10 +200,10 @@ def stack(workdir: Path, notes: int, label: str) -> Iterator[tuple[dict[str, str
                 proc.kill()
 
 
-def run(workdir: Path, notes: int, seconds: float, label: str) -> dict[str, Any]:
+def run(workdir: Path, notes: int, seconds: float, label: str, vectors_off: bool = False) -> dict[str, Any]:
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install -y wrk (make bench-gateway does)")
-    with stack(workdir, notes, label) as (urls, procs, about):
+    with stack(workdir, notes, label, vectors_off) as (urls, procs, about):
         for name, url in urls.items():
             anyio.run(check, url, "noop" if name == "floor" else "recall")
         out: dict[str, Any] = {"label": label, "seconds": seconds, **about}
