@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-venv triton-cpu standin-images train-linker
 
 help:
@@ -19,6 +19,7 @@ help:
 	@echo "make test        install test tools, run ruff and pytest"
 	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
+	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
 	@echo "make train-linker retrain the pair linker on development data (pair_model.json and the held-out model)"
@@ -110,6 +111,20 @@ bench: $(VENV)/.installed-bench
 # First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
 bench-startup: $(VENV)/.installed-bench
 	$(PY) -m bench.startup --label after
+
+# Throughput under wrk: the gateway's no-op floor, the gateway and the embedded server on a 100k-note
+# store (local processes: redis-server, storage, gunicorn gateway, the floor, evomem-mcp --transport http),
+# 8 and 32 clients; kept in bench/results/gateway.{json,md} under LABEL (before/after side by side).
+LABEL ?= after
+bench-gateway: $(VENV)/.installed-bench test-deps bench-gateway-deps
+	$(PY) -m bench.gateway --throughput --label $(LABEL) --out bench/results
+
+# wrk (Debian's package): the load generator of bench-gateway, cheap on CPU beside the servers.
+bench-gateway-deps:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq wrk; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq wrk; \
+	  else echo "install wrk (apt-get install -y wrk) for make bench-gateway"; exit 1; fi; }
 
 bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results

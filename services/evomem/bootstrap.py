@@ -579,7 +579,7 @@ def build_storage(settings: Settings) -> GrpcService:
         ),
         f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
-        probe=store.stats,
+        probe=store.ping,  # every 5 s: one cheap read (stats would count every row)
         # The model loads and notes without a vector are embedded in the background; until
         # then NearestNodes answers UNAVAILABLE ("has not loaded yet") at once and RecallNodes
         # answers by BM25 with a note saying so: no call waits for the model.

@@ -154,6 +154,7 @@ def build_http_app(
     *,
     host: str = "127.0.0.1",
     stateless: bool = False,
+    json_response: bool = False,
     gate: Any = None,
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
@@ -161,7 +162,9 @@ def build_http_app(
     service: Callable[[], Any] | None = None,
     model_required: bool = False,
 ) -> Any:
-    """``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
+    """``stateless``/``json_response``: the SDK's per-request transport, answering each POST with
+    one JSON body instead of an event stream (the gateway: no SSE set-up per call).
+    ``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
     Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
     ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
     ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
@@ -172,7 +175,11 @@ def build_http_app(
     security = transport_security(host, allowed_hosts or [], allowed_origins or [])
     limit = body_limit(max_note_bytes)
     app = server.streamable_http_app(
-        host=host, stateless_http=stateless, transport_security=security, max_request_body_size=limit
+        host=host,
+        stateless_http=stateless,
+        json_response=json_response,
+        transport_security=security,
+        max_request_body_size=limit,
     )
     app.add_middleware(TooLargeAsJsonRpc, limit=limit)
     return gate.wrap(app) if gate is not None else app
