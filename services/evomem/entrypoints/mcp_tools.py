@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -27,6 +25,7 @@ from evomem.access import GuardedService, visible_info
 from evomem.domain.errors import EvoMemError
 from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
+from evomem.entrypoints.arguments import Checker
 from evomem.service import HISTORY_DEPTH_MAX, K_MAX, MemoryService
 
 log = logging.getLogger("evomem.mcp")
@@ -104,8 +103,9 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def schema_error(error: SchemaError) -> str:
-    """``field: reason`` for one schema violation, without echoing a long value."""
+def schema_error(error: Any) -> str:
+    """``field: reason`` for one schema violation (an ``arguments.Violation``, or a
+    ``jsonschema`` error for a schema with other keywords), without echoing a long value."""
     path = ".".join(str(p) for p in error.absolute_path)
     kind = error.validator
     if kind == "required":
@@ -141,7 +141,7 @@ class StrictMCPServer(MCPServer[Any]):
     not an integer), before the SDK's own (lax) validation and before the tool runs. Errors read
     ``[invalid_argument] field: reason`` like every other error."""
 
-    _validators: dict[str, Draft202012Validator]
+    _validators: dict[str, Checker]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
@@ -149,7 +149,7 @@ class StrictMCPServer(MCPServer[Any]):
             validators = self.__dict__.setdefault("_validators", {})
             validator = validators.get(name)
             if validator is None:
-                validator = validators[name] = Draft202012Validator(tool.parameters)
+                validator = validators[name] = Checker(tool.parameters)
             errors = sorted(
                 validator.iter_errors(arguments),
                 key=lambda e: (e.validator != "additionalProperties", [str(p) for p in e.absolute_path]),
