@@ -2,6 +2,7 @@
 
     python -m bench.startup                       # hyperfine, writes bench/results/startup.{md,json}
     python -m bench.startup --runs 30 --label after
+    python -m bench.startup --baseline /path/to/main/services --label change   # A/B in the same runs
     python -m bench.startup client floor          # one timed run (what hyperfine repeats)
     python -m bench.startup client evomem DB
 
@@ -14,6 +15,7 @@ Both run from cached bytecode, as an installed wheel does (pip compiles it at in
 environment's ``PYTHONDONTWRITEBYTECODE`` is dropped and the bytecode goes to a temporary
 ``PYTHONPYCACHEPREFIX``, written by the warm-up runs; without it every EvoMem module (an
 editable checkout has no ``.pyc``) would be compiled from source at each start, the floor's not.
+Warm-up runs are left out of every figure.
 Needs ``hyperfine`` (Debian: ``apt-get install -y hyperfine``).
 """
 
@@ -83,13 +85,17 @@ def _median(xs: list[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def measure(runs: int, warmup: int, label: str, out: Path, rounds: int = 5) -> dict:
-    """``rounds`` hyperfine runs of ``runs / rounds`` each, the order of the two commands
-    alternating, so that a change of machine load between them does not favour one."""
+def measure(runs: int, warmup: int, label: str, out: Path, rounds: int = 5, baseline: str | None = None) -> dict:
+    """``rounds`` hyperfine runs of ``runs / rounds`` each, the order of the commands rotating,
+    so that a change of machine load between them does not favour one. ``baseline``: the
+    ``PYTHONPATH`` of another EvoMem tree (e.g. main's ``services``), measured in the same runs
+    as a third command and written as its own row (``<label>: baseline``) against the same floor."""
     if shutil.which("hyperfine") is None:
         raise SystemExit("hyperfine is not installed (Debian: apt-get install -y hyperfine)")
-    times: dict[str, list[float]] = {"floor": [], "evomem": []}
-    cpu: dict[str, list[float]] = {"floor": [], "evomem": []}
+    names = ["floor", "evomem"] + (["baseline"] if baseline else [])
+    times: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    first: dict[str, list[float]] = {n: [] for n in names}
     per_round = max(2, runs // rounds)
     with tempfile.TemporaryDirectory(prefix="evomem-startup-") as tmp:
         db = Path(tmp) / "startup.db"
@@ -98,22 +104,37 @@ def measure(runs: int, warmup: int, label: str, out: Path, rounds: int = 5) -> d
         first_log = Path(tmp) / "first.log"
         py = sys.executable
         cmds = {"floor": f"{py} -m bench.startup client floor", "evomem": f"{py} -m bench.startup client evomem {db}"}
+        if baseline:
+            cmds["baseline"] = f"env PYTHONPATH={baseline} {py} -m bench.startup client baseline {db}"
         for r in range(rounds):
-            order = ["floor", "evomem"] if r % 2 == 0 else ["evomem", "floor"]
+            order = names[r % len(names) :] + names[: r % len(names)]
+            if r % 2:
+                order.reverse()
             argv = ["hyperfine", "--warmup", str(warmup), "--runs", str(per_round), "--export-json", str(export), "-N"]
             for name in order:
                 argv += ["--command-name", name, cmds[name]]
             env = {**os.environ, FIRST_RESULT_LOG: str(first_log), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache")}
             env.pop("PYTHONDONTWRITEBYTECODE", None)  # steady state: an installed wheel has its bytecode
+            first_log.write_text("")
             subprocess.run(argv, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, env=env)
             for row in json.loads(export.read_text())["results"]:
                 times[row["command"]] += row["times"]
                 cpu[row["command"]].append(row["user"] + row["system"])
-        first: dict[str, list[float]] = {"floor": [], "evomem": []}
-        for line in first_log.read_text().splitlines():
-            name, seconds = line.split()
-            first[name].append(float(seconds))
-    report = {
+            seen: dict[str, int] = {}
+            for line in first_log.read_text().splitlines():
+                name, seconds = line.split()
+                seen[name] = seen.get(name, 0) + 1
+                if seen[name] > warmup:  # each command's warm-up runs come first; they are not counted
+                    first[name].append(float(seconds))
+    reports = {label: _report(label, "evomem", times, cpu, first, rounds)}
+    if baseline:
+        reports[f"{label}: baseline"] = _report(f"{label}: baseline", "baseline", times, cpu, first, rounds)
+        reports[f"{label}: baseline"]["baseline_pythonpath"] = baseline
+    return _write(reports, out)
+
+
+def _report(label: str, name: str, times: dict, cpu: dict, first: dict, rounds: int) -> dict:
+    report: dict = {
         "label": label,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "runs": len(times["floor"]),
@@ -122,23 +143,27 @@ def measure(runs: int, warmup: int, label: str, out: Path, rounds: int = 5) -> d
         "load_avg": os.getloadavg()[0],
         "bytecode": "cached",
     }
-    for name in ("floor", "evomem"):
-        xs = times[name]
-        report[f"{name}_s"] = {"median": _median(xs), "mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs)}
-        report[f"{name}_cpu_s"] = sum(cpu[name]) / len(cpu[name])
-    for name in ("floor", "evomem"):
-        report[f"{name}_first_s"] = _median(first[name])
+    for kind, key in (("floor", "floor"), (name, "evomem")):
+        xs = times[kind]
+        report[f"{key}_s"] = {"median": _median(xs), "mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs)}
+        report[f"{key}_cpu_s"] = sum(cpu[kind]) / len(cpu[kind])
+        report[f"{key}_first_s"] = _median(first[kind])
     report["ratio_first"] = report["evomem_first_s"] / report["floor_first_s"]
     report["ratio_median"] = report["evomem_s"]["median"] / report["floor_s"]["median"]
     report["ratio_min"] = report["evomem_s"]["min"] / report["floor_s"]["min"]
     report["ratio_cpu"] = report["evomem_cpu_s"] / report["floor_cpu_s"]
+    return report
+
+
+def _write(reports: dict, out: Path) -> dict:
+    """Add ``reports`` to ``out``/startup.json and rewrite startup.md; the first report is returned."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "startup.json"
     previous = json.loads(path.read_text()) if path.is_file() else {}
-    previous[label] = report
+    previous.update(reports)
     path.write_text(json.dumps(previous, indent=2) + "\n")
     write_markdown(previous, out / "startup.md")
-    return report
+    return next(iter(reports.values()))
 
 
 def write_markdown(reports: dict, path: Path) -> None:
@@ -182,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="hyperfine runs, the commands' order alternating")
     p.add_argument("--label", default="after", help="the row's name in startup.json (e.g. before, after)")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--baseline", help="PYTHONPATH of another EvoMem tree, measured in the same runs (a row of its own)")
     args = p.parse_args(argv)
-    r = measure(args.runs, args.warmup, args.label, args.out, args.rounds)
+    r = measure(args.runs, args.warmup, args.label, args.out, args.rounds, args.baseline)
     print(
         f"first result: floor {r['floor_first_s']:.3f} s, evomem {r['evomem_first_s']:.3f} s: {r['ratio_first']:.2f}x; "
         f"run: floor {r['floor_s']['median']:.3f} s, evomem {r['evomem_s']['median']:.3f} s: {r['ratio_median']:.2f}x "

@@ -42,11 +42,11 @@ EvoMem keeps decisions as chains of versions; recall answers with the version in
 T = TypeVar("T")
 
 NodeId = Annotated[str, Field(description="A node id from remember or recall (26 characters).")]
-Namespace = Annotated[str | None, Field(description="Separate memory space (e.g. a project). Default: the server's.")]
+Namespace = Annotated[str | None, Field(description="Memory space, e.g. a project. Default: the server's.")]
 HistoryDepth = Annotated[int, Field(ge=0, le=HISTORY_DEPTH_MAX, description="Earlier versions per result.")]
 Detail = Annotated[
     Literal["brief", "full"],
-    Field(description="full: every field of every node in the structured content."),
+    Field(description="full: every non-empty field of every node."),
 ]
 
 
@@ -204,7 +204,6 @@ def build_mcp_server(
     mcp.tool = telemetry.instrumented(mcp.tool)  # type: ignore[method-assign]  # one log line + metrics per call
     if gate is not None:
         gate.register(mcp, get)
-    brief = "Brief by default: ids and versions in the structured content, the notes in the text."
 
     @mcp.tool(
         annotations=ToolAnnotations(title="Remember a note or decision", destructive_hint=False),
@@ -256,7 +255,7 @@ def build_mcp_server(
         annotations=ToolAnnotations(title="Recall decisions in force", read_only_hint=True),
         description=f"Find the decisions relevant to a question, each answered with the version in force. "
         f"{search_words(hybrid)} A hit on an old version answers with the current one and says what matched. "
-        f"Call it before acting on a past decision, and to find the id for supersedes. {brief}",
+        "Call it before acting on a past decision, and to find the id for supersedes.",
     )
     def recall(
         query: Annotated[str, Field(description="Free text; quotes and operators are plain words.")],
@@ -293,7 +292,7 @@ def build_mcp_server(
         history_depth: HistoryDepth = 5,
         detail: Detail = "brief",
         full_text: Annotated[
-            bool, Field(description="Return the note's whole text, one page from offset, as the text content.")
+            bool, Field(description="The whole text as the text content, one page from offset.")
         ] = False,
         offset: Annotated[int, Field(ge=0, description="full_text: the character to start from.")] = 0,
     ) -> CallToolResult:
