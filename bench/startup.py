@@ -178,9 +178,13 @@ def write_markdown(reports: dict, path: Path) -> None:
         "First result: spawn to the first tool result, timed inside the client (without the client's own start",
         "and the server's exit), median. Run: the whole client process as hyperfine times it, median and fastest.",
         "",
-        "| run | when | runs | load avg | first result: floor / evomem s | × floor | run: floor / evomem s "
+        "Bytecode: `cached` (the servers' `.pyc` written by the warm-up runs, as an installed wheel has them) or",
+        "`compiled` (the first two rows: this environment's `PYTHONDONTWRITEBYTECODE=1` made every EvoMem module",
+        "compile from source at each start, which the floor, a single small file, hardly paid).",
+        "",
+        "| run | when | runs | load avg | bytecode | first result: floor / evomem s | × floor | run: floor / evomem s "
         "| × floor (median) | × floor (fastest) | CPU: floor / evomem s | × floor (CPU) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, r in reports.items():
         first = (
@@ -189,7 +193,7 @@ def write_markdown(reports: dict, path: Path) -> None:
             else "— | —"
         )
         lines.append(
-            f"| {label} | {r['when']} | {r['runs']} | {r['load_avg']:.1f} | {first} "
+            f"| {label} | {r['when']} | {r['runs']} | {r['load_avg']:.1f} | {r.get('bytecode', 'compiled')} | {first} "
             f"| {r['floor_s']['median']:.2f} / {r['evomem_s']['median']:.2f} | {r['ratio_median']:.2f} "
             f"| {r['ratio_min']:.2f} | {r['floor_cpu_s']:.2f} / {r['evomem_cpu_s']:.2f} | {r['ratio_cpu']:.2f} |"
         )
