@@ -5,6 +5,8 @@
     python -m bench.startup --baseline /path/to/main/services --label change   # A/B in the same runs
     python -m bench.startup client floor          # one timed run (what hyperfine repeats)
     python -m bench.startup client evomem DB
+    python -m bench.startup work floor            # the server's work to its first answer, no client
+    python -m bench.startup work evomem DB
 
 The floor is a minimal server with one no-op tool on the same MCP SDK (``bench/startup_floor.py``).
 Each run spawns the server over stdio with the official client (``mcp.Client``), initialises,
@@ -66,6 +68,42 @@ def client(kind: str, db: str | None = None) -> None:
                 fh.write(f"{kind} {first:.6f}\n")
 
     anyio.run(once)
+
+
+def work(kind: str, db: str | None = None) -> None:
+    """The server's own work up to its first answer, in one process, without the client and the
+    pipes: imports, settings, the store, the tools, one call (``recall`` on EvoMem, as
+    ``evomem-mcp`` wires it, the model held back; ``noop`` on the floor) and ``tools/list``.
+    hyperfine's user CPU of this is the least load-sensitive figure of what EvoMem adds."""
+    import threading
+
+    import anyio
+
+    if kind == "floor":
+        from bench.startup_floor import server
+
+        call: tuple[str, dict] = ("noop", {})
+    else:
+        from evomem import bootstrap, logs
+        from evomem.entrypoints import cli
+        from evomem.entrypoints.mcp_tools import build_mcp_server
+
+        settings = cli.settings_from_args(["--db", str(db)])
+        logs.configure("WARNING", "text")
+        service = bootstrap.build_embedded(settings)
+        info = bootstrap.server_info(settings, service)
+        server = build_mcp_server(lambda: service, server_info=info, hybrid=service.vectors is not None)  # type: ignore[assignment]
+        bootstrap.start_background(service, after=threading.Event(), after_s=600)
+        call = ("recall", {"query": "which database does the ledger use", "k": 5})
+    import mcp.server.stdio  # noqa: F401  # what serving stdio imports
+
+    async def once() -> None:
+        result = await server.call_tool(*call)
+        assert result is not None
+        await server.list_tools()
+
+    anyio.run(once)
+    os._exit(0)  # as evomem-mcp leaves; the floor's teardown is not its start
 
 
 def seed(db: Path, notes: int = 30) -> None:
@@ -204,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "client":
         client(argv[1], argv[2] if len(argv) > 2 else None)
+        return 0
+    if argv and argv[0] == "work":
+        work(argv[1], argv[2] if len(argv) > 2 else None)
         return 0
     p = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
