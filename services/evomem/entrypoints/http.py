@@ -246,3 +246,33 @@ def serve_http(
     # (text or JSON), instead of uvicorn's own plain-text handlers.
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", log_config=None)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def serve_embedded(settings: Any, service: Any) -> int:
+    """``evomem-mcp --transport http``: the gate (tokens, rate limits, Host/Origin lists) and
+    the port bound before anything else starts (a busy port: one line, exit 1), then the MCP
+    server on the embedded ``service`` over streamable HTTP until Ctrl-C. The model loads in
+    the background from the start. Returns the exit status."""
+    from evomem import bootstrap
+    from evomem.settings import SettingsError
+
+    host = settings.mcp.host or "127.0.0.1"
+    try:
+        gate, sock, app = bootstrap.build_http_front(settings, host)
+    except PortInUse as exc:  # a busy port: one line, then exit 1
+        service.store.close()
+        print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
+        return 1
+    except SettingsError as exc:  # e.g. a non-loopback host without --auth-file
+        service.store.close()
+        print(f"evomem-mcp: {exc}", file=sys.stderr)
+        return 2
+    server = bootstrap.embedded_mcp_server(settings, service, gate=gate)
+    db, level, required = settings.db_path(), settings.logging.level, settings.vectors.mode == "on"
+
+    def serve() -> None:
+        limit = settings.memory.max_note_bytes
+        serve_http(server, host, settings.mcp.port, db, level, max_note_bytes=limit, sock=sock,
+                   service=lambda: service, model_required=required, **app)  # fmt: skip
+
+    return bootstrap.run_embedded(service, serve)

@@ -584,7 +584,9 @@ _OBJ: dict[str, Any] = {"type": "object"}
 
 def _object(required: list[str], description: str = "", **props: Any) -> dict[str, Any]:
     """A compact object schema: the fields a program relies on; the others are open (README, Tools)."""
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
     if description:
         out["description"] = description
     return out
@@ -594,9 +596,9 @@ _FULL = "detail=full adds every non-empty node field"
 _HISTORY = {"type": "array", "items": _object(["id", "version"], "", id=_S, version=_I)}
 
 OUTPUT: dict[str, dict[str, Any]] = {
-    "remember": _object(
+    "remember": _object(  # detail=full adds every non-empty node field (the detail argument says so)
         ["id", "status", "version"],
-        _FULL,
+        "",
         id=_S,
         status=_S,
         version=_I,
@@ -632,7 +634,7 @@ OUTPUT: dict[str, dict[str, Any]] = {
         next_offset=_I,
     ),
     "forget": _object(["id", "status", "purged"], "", id=_S, status=_S, purged=_B, chain_in_force=_B),
-    "supersede": _object(["id", "version"], _FULL, id=_S, version=_I, supersedes=_S),
+    "supersede": _object(["id", "version"], "", id=_S, version=_I, supersedes=_S),
     "unlink": _object([], "", id=_S, restored_head=_S),
     "stats": _object(["nodes"], "", nodes=_I, by_status=_OBJ, chains=_I),
 }
