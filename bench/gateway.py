@@ -1,5 +1,12 @@
 """The multi-service wiring against the embedded server, in one run.
 
+    python -m bench.gateway --throughput --label before|after --out bench/results   # make bench-gateway
+
+Throughput under ``wrk`` on a 100k-note store: the gateway's no-op floor (the same HTTP front,
+``bench/gateway_floor.py``), gateway and embedded ``recall`` and ``remember``, 8 and 32 clients,
+local processes (``bench/gateway_load.py``). Each label is kept, so a before and an after run
+land side by side in one table in gateway.md.
+
     python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp --token evm_... --out bench/results
 
 Measures, through the official MCP client over streamable HTTP:
@@ -60,16 +67,17 @@ def _note(i: int, rng: random.Random) -> str:
 TOKEN: str | None = None
 
 
-def _client(url: str) -> Any:
-    """The official client, with ``Authorization: Bearer <TOKEN>`` when a token is set."""
+def _client(url: str, token: str | None = None) -> Any:
+    """The official client, with ``Authorization: Bearer <token>`` (default: TOKEN) when one is set."""
     from mcp import Client
 
-    if not TOKEN:
+    token = token or TOKEN
+    if not token:
         return Client(url)
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     return Client(streamable_http_client(url, http_client=http))
 
 
@@ -286,9 +294,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--token", default=None, help="bearer token for the gateway (compose: a writer in secrets/tokens.toml)"
     )
+    p.add_argument("--throughput", action="store_true", help="only the wrk run: floor, gateway, embedded (local)")
+    p.add_argument("--label", default="after", help="--throughput: before or after (kept side by side)")
+    p.add_argument("--notes", type=int, default=100_000, help="--throughput: notes in the store")
+    p.add_argument("--workdir", type=Path, default=None, help="--throughput: where the store is built (OUT/tmp)")
+    p.add_argument("--vectors", choices=("auto", "off"), default="auto", help="--throughput: off = BM25 only")
     args = p.parse_args(argv)
     global TOKEN
     TOKEN = args.token
+
+    if args.throughput:
+        from bench import gateway_load
+
+        previous = args.out / "gateway.json"
+        report = json.loads(previous.read_text()) if previous.exists() else {}
+        workdir = args.workdir or args.out / "tmp"
+        result = gateway_load.run(workdir, args.notes, args.seconds, args.label, args.vectors == "off")
+        result["machine"] = f"{platform.machine()}, {platform.platform()}"
+        result["date"] = time.ctime()
+        result["commit"] = _commit()
+        report.setdefault("throughput", {})[args.label] = result
+        return write(report, args.out)
 
     if args.recall_paths:
         previous = args.out / "gateway.json"
@@ -315,9 +341,18 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(timeout=10)
     args.out.mkdir(parents=True, exist_ok=True)
     previous = args.out / "gateway.json"
-    if previous.exists() and "recall_paths" in json.loads(previous.read_text()):
-        report["recall_paths"] = json.loads(previous.read_text())["recall_paths"]
+    kept = json.loads(previous.read_text()) if previous.exists() else {}
+    report |= {k: kept[k] for k in ("recall_paths", "throughput") if k in kept}  # the local runs stay
     return write(report, args.out)
+
+
+def _commit() -> str:
+    """The tree measured: short commit, and whether product code had uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    git = ["git", "-C", str(root)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "services"], capture_output=True, text=True).stdout
+    return f"commit {head}" + (" + uncommitted changes" if dirty.strip() else "")
 
 
 def write(report: dict[str, Any], out: Path) -> int:
@@ -359,25 +394,122 @@ def _throughput_row(label: str, left: dict[str, Any], right: dict[str, Any]) -> 
     return f"| {label} | {rates[0]} | {rates[1]} |"
 
 
-def markdown(r: dict[str, Any]) -> str:
-    paths = "\n" + markdown_recall_paths(r["recall_paths"]) if "recall_paths" in r else ""
-    if "gateway" not in r:
-        return paths.lstrip()
-    g, e = r["gateway"], r["embedded"]
-    gl, el = g["latency"], e["latency"]
+SERVER_NAMES = {"floor": "floor (no-op tool)", "gateway": "gateway", "embedded": "embedded"}
+
+
+def markdown_throughput(t: dict[str, Any]) -> str:
+    """One table: every (server, tool, clients) row of each label side by side."""
+    labels = [x for x in ("before", "after") if x in t] + [x for x in t if x not in ("before", "after")]
+    first = t[labels[0]]
+    head = (
+        f"# Throughput under wrk: the no-op floor, the gateway and the embedded server\n\n"
+        f"Local processes on {first['cores']} cores, a {first['notes']:,}-note store (`bench.datagen`, as the "
+        "speed suite builds it; every note has a vector): redis-server, evomem-service storage, evomem-service gateway "
+        f"(`{first['gateway_command']}`), the floor (the same gunicorn command serving "
+        "`bench.gateway_floor:create_app()`: the same HTTP front, bearer-token check, rate-limit middleware, "
+        "Host/Origin checks, strict arguments and per-call log line, with one no-op tool) and the embedded "
+        "server (`evomem-mcp --transport http`, one process) on a copy of the store; all with the same token "
+        "file. `wrk` posts stateless JSON-RPC `tools/call` requests as the official client sends them "
+        "(protocol 2026-07-28, no session; `bench/wrk_mcp.lua`), one connection per client, "
+        f"{first['seconds']:g} s per row; `recall(k=5)` cycles six queries (their embeddings are then "
+        "cached: the vector half costs its index scan), `remember` writes a new note each call (default "
+        "settings: `possible_supersedes` offered, so each remember also searches for candidates; no "
+        "extraction worker runs, jobs only queue). The official MCP client checked each server once "
+        "before the load. Percentiles are wrk's, from one run. `load` is `uptime`'s 1-minute load average "
+        "just before the row: the machine is shared with other work (load 9 to 20 on 2 cores here), so "
+        "read the floor and the ratios beside each other, not alone. With 32 clients each waiting for its "
+        "answer, the mean latency is 32 / throughput (Little's law): p99 ≤ 100 ms needs well over 320 "
+        "calls/s.\n"
+    )
+    for label in labels:
+        head += f"\n- **{label}**: {t[label]['date']}"
+        if t[label].get("commit"):
+            head += f", {t[label]['commit']}"
+        head += f"; vectors {t[label]['vectors']}; gateway workers: {t[label]['gateway_workers']}."
     rows = [
-        "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
-        "|---|---:|---:|",
-        _latency_row("remember acknowledged", gl["remember"], el["remember"]),
-        f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
-        f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
-        _latency_row("recall", gl["recall"], el["recall"]),
+        "\n",
+        "| server | tool | clients | "
+        + " | ".join(f"{x}: calls/s | {x}: p50 / p95 / p99 ms | {x}: errors | {x}: load" for x in labels)
+        + " |",
     ]
-    for c in (8, 32):
-        label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
-        rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
-    compose = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
-    return compose + "\n".join(rows) + "\n" + paths
+    rows.append("|---|---|---:|" + "---:|---:|---:|---:|" * len(labels))
+    keyed = {label: {(r["server"], r["tool"], r["clients"]): r for r in t[label]["rows"]} for label in labels}
+    order = [(r["server"], r["tool"], r["clients"]) for r in t[labels[0]]["rows"]]
+    order = sorted(order, key=lambda k: (k[2], order.index(k)))
+    for key in order:
+        cells = []
+        for label in labels:
+            r = keyed[label].get(key)
+            if r is None:
+                cells.append("– | – | – | –")
+                continue
+            load = r["uptime"].split("load average:")[-1].split(",")[0].strip()
+            cells.append(f"{r['calls_per_s']} | {r['p50_ms']:.1f} / {r['p95_ms']:.1f} / {r['p99_ms']:.1f} | "
+                         f"{r['failed'] + r['socket_errors']} | {load}")  # fmt: skip
+        rows.append(f"| {SERVER_NAMES[key[0]]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    rows.append("")
+    rows.append(ratios(t, labels))
+    return head + "\n".join(rows) + "\n"
+
+
+def ratios(t: dict[str, Any], labels: list[str]) -> str:
+    """At 32 clients: gateway recall over the floor and over the embedded server, remember p99."""
+    out = ["| at 32 clients | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    lines: dict[str, list[str]] = {"gateway recall / floor": [], "gateway recall / embedded recall": [],
+                                   "gateway recall p99": [], "gateway remember p99": []}  # fmt: skip
+    for label in labels:
+        k = {(r["server"], r["tool"]): r for r in t[label]["rows"] if r["clients"] == 32}
+        gw, floor, emb, rem = (
+            k[("gateway", "recall")],
+            k[("floor", "noop")],
+            k[("embedded", "recall")],
+            k[("gateway", "remember")],
+        )
+        lines["gateway recall / floor"].append(f"{gw['calls_per_s'] / floor['calls_per_s']:.2f} (goal ≥ 0.5)")
+        lines["gateway recall / embedded recall"].append(f"{gw['calls_per_s'] / emb['calls_per_s']:.2f} (goal ≥ 2)")
+        lines["gateway recall p99"].append(f"{gw['p99_ms']:.1f} ms (goal ≤ 100)")
+        lines["gateway remember p99"].append(f"{rem['p99_ms']:.1f} ms (goal ≤ 50)")
+        for key, row in (("floor noop", floor), ("gateway recall", gw), ("embedded recall", emb),
+                         ("gateway remember", rem), ("embedded remember", k[("embedded", "remember")])):  # fmt: skip
+            lines.setdefault(f"CPU ms per call, {key}", []).append(_cpu_per_call(row))
+    out += [f"| {name} | " + " | ".join(v) + " |" for name, v in lines.items()]
+    return "\n".join(out) + (
+        "\n\nCPU ms per call: the CPU time the servers' processes used during the row (from /proc), "
+        "per answered call, by process; it does not depend on how busy the machine was as much as "
+        "calls/s does."
+    )
+
+
+def _cpu_per_call(row: dict[str, Any]) -> str:
+    cpu = row.get("cpu_s") or {}
+    if not row.get("requests"):
+        return "–"
+    parts = [f"{name} {1000 * sec / row['requests']:.1f}" for name, sec in sorted(cpu.items(), key=lambda x: -x[1])]
+    return ", ".join(parts) or "–"
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The wrk run (before and after) first, then the compose run, then the recall paths."""
+    parts = [markdown_throughput(r["throughput"])] if "throughput" in r else []
+    if "gateway" in r:
+        g, e = r["gateway"], r["embedded"]
+        gl, el = g["latency"], e["latency"]
+        rows = [
+            "| measure | gateway (compose.cpu.yaml) | embedded (evomem-mcp --transport http) |",
+            "|---|---:|---:|",
+            _latency_row("remember acknowledged", gl["remember"], el["remember"]),
+            f"| remember → extraction done p50 / p95 | {gl['remember_to_extracted']['p50_ms']} / "
+            f"{gl['remember_to_extracted']['p95_ms']} ms | inline (same call) |",
+            _latency_row("recall", gl["recall"], el["recall"]),
+        ]
+        for c in (8, 32):
+            label = f"throughput, {c} concurrent MCP clients (remember+recall mix)"
+            rows.append(_throughput_row(label, g[f"throughput_{c}"], e[f"throughput_{c}"]))
+        head = f"# Gateway against the embedded server (compose.cpu.yaml)\n\n{r['date']}. Machine: {r['machine']}\n\n"
+        parts.append(head + "\n".join(rows) + "\n")
+    if "recall_paths" in r:
+        parts.append(markdown_recall_paths(r["recall_paths"]))
+    return "\n".join(parts)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from typing import Any
 ROWS = (("heuristic", "heuristic"), ("scored", "scored"), ("pair", "pair"), ("pair + confirm", "pair+confirm"))
 HEAD = (
     "| set | data | linker | auto ODR (flat-dates) | precision | recall | abstained (gold / none) "
-    "| recall if confirmed | hidden valid | LLM asks | ms p50 / p95 | decide ms p50 / p95 |"
+    "| recall if confirmed | hidden valid | LLM asks | ms p50 / p95 | decide ms p50 / p95 "
+    "| note embedding ms p50 / p95 |"
 )
 
 
@@ -82,6 +83,8 @@ def _quality_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "p95": cost.get("p95_ms"),
                     "d50": cost.get("decide_p50_ms"),
                     "d95": cost.get("decide_p95_ms"),
+                    "e50": cost.get("embed_p50_ms"),
+                    "e95": cost.get("embed_p95_ms"),
                 }
             )
     return out
@@ -135,6 +138,7 @@ def _line(name: str, kind: str, e: Mapping[str, Any], scenarios: Any = None) -> 
     gate = "—" if e["gate"] is None else f"{e['gate']} ({_f(_ratio(e['gate'], e['remembers']), 2)})"
     ms = "—" if e.get("p50") is None else f"{_f(e['p50'], 1)} / {_f(e['p95'], 1)}"
     ms += " | " + ("—" if e.get("d50") is None else f"{_f(e['d50'], 1)} / {_f(e['d95'], 1)}")
+    ms += " | " + ("—" if e.get("e50") is None else f"{_f(e['e50'], 1)} / {_f(e['e95'], 1)}")
     where = f"{name} ({scenarios})" if scenarios else name
     return (
         f"| {where} | {kind} | {e['row']} | {_f(odr)} ({_f(base)}) | {_f(_ratio(e['tp'], e['predicted']))} "
@@ -149,13 +153,14 @@ def _pool(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out.update({k: sum(e[k] for e in entries) for k in ("ab_gold", "ab_none", "hidden", "valid", "remembers")})
     gates = [e["gate"] for e in entries if e["gate"] is not None]
     out["gate"] = sum(gates) if gates else None
-    out["p50"] = out["p95"] = out["d50"] = out["d95"] = None  # percentiles do not pool; see the per-set rows
+    for key in ("p50", "p95", "d50", "d95", "e50", "e95"):
+        out[key] = None  # percentiles do not pool; see the per-set rows
     out["row"] = entries[0]["row"]
     return out
 
 
 def table(entries: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = [HEAD, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [HEAD, "|---" * HEAD.count(" | ") + "|---|"]
     for kind, blind in (("dev", False), ("blind", True)):
         for label, _ in ROWS:
             mine = [e for e in entries if e["blind"] is blind and e["row"] == label]

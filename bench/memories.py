@@ -11,6 +11,14 @@
 - ``evomem-auto:<linker>+confirm``: the same, and the agent confirms an abstention with one
   ``supersede`` call when the note's true predecessor is among ``possible_supersedes`` (what an
   agent that reads the warning does; it never links a candidate that is not the true one).
+- A hit's ``maybe_replaced_by`` (the newer notes that may replace it: a linker listed the hit
+  in their ``possible_supersedes`` and nobody confirmed) reaches the judge too, after the hits, as
+  ``Item(text, status="active", date=created_at)``: the agent sees them beside the hit. They are
+  kept out of ``ScenarioRun.returned`` and ``via`` (the hit-rate metrics are about the hits) and
+  listed in ``ScenarioRun.successors``; one that is itself a hit is referenced, not repeated.
+- Every EvoMem hit reaches the judge with the date EvoMem's answer shows for it (``created_at``,
+  in the text's head line and the structured content), as ``flat-dates`` shows its notes' dates:
+  the judge gives each memory what an agent reading its answer would see.
 - a ``+bm25`` suffix: the same EvoMem with ``vectors="off"`` (BM25-only recall and link
   candidates); without a suffix EvoMem runs with its default (``vectors="auto"``: BM25 + vector
   hybrid recall when the embeddings extra is installed).
@@ -63,11 +71,15 @@ class ScenarioRun:
     abstentions: dict[int, list[int | None]] = field(default_factory=dict)
     confirmed: list[tuple[int, int]] = field(default_factory=list)  # abstentions the agent confirmed (in edges too)
     via: dict[str, list[list[str]]] = field(default_factory=dict)  # question id -> per item, searches that found it
+    # question id -> the notes shown beside the hits as maybe_replaced_by (unconfirmed successors),
+    # judged after the hits (``items`` ends with them) but never counted in ``returned``
+    successors: dict[str, list[int | None]] = field(default_factory=dict)
     remembers: int = 0  # remember calls made for the scenario's notes
     # ms per remember that called the automatic linker (None: the memory has no linker): candidate
     # search and decision, and the decision alone
     linker_ms: list[float] | None = None
     linker_decide_ms: list[float] | None = None
+    note_embed_ms: list[float] | None = None  # the note's own vector, computed before the linker
     # remembers on which ``--auto-supersede llm`` (the LLM behind this linker) would ask the LLM:
     # the linker was called and abstained, or said none to a note with a change cue
     llm_gate: int = 0
@@ -358,6 +370,7 @@ class EvoMemMemory:
         calls = getattr(linker, "llm_calls", None)
         run.linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
         run.linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
+        run.note_embed_ms = [float(x) for x in getattr(service, "note_embed_ms", ())]
         run.llm_calls = calls if isinstance(calls, int) else None
         run.llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
 
@@ -416,9 +429,14 @@ class EvoMemMemory:
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns, "detail": "full"})
             hits = out["results"]
-            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"]) for h in hits]
+            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"], date=h.get("created_at")) for h in hits]
             run.returned[q["id"]] = [back.get(h["id"]) for h in hits]
             run.via[q["id"]] = [list((h.get("matched") or {}).get("via") or ["bm25"]) for h in hits]
+            # The newer notes shown beside a hit (maybe_replaced_by): the agent sees them too, after
+            # the hits; one that is itself a hit is only referenced there ("result"), not repeated.
+            shown = [y for h in hits for y in h.get("maybe_replaced_by") or () if "raw_text" in y]
+            run.items[q["id"]] += [Item(y["raw_text"], status="active", date=y.get("created_at")) for y in shown]
+            run.successors[q["id"]] = [back.get(y["id"]) for y in shown]
         for note in scenario["notes"] if self.statuses else ():
             if note["valid_at_question"]:
                 got = await self.call("get_node", {"node_id": ids[note["i"]]})

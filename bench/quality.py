@@ -270,6 +270,7 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     remembers = sum(run.remembers for run in runs)
     stats = _percentiles(ms)
     dstats = _percentiles([x for run in runs for x in run.linker_decide_ms or ()])
+    estats = _percentiles([x for run in runs for x in run.note_embed_ms or ()])
     gate = sum(run.llm_gate for run in runs)
     llm_calls = [run.llm_calls for run in runs if run.llm_calls is not None]
     lstats = _percentiles([x for run in runs for x in run.llm_ms])
@@ -283,6 +284,9 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
         "total_s": round(sum(ms) / 1000, 3),
         "decide_p50_ms": dstats["p50_ms"],
         "decide_p95_ms": dstats["p95_ms"],
+        # the note's own embedding, computed before the linker (storage's cost: ``add`` stores it)
+        "embed_p50_ms": estats["p50_ms"],
+        "embed_p95_ms": estats["p95_ms"],
         # remembers on which --auto-supersede llm (the LLM behind this linker) would ask the LLM
         "llm_gate": gate,
         "llm_gate_share": _rate(gate, remembers),
@@ -776,8 +780,9 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
         "",
         "Time of the remembers that called the linker, in process. *Decision*: the linker's own time "
         "(`MemoryService.linker_decide_ms`). *With candidates*: candidate search (BM25, and with vectors the "
-        "note's embedding and its neighbours; `remember` reuses that embedding for the note's own vector) plus "
-        "the decision (`linker_ms`). A remember with no active candidate of a compatible scope does not call it; "
+        "note's neighbours) plus the decision (`linker_ms`). The note's own embedding is computed just before "
+        "(`note_embed_ms`, in the JSON): `remember` stores that vector whether or not a linker runs, and the "
+        "search reuses it. A remember with no active candidate of a compatible scope does not call it; "
         "*share*: remembers that did. *LLM asked*: remembers on which `--auto-supersede llm`, the LLM behind "
         "this linker, would call the model (the linker abstained, or said none to a note with a change cue); "
         "each such call costs the model's latency on top; for `evomem-auto:llm` itself, the calls it made "

@@ -25,7 +25,9 @@ hand-written sets (the files under ``bench/devdata`` together weigh as much as a
 data together). Calibration: grouped k-fold by scenario (fold order from ``--seed``) gives an
 out-of-fold probability for every pair; ``link_at`` is the lowest threshold at which the notes
 whose best candidate reaches it are linked to the right predecessor with precision >= 0.98, pooled
-and on every source with at least 30 gold edges; ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
+and on every source with at least 30 gold edges; ``link_at_long`` the same, on the notes whose
+note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone, never below
+``link_at``; ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
 predecessors listed minus a quarter of abstentions on notes that replace nothing. The final model
 is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
 out-of-fold precision/recall per source).
@@ -250,6 +252,14 @@ def link_threshold(dec: list[tuple[float, bool, bool, bool]], precision: float =
     return t
 
 
+def _threshold_everywhere(by_source: dict[str, list[tuple[float, bool, bool, bool]]]) -> float:
+    """The lowest threshold reaching the precision pooled and on every source with enough gold edges
+    (counted in these decisions)."""
+    pooled = [d for v in by_source.values() for d in v]
+    enough = [v for v in by_source.values() if sum(1 for d in v if d[2]) >= MIN_GOLD_FOR_CALIBRATION]
+    return max([link_threshold(pooled)] + [link_threshold(v) for v in enough])
+
+
 def abstain_threshold(dec: list[tuple[float, bool, bool, bool]], link_at: float) -> float:
     best, best_t = -1e9, link_at
     for t in sorted({round(d[0], 3) for d in dec if d[0] < link_at}, reverse=True):
@@ -384,34 +394,48 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     # per note decisions from the out-of-fold probabilities
     pos = 0
     by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
+    long_by_source_flags: dict[str, list[bool]] = {}
     gold_by_source: dict[str, int] = {}
+    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
     for name, _, entries in groups:
         for e in entries:
             ps = oof[pos : pos + len(e["rows"])].tolist()
             pos += len(e["rows"])
             by_source.setdefault(name, []).extend(decisions([e], [ps]))
+            best = max(range(len(ps)), key=lambda k: ps[k])
+            row = e["rows"][best]
+            long_by_source_flags.setdefault(name, []).append(bool(row[note_long] or row[cand_long]))
     for name, _, entries in groups:
         gold_by_source[name] = gold_by_source.get(name, 0) + sum(1 for e in entries if e["gold"] is not None)
     pooled = [d for v in by_source.values() for d in v]
     # precision >= the target on every source with enough gold edges, and pooled
-    link_at = max(
-        [link_threshold(pooled)]
-        + [link_threshold(by_source[n]) for n in by_source if gold_by_source.get(n, 0) >= MIN_GOLD_FOR_CALIBRATION]
-    )
+    link_at = _threshold_everywhere(by_source)
+    # the same on long documents alone: their own regime (never below link_at)
+    long_by_source = {
+        n: [d for d, lg in zip(v, long_by_source_flags[n], strict=True) if lg] for n, v in by_source.items()
+    }
+    link_at_long = max(link_at, _threshold_everywhere(long_by_source))
     abstain_at = abstain_threshold(pooled, link_at)
     # the decision-part cosine above which a candidate is on the same subject: the 10th percentile of
     # the gold pairs' (with embeddings); the linker abstains rather than say none above it
     cos = pl.FEATURES.index("cos_dec")
     gold_cos = sorted(float(r[cos]) for r, lab in zip(x.tolist(), y.tolist(), strict=True) if lab and r[1])
     subject_at = gold_cos[len(gold_cos) // 10] if gold_cos else 1.0
-    report = {name: metrics(by_source[name], link_at, abstain_at, gold_by_source[name]) for name in by_source}
-    report["all"] = metrics(pooled, link_at, abstain_at, sum(gold_by_source.values()))
+
+    # the report applies each regime's threshold: a long pair below link_at_long abstains
+    def regime(d: tuple[float, bool, bool, bool], long: bool) -> tuple[float, bool, bool, bool]:
+        return (min(d[0], link_at - 1e-9), *d[1:]) if long and d[0] < link_at_long else d  # type: ignore[return-value]
+
+    shown = {n: [regime(d, lg) for d, lg in zip(v, long_by_source_flags[n], strict=True)] for n, v in by_source.items()}
+    report = {name: metrics(shown[name], link_at, abstain_at, gold_by_source[name]) for name in shown}
+    report["all"] = metrics([d for v in shown.values() for d in v], link_at, abstain_at, sum(gold_by_source.values()))
     return {
         "x": x,
         "y": y,
         "w": w,
         "oof": oof,
         "link_at": link_at,
+        "link_at_long": link_at_long,
         "abstain_at": abstain_at,
         "subject_at": subject_at,
         "report": report,
@@ -477,10 +501,22 @@ def main(argv: list[str] | None = None) -> int:
     cal = calibrate(sources, groups, args.seed, args.model)
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
+    link_at_long = cal["link_at_long"]
     subject_at = cal["subject_at"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
-    print(json.dumps({"link_at": link_at, "abstain_at": abstain_at, "subject_at": subject_at, "oof": report}, indent=1))
+    print(
+        json.dumps(
+            {
+                "link_at": link_at,
+                "link_at_long": link_at_long,
+                "abstain_at": abstain_at,
+                "subject_at": subject_at,
+                "oof": report,
+            },
+            indent=1,
+        )
+    )
     if args.model == "gbt":
         est = fit_gbt(x, y, w, args.seed)
         body: dict[str, Any] = {"kind": "gbt", "rate": GBT["learning_rate"], "intercept": 0.0, "trees": export_gbt(est)}
@@ -508,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         **body,
         "features": list(pl.FEATURES),
         "link_at": round(link_at, 4),
+        "link_at_long": round(link_at_long, 4),
         "abstain_at": round(abstain_at, 4),
         "subject_at": round(subject_at, 4),
         "training": {

@@ -376,3 +376,28 @@ def test_search_similarities_replace_the_linker_embedding() -> None:
     assert row[FEATURES.index("cos_dec")] == 0.7 and row[FEATURES.index("has_emb")] == 1.0
     linker.decide(OFFER_NEW, None, [a, b], similarities={a.id: 0.7})  # b not found by the vector half
     assert Counting.calls > 0 and with_sims.kind in ("link", "abstain")
+
+
+def test_long_documents_have_their_own_link_threshold() -> None:
+    """A pair whose note or candidate is a long document links only at ``link_at_long``: the same
+    probability links two short notes and abstains on a long record (no embedder: words only)."""
+    n = len(FEATURES)
+    logit_08 = 1.3862943611198906  # p = 0.8 for every pair
+    model = PairModel(
+        kind="lr", link_at=0.5, link_at_long=0.9, abstain_at=0.1,
+        weights=(0.0,) * n, mean=(0.0,) * n, scale=(1.0,) * n, intercept=logit_08,
+    )  # fmt: skip
+    linker = PairLinker(None, model=model)
+    old = node("Release notes are written in the wiki by the release captain.")
+    short = linker.decide("Release notes now live in the repo's CHANGELOG, written by the captain.", None, [old])
+    assert short.kind == "link" and short.proposal is not None and short.proposal.target_id == old.id
+    record = "Release notes: the captain writes them in CHANGELOG.md in the repository. " + "Details follow. " * 60
+    assert len(record) > dt.SHORT_NOTE_CHARS
+    long = linker.decide(record, None, [old])
+    assert long.kind == "abstain" and old.id in [c for c, _ in long.candidates]
+    assert PairLinker(None, model=model, link_at=0.5).link_at_long == 0.5  # an explicit link_at sets both
+
+
+def test_the_shipped_model_calibrates_long_documents_apart() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert data["link_at"] <= data["link_at_long"] <= 1

@@ -78,15 +78,17 @@ def test_evomem_service_help_exits_0_and_lists_every_variable(capsys: pytest.Cap
     assert services.main(["nonsense"]) == 2
 
 
-def test_the_server_imports_no_linker_numpy_or_model_runtime_at_start(tmp_path: Path) -> None:
-    """What evomem-mcp imports before its first answer: the heavy modules stay out."""
+def test_the_server_imports_no_linker_jsonschema_numpy_or_model_runtime_at_start(tmp_path: Path) -> None:
+    """What evomem-mcp imports up to its first answer (a recall): the heavy modules stay out."""
     code = (
-        "import sys; from evomem.entrypoints import cli; from evomem import bootstrap; "
-        "from evomem.entrypoints.mcp_tools import build_mcp_server; "
-        f"s = bootstrap.build_embedded(cli.settings_from_args(['--db', {str(tmp_path / 'i.db')!r}])); "
-        "build_mcp_server(lambda: s); "
+        "import sys, anyio; from evomem.entrypoints import cli; from evomem import bootstrap; "
+        f"st = cli.settings_from_args(['--db', {str(tmp_path / 'i.db')!r}]); s = bootstrap.build_embedded(st); "
+        "server = bootstrap.embedded_mcp_server(st, s); "
+        "import threading; bootstrap.start_background(s, after=threading.Event(), after_s=600); "  # as evomem-mcp
+        "assert not anyio.run(server.call_tool, 'recall', {'query': 'ledger', 'k': 5}).is_error; "
         "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers', 'sqlite_vec', 'prometheus_client', "
-        "'evomem.domain.linkers.scored', 'evomem.domain.linkers.heuristic', 'grpc') if m in sys.modules))"
+        "'evomem.domain.linkers.scored', 'evomem.domain.linkers.heuristic', 'evomem.domain.linkers.pair', "
+        "'grpc', 'jsonschema', 'pydantic_settings') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -157,10 +158,11 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     server.stop()
 
 
-@pytest.fixture
-def gateway(
-    storage: RunningServer, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@contextmanager
+def serve_gateway(
+    storage: RunningServer, redis_url: str, auth_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Served]:
+    """The real gateway app (``create_app``) over ``storage`` and Redis, tokens from ``auth_file``."""
     from evomem.entrypoints import gateway as gateway_module
 
     for var in [v for v in __import__("os").environ if v.startswith("EVOMEM_")]:
@@ -169,7 +171,7 @@ def gateway(
     env = {
         "EVOMEM_STORAGE_ADDR": f"127.0.0.1:{storage.port}",
         "EVOMEM_REDIS_URL": redis_url,
-        "EVOMEM_AUTH_FILE": str(token_file(tmp_path / "tokens.toml", TOKENS, rates={"rita": 3})),
+        "EVOMEM_AUTH_FILE": str(auth_file),
         "EVOMEM_GRPC_SECRET": SECRET,
         "EVOMEM_PORT": str(port),
         "EVOMEM_VECTORS": "off",
@@ -180,9 +182,20 @@ def gateway(
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     served = Served(gateway_module.create_app(), port)
-    yield served
-    served.stop()
-    root.handlers[:], root.level = handlers, level
+    try:
+        yield served
+    finally:
+        served.stop()
+        root.handlers[:], root.level = handlers, level
+
+
+@pytest.fixture
+def gateway(
+    storage: RunningServer, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Served]:
+    auth_file = token_file(tmp_path / "tokens.toml", TOKENS, rates={"rita": 3})
+    with serve_gateway(storage, redis_url, auth_file, monkeypatch) as served:
+        yield served
 
 
 def _client(url: str, who: str) -> Client:

@@ -162,7 +162,6 @@ def test_stdio_session_with_hybrid_recall(installed: dict[str, Any]) -> None:
 LITE = [
     "mcp>=2.3,<3",
     "pydantic>=2.7,<3",
-    "pydantic-settings>=2.3,<3",
     "uvicorn>=0.30,<1",
     "prometheus-client>=0.20,<1",
 ]

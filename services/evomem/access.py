@@ -140,6 +140,11 @@ class ScopedStore:
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         return [n for n in self._store.chain(node_id, depth) if self._may(n.namespace)]
 
+    def possible_successors(self, node_ids: Iterable[str], *, namespace: str, limit: int = 8) -> dict[str, Any]:
+        if not self._may(namespace):
+            return {}
+        return self._store.possible_successors(node_ids, namespace=namespace, limit=limit)
+
     def _target(self, target: str | None) -> None:
         if target is not None and self.get(target) is None and self._store.get(target) is not None:
             raise NotFound(f"supersedes: no node with id {target}")

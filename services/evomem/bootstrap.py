@@ -212,11 +212,43 @@ def pair_linker(store: Store | None = None, embedder: Embedder | None = None) ->
     return PairLinker(embedder, lookup=store.get_many if store is not None else None)
 
 
-def offerer_for(settings: Settings, store: Store | None = None, embedder: Embedder | None = None) -> Linker | None:
+class LazyLinker:
+    """A linker built on first use: the pair linker's module and weights (tens of ms) load at
+    the first ``remember`` that needs them, not before a server's first answer. It reads as the
+    linker it builds (attributes, ``isinstance``)."""
+
+    def __init__(self, build: Callable[[], Linker]) -> None:
+        self._build = build
+        self._linker: Linker | None = None
+        self._lock = threading.Lock()
+
+    def built(self) -> Linker:
+        if self._linker is None:
+            with self._lock:
+                if self._linker is None:
+                    self._linker = self._build()
+        return self._linker
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(offerer, PairLinker) holds, as for the linker itself
+        return type(self.built())
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.built(), name)
+
+
+def offerer_for(
+    settings: Settings, store: Store | None = None, embedder: Embedder | None = None, *, lazy: bool = False
+) -> Linker | None:
     """With ``auto_supersede`` off and ``offer_candidates`` on: the pair linker, whose decision
-    ``remember`` only offers (``possible_supersedes``, up to 3), never links. No LLM."""
+    ``remember`` only offers (``possible_supersedes``, up to 3), never links. No LLM.
+    ``lazy``: built at the first ``remember`` (``LazyLinker``; the embedded server's start)."""
     if settings.linker.auto_supersede != "off" or not settings.linker.offer_candidates:
         return None
+    if lazy:
+        return LazyLinker(lambda: pair_linker(store, embedder))  # type: ignore[return-value]
     return pair_linker(store, embedder)
 
 
@@ -247,7 +279,7 @@ def build_embedded(settings: Settings) -> MemoryService:
         store,
         extractor=LiteCronista(),
         linker=linker_for(settings.linker.auto_supersede, settings, store=store, embedder=vectors),
-        offerer=offerer_for(settings, store, vectors),
+        offerer=offerer_for(settings, store, vectors, lazy=True),
         vectors=vectors,
         config=_service_config(settings, extract_inline=True),
     )
@@ -260,6 +292,45 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     # The file's name only: a client has no business knowing the server's directory layout.
     db = os.path.basename(settings.db_path()) or settings.db_path()
     return {"db": db, "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
+
+
+def embedded_mcp_server(settings: Settings, service: MemoryService, *, gate: Gate | None = None) -> Any:
+    """The MCP server of ``evomem-mcp`` (either transport) over the embedded ``service``:
+    its descriptions say hybrid when the vectors are wired, answers show ``answer_note_chars``."""
+    from evomem.entrypoints.mcp_tools import build_mcp_server
+
+    return build_mcp_server(
+        lambda: service,
+        server_info=server_info(settings, service),
+        gate=gate,
+        hybrid=service.vectors is not None,
+        note_chars=settings.mcp.answer_note_chars,
+    )
+
+
+def run_embedded(
+    service: MemoryService, serve: Callable[[], None], *, after: threading.Event | None = None, after_s: float = 0.0
+) -> int:
+    """Run ``serve`` (a transport's loop) until the client leaves or Ctrl-C, the model loading
+    and earlier notes embedding in the background meanwhile (``start_background``: ``after``,
+    ``after_s``); then stop the backfill after its batch, close the store and leave the process
+    (``runtime.exit_process``). The exit status: 0, or 1 when serving failed (a port taken)."""
+    from evomem.runtime import exit_process
+
+    stop = threading.Event()
+    background = start_background(service, stop=stop, after=after, after_s=after_s)
+    status = 0
+    try:
+        serve()
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:  # the port is taken, the address is not this machine's
+        log.error("%s", exc)
+        status = 1
+    finally:
+        stop.set()  # the backfill stops after its batch; the next start goes on
+        service.store.close()
+    return exit_process(status, background)
 
 
 # ----------------------------------------------------------------------------- who may call (HTTP)
@@ -579,7 +650,7 @@ def build_storage(settings: Settings) -> GrpcService:
         ),
         f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
-        probe=store.stats,
+        probe=store.ping,  # every 5 s: one cheap read (stats would count every row)
         # The model loads and notes without a vector are embedded in the background; until
         # then NearestNodes answers UNAVAILABLE ("has not loaded yet") at once and RecallNodes
         # answers by BM25 with a note saying so: no call waits for the model.

@@ -38,7 +38,7 @@ from evomem.domain.model import (
     SearchHit,
     Stats,
 )
-from evomem.domain.recall import RecallAnswer, RecallQuery
+from evomem.domain.recall import RecallAnswer, RecallQuery, Successor
 
 
 @runtime_checkable
@@ -87,6 +87,15 @@ class Store(Protocol):
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """Full-text (BM25) matches over raw text and fields, best first; forgotten nodes excluded."""
+        ...
+
+    def possible_successors(
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+    ) -> dict[str, list[Successor]]:
+        """For each of ``node_ids``: the active notes of ``namespace`` that list it in their
+        ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit`` each,
+        with the linker's reason when stored. A reverse lookup, cheap at any store size; ids
+        with none are left out. Forgetting, purging or linking a note drops it from here."""
         ...
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
@@ -198,6 +207,9 @@ class Vectors(Protocol):
 
     # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
     # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
+    # Optional: ``prepare(text) -> None`` embeds a note ahead, into that cache, when the model can
+    # be used now; ``remember`` calls it before the linker's candidate search, so the note's one
+    # embedding (which ``add`` stores) is timed as storage's cost, not the linker's.
 
 
 # ----------------------------------------------------------------------------- the job source (worker side)

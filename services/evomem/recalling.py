@@ -17,7 +17,17 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import MemoryNode, SearchHit, Status
-from evomem.domain.recall import RecallAnswer, RecallQuery, Resolved, fuse, resolve, select_hits
+from evomem.domain.recall import (
+    SUCCESSORS_FETCHED,
+    RecallAnswer,
+    RecallQuery,
+    Resolved,
+    attach_successors,
+    fuse,
+    resolve,
+    select_hits,
+    successor_ids,
+)
 from evomem.ports import Store, Vectors
 
 K_MAX = 100
@@ -128,7 +138,8 @@ def recall_nodes(
     vectors_off: str | None = None,
 ) -> RecallAnswer:
     """The whole storage side of recall: BM25 (and ``vectors`` when the query asks for them,
-    fused), the heads, the hits of the first ``k`` chains in force, resolution, history.
+    fused), the heads, the hits of the first ``k`` chains in force, resolution, each head's
+    possible successors (``maybe_replaced_by``), history.
 
     ``vectors_off``: why ``vectors`` is None, reported when the query requires vectors."""
     if not query.terms:
@@ -143,6 +154,10 @@ def recall_nodes(
     kept = select_hits(hits, heads, k=query.k, scope=query.scope, tags=query.tags)
     nodes = store.get_many(h.node_id for h in kept)
     resolved = resolve(kept, nodes, heads, query.terms, scope=query.scope)
+    wanted = successor_ids(resolved)
+    if wanted:  # the newer notes that may replace a head (unconfirmed): shown beside it, never instead
+        offered = store.possible_successors(wanted, namespace=query.namespace, limit=SUCCESSORS_FETCHED)
+        attach_successors(resolved, offered, scope=query.scope)
     results: list[tuple[Resolved, list[MemoryNode]]] = []
     for entry in resolved:
         history = store.chain(entry.head.id, query.history_depth)[1:] if query.include_history else []

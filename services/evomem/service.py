@@ -60,6 +60,7 @@ MAX_OFFERED = 3  # likely predecessors remember lists with auto_supersede off
 MAX_RELATION_IDS = 64
 MAX_POSSIBLE_SUPERSEDES = 64
 MAX_EVIDENCE = 16
+MAX_REASON_CHARS = 200  # a linker's reason for listing a candidate (a few words, scores)
 MAX_DEDUPE_WINDOW_MS = 86_400_000  # a day
 _RELATION = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _LINK_METHOD = re.compile(r"^[a-z][a-z0-9_.:-]{0,31}$")
@@ -124,6 +125,12 @@ class ServiceConfig:
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
 
 
+def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
+    """The linker's short reason for each of ``listed`` ("" where it gave none), cut to a few words."""
+    why = dict(zip((c for c, _ in decision.candidates), decision.why, strict=False))
+    return tuple((why.get(c) or "")[:MAX_REASON_CHARS] for c in listed)
+
+
 class MemoryService:
     def __init__(
         self,
@@ -154,6 +161,7 @@ class MemoryService:
         # the decision alone (the note's embedding, part of the search, is reused by ``vectors.add``).
         self.linker_ms: deque[float] = deque(maxlen=10_000)
         self.linker_decide_ms: deque[float] = deque(maxlen=10_000)
+        self.note_embed_ms: deque[float] = deque(maxlen=10_000)  # the note's own vector, before the linker
 
     # ------------------------------------------------------------------ helpers
 
@@ -269,7 +277,11 @@ class MemoryService:
             if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
                 offered = (decision.proposal.target_id,)
             if decision.kind in (LinkKind.LINK, LinkKind.ABSTAIN) and offered:
-                note = replace(note, possible_supersedes=offered[:MAX_OFFERED])
+                note = replace(
+                    note,
+                    possible_supersedes=offered[:MAX_OFFERED],
+                    possible_supersedes_why=_reasons(decision, offered[:MAX_OFFERED]),
+                )
         elif self.linker is not None:
             decision = self._decide_link(text, ns, note_scope, self.linker)
             if decision.kind is LinkKind.LINK and decision.proposal is not None:
@@ -282,7 +294,8 @@ class MemoryService:
                     evidence=proposal.evidence,
                 )
             elif decision.kind is LinkKind.ABSTAIN and decision.candidates:
-                note = replace(note, possible_supersedes=tuple(c for c, _ in decision.candidates))
+                listed = tuple(c for c, _ in decision.candidates)
+                note = replace(note, possible_supersedes=listed, possible_supersedes_why=_reasons(decision, listed))
                 warnings.append(
                     "possible_supersedes: this note may replace "
                     + ", ".join(c for c, _ in decision.candidates)
@@ -371,6 +384,13 @@ class MemoryService:
         possible = tuple(dict.fromkeys(self._check_id(i, "possible_supersedes") for i in note.possible_supersedes))
         if len(possible) > MAX_POSSIBLE_SUPERSEDES:
             raise InvalidArgument(f"at most {MAX_POSSIBLE_SUPERSEDES} possible_supersedes")
+        if len(note.possible_supersedes_why) > len(note.possible_supersedes):
+            raise InvalidArgument("possible_supersedes_why: at most one reason per possible_supersedes entry")
+        why: dict[str, str] = {}
+        for i, reason in zip(note.possible_supersedes, note.possible_supersedes_why, strict=False):
+            clean_reason = textrules.clean_short(reason, "possible_supersedes_why", limit=MAX_REASON_CHARS) or ""
+            why.setdefault(self._check_id(i, "possible_supersedes"), clean_reason)
+        reasons = tuple(why.get(i, "") for i in possible) if why else ()
         extraction = None
         if note.extraction is not None:
             extraction = textrules.check_extraction(text, note.extraction)
@@ -386,6 +406,7 @@ class MemoryService:
             scope_source=source,
             scope_evidence=evidence,
             possible_supersedes=possible,
+            possible_supersedes_why=reasons,
         )
         return clean, warnings
 
@@ -489,6 +510,14 @@ class MemoryService:
         log.warning("vector search failed, BM25 only: %s", problem)
 
     def _decide_link(self, text: str, namespace: str, scope: str | None, linker: Linker) -> LinkDecision:
+        prepare = getattr(self.vectors, "prepare", None)
+        if prepare is not None:  # the note's vector, which ``add`` stores: storage's cost, computed once
+            embedding = time.perf_counter()
+            try:
+                prepare(text)
+            except Exception as exc:  # the candidate search reports a vector failure itself
+                log.debug("embedding the note ahead failed: %s", exc)
+            self.note_embed_ms.append((time.perf_counter() - embedding) * 1000)
         started = time.perf_counter()
         candidates, sims = self._link_candidates(text, namespace, scope)
         if not candidates:

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 
@@ -278,28 +276,27 @@ class LoggingSettings(_Section):
 _ENV: ContextVar[Mapping[str, str] | None] = ContextVar("evomem_settings_env", default=None)
 
 
-class _EnvSource(PydanticBaseSettingsSource):
-    """``EVOMEM_*`` variables (an empty value means unset), nested into their sections."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        env = _ENV.get()
-        if env is None:
-            env = os.environ
-        out: dict[str, dict[str, str]] = {}
-        for section, name, var in _leaves():
-            raw = env.get(var)
-            if raw is not None and raw != "":
-                out.setdefault(section, {})[name] = raw
-        return out
+def _env_values() -> dict[str, dict[str, str]]:
+    """``EVOMEM_*`` variables (an empty value means unset), nested into their sections: from
+    the mapping ``from_env`` was given, else the process environment."""
+    env = _ENV.get()
+    if env is None:
+        env = os.environ
+    out: dict[str, dict[str, str]] = {}
+    for section, name, var in _leaves():
+        raw = env.get(var)
+        if raw is not None and raw != "":
+            out.setdefault(section, {})[name] = raw
+    return out
 
 
-class Settings(BaseSettings):
-    """Every setting of every wiring. Build it with ``Settings.from_env(**flags)``."""
+class Settings(BaseModel):
+    """Every setting of every wiring. Build it with ``Settings.from_env(**flags)``.
 
-    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+    A plain pydantic model: the environment is read by ``_env_values`` (below the given values,
+    section by section), not by pydantic-settings, whose import cost every start (about 25 ms)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mcp: McpSettings = McpSettings()
     memory: MemorySettings = MemorySettings()
@@ -334,21 +331,12 @@ class Settings(BaseSettings):
                 raise SettingsError(f"unknown setting {key!r}")
             section, name = by_key[key]
             nested.setdefault(section, {})[name] = value
+        for section, from_env in _env_values().items():  # flag or given value > environment > default
+            nested[section] = {**from_env, **nested.get(section, {})}
         try:
             super().__init__(**nested)
         except ValidationError as exc:
             raise SettingsError(_explain(exc, given=set(flags))) from None
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, _EnvSource(settings_cls))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:

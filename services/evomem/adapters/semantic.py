@@ -110,6 +110,12 @@ class SemanticIndex:
         note with its candidates: the same texts ``add`` and ``nearest`` embed)."""
         return self._encode(texts)
 
+    def prepare(self, text: str) -> None:
+        """Embed ``text`` into the cache now, if the model can be used without waiting: ``add``
+        and the linker's candidate search then reuse that one vector."""
+        if text.strip() and self._check_ready():
+            self._encode([text])
+
     def evict(self, texts: Sequence[str]) -> int:
         """Drop these texts' vectors from the cache (a purge: the cache keys are the texts
         themselves). Returns how many entries went."""

@@ -115,6 +115,7 @@ class NewNote:
     scope_source: str | None = None  # "explicit", "inferred", or None when unscoped
     scope_evidence: str | None = None  # the text span a scope was inferred from
     possible_supersedes: tuple[str, ...] = ()  # candidates a linker abstained on
+    possible_supersedes_why: tuple[str, ...] = ()  # the linker's few words per candidate, in that order
 
 
 class InsertOutcome(StrEnum):

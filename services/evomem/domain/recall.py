@@ -19,6 +19,10 @@ Pure functions over hits and nodes; the store only supplies them.
    (unscoped or ``production``), which stay in force in every scope until a decision of
    that scope overrides them there. Each result says which (``scope_match``: exact or
    default). Decisions of other scopes are not returned.
+6. A head that a later active note lists in its ``possible_supersedes`` (a linker abstained,
+   nobody confirmed) carries that note as ``maybe_replaced_by`` (``attach_successors``): the
+   newer note that may replace it, shown next to it, unconfirmed. Nothing is hidden or
+   re-ranked on a guess; a successor that is itself a result is referenced by its rank.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evomem.domain.model import MemoryNode, SearchHit, Status
-from evomem.domain.scope import is_default, normalise
+from evomem.domain.scope import compatible, is_default, normalise
 from evomem.domain.text import words
 
 MATCH_FIELDS = ("change", "trigger", "alternatives_tried", "consequences", "summary", "raw_text", "tags")
@@ -45,12 +49,23 @@ class Match:
 
 
 @dataclass(slots=True)
+class Successor:
+    """A later note that lists a head in its ``possible_supersedes``: it may replace that
+    decision, unconfirmed (a linker abstained and nobody called ``supersede``)."""
+
+    node: MemoryNode
+    reason: str | None = None  # the linker's few words on why it listed the head, when stored
+    result: int | None = None  # the index of the answer's result whose head it is, when it is one
+
+
+@dataclass(slots=True)
 class Resolved:
     head: MemoryNode
     score: float
     best: Match
     matches: list[Match] = field(default_factory=list)
     scope_match: str | None = None  # "exact" or "default" when recall asked for a scope
+    maybe_replaced_by: list[Successor] = field(default_factory=list)  # newest first, unconfirmed
 
 
 def scope_match(head_scope: str | None, wanted: str | None) -> str | None:
@@ -174,6 +189,47 @@ def resolve(
     # A scope's own decisions come before the default scope's (stable: BM25 order within each).
     out.sort(key=lambda r: r.scope_match == "default")
     return out
+
+
+MAYBE_REPLACED_MAX = 2  # successors shown per result
+SUCCESSORS_FETCHED = 8  # asked of the store per head: room for the scope filter below
+
+
+def successor_ids(resolved: Sequence[Resolved]) -> list[str]:
+    """The heads whose possible successors recall looks up: the active ones."""
+    return [r.head.id for r in resolved if r.head.status == Status.ACTIVE]
+
+
+def attach_successors(
+    resolved: Sequence[Resolved],
+    offered: Mapping[str, Sequence[Successor]],
+    *,
+    scope: str | None = None,
+    limit: int = MAYBE_REPLACED_MAX,
+) -> None:
+    """Set each active head's ``maybe_replaced_by``: up to ``limit`` of the notes ``offered``
+    for it (the store's reverse lookup of ``possible_supersedes``), newest first, that are
+    active, later than the head, of its namespace and another chain, in a scope that could
+    replace the head's (``scope.compatible``) and that this recall would answer
+    (``scope_match``). One that heads another result is referenced by its index there."""
+    rank = {r.head.id: i for i, r in enumerate(resolved)}
+    for entry in resolved:
+        head = entry.head
+        entry.maybe_replaced_by = []
+        if head.status != Status.ACTIVE:
+            continue
+        found = sorted(offered.get(head.id, ()), key=lambda s: (s.node.created_at, s.node.id), reverse=True)
+        for s in found:
+            y = s.node
+            if y.id == head.id or y.status != Status.ACTIVE or y.purged or y.namespace != head.namespace:
+                continue
+            if y.chain_root == head.chain_root or y.created_at < head.created_at:
+                continue
+            if not compatible(y.scope, head.scope) or scope_match(y.scope, scope) is None:
+                continue
+            entry.maybe_replaced_by.append(Successor(y, s.reason or None, rank.get(y.id)))
+            if len(entry.maybe_replaced_by) == limit:
+                break
 
 
 @dataclass(frozen=True, slots=True)

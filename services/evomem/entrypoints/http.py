@@ -154,6 +154,7 @@ def build_http_app(
     *,
     host: str = "127.0.0.1",
     stateless: bool = False,
+    json_response: bool = False,
     gate: Any = None,
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
@@ -161,7 +162,9 @@ def build_http_app(
     service: Callable[[], Any] | None = None,
     model_required: bool = False,
 ) -> Any:
-    """``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
+    """``stateless``/``json_response``: the SDK's per-request transport, answering each POST with
+    one JSON body instead of an event stream (the gateway: no SSE set-up per call).
+    ``gate``: ``evomem.entrypoints.gate.Gate`` (tokens, rate limits), None without auth.
     Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
     ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
     ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
@@ -172,7 +175,11 @@ def build_http_app(
     security = transport_security(host, allowed_hosts or [], allowed_origins or [])
     limit = body_limit(max_note_bytes)
     app = server.streamable_http_app(
-        host=host, stateless_http=stateless, transport_security=security, max_request_body_size=limit
+        host=host,
+        stateless_http=stateless,
+        json_response=json_response,
+        transport_security=security,
+        max_request_body_size=limit,
     )
     app.add_middleware(TooLargeAsJsonRpc, limit=limit)
     return gate.wrap(app) if gate is not None else app
@@ -239,3 +246,33 @@ def serve_http(
     # (text or JSON), instead of uvicorn's own plain-text handlers.
     config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", log_config=None)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def serve_embedded(settings: Any, service: Any) -> int:
+    """``evomem-mcp --transport http``: the gate (tokens, rate limits, Host/Origin lists) and
+    the port bound before anything else starts (a busy port: one line, exit 1), then the MCP
+    server on the embedded ``service`` over streamable HTTP until Ctrl-C. The model loads in
+    the background from the start. Returns the exit status."""
+    from evomem import bootstrap
+    from evomem.settings import SettingsError
+
+    host = settings.mcp.host or "127.0.0.1"
+    try:
+        gate, sock, app = bootstrap.build_http_front(settings, host)
+    except PortInUse as exc:  # a busy port: one line, then exit 1
+        service.store.close()
+        print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
+        return 1
+    except SettingsError as exc:  # e.g. a non-loopback host without --auth-file
+        service.store.close()
+        print(f"evomem-mcp: {exc}", file=sys.stderr)
+        return 2
+    server = bootstrap.embedded_mcp_server(settings, service, gate=gate)
+    db, level, required = settings.db_path(), settings.logging.level, settings.vectors.mode == "on"
+
+    def serve() -> None:
+        limit = settings.memory.max_note_bytes
+        serve_http(server, host, settings.mcp.port, db, level, max_note_bytes=limit, sock=sock,
+                   service=lambda: service, model_required=required, **app)  # fmt: skip
+
+    return bootstrap.run_embedded(service, serve)

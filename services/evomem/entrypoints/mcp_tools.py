@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -27,6 +25,7 @@ from evomem.access import GuardedService, visible_info
 from evomem.domain.errors import EvoMemError
 from evomem.domain.text import clean_label
 from evomem.entrypoints import schemas
+from evomem.entrypoints.arguments import Checker
 from evomem.service import HISTORY_DEPTH_MAX, K_MAX, MemoryService
 
 log = logging.getLogger("evomem.mcp")
@@ -36,6 +35,7 @@ EvoMem keeps decisions as chains of versions; recall answers with the version in
 - Before deciding, or acting on a past decision, call recall.
 - When a decision changes, remember the new one with supersedes=<id of the old decision>.
 - When remember lists possible_supersedes, confirm the one it replaces with supersede(node_id, supersedes).
+- A recall hit with maybe_replaced_by may be obsolete: read that newer note; if it replaces the hit, supersede it.
 - A secret stored by mistake: forget(node_id, purge=true). Never forget to record a change: supersede it.
 - Answers are brief; detail="full" returns whole nodes, get_node(id, full_text=true) pages a long note.
 """
@@ -43,11 +43,11 @@ EvoMem keeps decisions as chains of versions; recall answers with the version in
 T = TypeVar("T")
 
 NodeId = Annotated[str, Field(description="A node id from remember or recall (26 characters).")]
-Namespace = Annotated[str | None, Field(description="Separate memory space (e.g. a project). Default: the server's.")]
+Namespace = Annotated[str | None, Field(description="Memory space, e.g. a project. Default: the server's.")]
 HistoryDepth = Annotated[int, Field(ge=0, le=HISTORY_DEPTH_MAX, description="Earlier versions per result.")]
 Detail = Annotated[
     Literal["brief", "full"],
-    Field(description="full: every field of every node in the structured content."),
+    Field(description="full: every non-empty field of every node."),
 ]
 
 
@@ -104,8 +104,9 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def schema_error(error: SchemaError) -> str:
-    """``field: reason`` for one schema violation, without echoing a long value."""
+def schema_error(error: Any) -> str:
+    """``field: reason`` for one schema violation (an ``arguments.Violation``, or a
+    ``jsonschema`` error for a schema with other keywords), without echoing a long value."""
     path = ".".join(str(p) for p in error.absolute_path)
     kind = error.validator
     if kind == "required":
@@ -141,7 +142,7 @@ class StrictMCPServer(MCPServer[Any]):
     not an integer), before the SDK's own (lax) validation and before the tool runs. Errors read
     ``[invalid_argument] field: reason`` like every other error."""
 
-    _validators: dict[str, Draft202012Validator]
+    _validators: dict[str, Checker]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
@@ -149,7 +150,7 @@ class StrictMCPServer(MCPServer[Any]):
             validators = self.__dict__.setdefault("_validators", {})
             validator = validators.get(name)
             if validator is None:
-                validator = validators[name] = Draft202012Validator(tool.parameters)
+                validator = validators[name] = Checker(tool.parameters)
             errors = sorted(
                 validator.iter_errors(arguments),
                 key=lambda e: (e.validator != "additionalProperties", [str(p) for p in e.absolute_path]),
@@ -204,7 +205,6 @@ def build_mcp_server(
     mcp.tool = telemetry.instrumented(mcp.tool)  # type: ignore[method-assign]  # one log line + metrics per call
     if gate is not None:
         gate.register(mcp, get)
-    brief = "Brief by default: ids and versions in the structured content, the notes in the text."
 
     @mcp.tool(
         annotations=ToolAnnotations(title="Remember a note or decision", destructive_hint=False),
@@ -256,7 +256,8 @@ def build_mcp_server(
         annotations=ToolAnnotations(title="Recall decisions in force", read_only_hint=True),
         description=f"Find the decisions relevant to a question, each answered with the version in force. "
         f"{search_words(hybrid)} A hit on an old version answers with the current one and says what matched. "
-        f"Call it before acting on a past decision, and to find the id for supersedes. {brief}",
+        "Call it before acting on a past decision, and to find the id for supersedes. "
+        "maybe_replaced_by: a newer note that may replace the hit (unconfirmed).",
     )
     def recall(
         query: Annotated[str, Field(description="Free text; quotes and operators are plain words.")],
@@ -293,7 +294,7 @@ def build_mcp_server(
         history_depth: HistoryDepth = 5,
         detail: Detail = "brief",
         full_text: Annotated[
-            bool, Field(description="Return the note's whole text, one page from offset, as the text content.")
+            bool, Field(description="The whole text as the text content, one page from offset.")
         ] = False,
         offset: Annotated[int, Field(ge=0, description="full_text: the character to start from.")] = 0,
     ) -> CallToolResult:

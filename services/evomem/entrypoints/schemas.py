@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evomem.domain.model import LinkDecision, LinkProvenance, MemoryNode, Stats, iso
-from evomem.domain.recall import Match, Resolved
+from evomem.domain.recall import Match, Resolved, Successor
 from evomem.service import ForgetOutcome, RecallOutcome, RememberOutcome
 
 #: The largest answer, text and structured content together, in UTF-8 bytes of JSON. The official
@@ -206,6 +206,7 @@ def _recall(
     full = detail == "full"
     lines: list[str] = []
     results: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}  # successors already shown with their text, and under which result
     for rank, (entry, past) in enumerate(out.results[:keep], start=1):
         entry: Resolved
         head = entry.head
@@ -226,6 +227,12 @@ def _recall(
                 hit["truncated"] = True
         if scoped and entry.scope_match:
             hit["scope_match"] = entry.scope_match
+        if entry.maybe_replaced_by:
+            successors, successor_lines = maybe_replaced_parts(
+                entry.maybe_replaced_by, rank, keep, limit, full=full, seen=seen
+            )
+            hit["maybe_replaced_by"] = successors
+            lines.extend(successor_lines)
         if history and past:
             steps, step_lines = history_parts(head, past, limit, full=full)
             hit["history"] = steps
@@ -244,6 +251,48 @@ def _recall(
     if notes:
         data["notes"] = notes
     return Answer("\n".join(lines), data)
+
+
+MAYBE = "unconfirmed"  # the server instructions say how to confirm (supersede)
+
+
+def maybe_replaced_parts(
+    successors: list[Successor], rank: int, keep: int, limit: int, *, full: bool, seen: dict[str, int]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The newer notes that may replace a hit (a linker listed it, nobody confirmed): (structured
+    entries, text lines). Each note's text travels once, as a hit's does: in the text (brief) or
+    the structured content (full); a successor that is itself a shown result is referenced by
+    its rank instead (``result``), one shown under an earlier result by that rank (``shown_under``).
+    brief: the id (as a brief hit; date, scope and text are in the text); full: every field of
+    the node and the linker's ``reason``."""
+    entries: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for y in successors:
+        node = y.node
+        where = f"{node.scope}, " if node.scope else ""
+        lead = f"  may be replaced by {node.id} ({_date(node.created_at)}, {where}{MAYBE})"
+        if y.result is not None and y.result < keep:  # its head line, date and text are that result's
+            shown = y.result + 1
+            entries.append({"id": node.id, "result": shown})
+            lines.append(
+                f"  may be replaced by {node.id}: result {shown} {'above' if shown < rank else 'below'} ({MAYBE})"
+            )
+            continue
+        if node.id in seen:
+            entries.append({"id": node.id, "shown_under": seen[node.id]})
+            lines.append(f"  may be replaced by {node.id}: shown under result {seen[node.id]} ({MAYBE})")
+            continue
+        seen[node.id] = rank
+        text, truncated = note_lines(node, limit, indent="    ")
+        if full:
+            entry = {**full_node(node, limit), "reason": y.reason}
+            lines.append(lead)
+        else:
+            entry = {"id": node.id, "truncated": truncated or None}  # as a brief hit: the id to act on
+            lines.append(f"{lead}: {text[0][4:]}")
+            lines.extend(text[1:])
+        entries.append(_prune(entry))
+    return entries, lines
 
 
 def match_fields(m: Match) -> dict[str, Any]:
@@ -535,7 +584,9 @@ _OBJ: dict[str, Any] = {"type": "object"}
 
 def _object(required: list[str], description: str = "", **props: Any) -> dict[str, Any]:
     """A compact object schema: the fields a program relies on; the others are open (README, Tools)."""
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
     if description:
         out["description"] = description
     return out
@@ -545,9 +596,9 @@ _FULL = "detail=full adds every non-empty node field"
 _HISTORY = {"type": "array", "items": _object(["id", "version"], "", id=_S, version=_I)}
 
 OUTPUT: dict[str, dict[str, Any]] = {
-    "remember": _object(
+    "remember": _object(  # detail=full adds every non-empty node field (the detail argument says so)
         ["id", "status", "version"],
-        _FULL,
+        "",
         id=_S,
         status=_S,
         version=_I,
@@ -561,7 +612,14 @@ OUTPUT: dict[str, dict[str, Any]] = {
         "",
         results={
             "type": "array",
-            "items": _object(["id", "version"], "best first; " + _FULL, id=_S, version=_I, history=_HISTORY),
+            "items": _object(
+                ["id", "version"],
+                "best first; " + _FULL,
+                id=_S,
+                version=_I,
+                history=_HISTORY,
+                maybe_replaced_by={"type": "array", "items": _object(["id"], "", id=_S)},
+            ),
         },
         notes=_STRS,
     ),
@@ -576,7 +634,7 @@ OUTPUT: dict[str, dict[str, Any]] = {
         next_offset=_I,
     ),
     "forget": _object(["id", "status", "purged"], "", id=_S, status=_S, purged=_B, chain_in_force=_B),
-    "supersede": _object(["id", "version"], _FULL, id=_S, version=_I, supersedes=_S),
+    "supersede": _object(["id", "version"], "", id=_S, version=_I, supersedes=_S),
     "unlink": _object([], "", id=_S, restored_head=_S),
     "stats": _object(["nodes"], "", nodes=_I, by_status=_OBJ, chains=_I),
 }

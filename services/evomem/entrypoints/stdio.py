@@ -176,3 +176,18 @@ async def serve_stdio(server: Any) -> None:
 
 def run_stdio(server: Any) -> None:
     anyio.run(serve_stdio, server)
+
+
+#: ``evomem-mcp``: the model starts loading after the first tool call is answered, or after this long.
+MODEL_AFTER_S = 3.0
+
+
+def serve_embedded(settings: Any, service: Any) -> int:
+    """``evomem-mcp`` over stdio: the MCP server on the embedded ``service`` (``bootstrap``),
+    served until the client closes stdin. The model loads, and earlier notes are embedded, off
+    the handshake: once the first tool call is answered (or after ``MODEL_AFTER_S``); until
+    then recall answers by words and says so. Returns the exit status."""
+    from evomem import bootstrap, telemetry
+
+    server = bootstrap.embedded_mcp_server(settings, service)
+    return bootstrap.run_embedded(service, lambda: run_stdio(server), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)

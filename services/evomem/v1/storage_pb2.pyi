@@ -309,18 +309,30 @@ class RecallMatch(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., version: _Optional[int] = ..., score: _Optional[float] = ..., is_head: _Optional[bool] = ..., fields: _Optional[_Iterable[str]] = ..., terms: _Optional[_Iterable[str]] = ..., via: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RecalledChain(_message.Message):
-    __slots__ = ("head", "score", "matches", "scope_match", "history")
+    __slots__ = ("head", "score", "matches", "scope_match", "history", "maybe_replaced_by")
     HEAD_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     MATCHES_FIELD_NUMBER: _ClassVar[int]
     SCOPE_MATCH_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    MAYBE_REPLACED_BY_FIELD_NUMBER: _ClassVar[int]
     head: _common_pb2.MemoryNode
     score: float
     matches: _containers.RepeatedCompositeFieldContainer[RecallMatch]
     scope_match: str
     history: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
-    def __init__(self, head: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., score: _Optional[float] = ..., matches: _Optional[_Iterable[_Union[RecallMatch, _Mapping]]] = ..., scope_match: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+    maybe_replaced_by: _containers.RepeatedCompositeFieldContainer[PossibleSuccessor]
+    def __init__(self, head: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., score: _Optional[float] = ..., matches: _Optional[_Iterable[_Union[RecallMatch, _Mapping]]] = ..., scope_match: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., maybe_replaced_by: _Optional[_Iterable[_Union[PossibleSuccessor, _Mapping]]] = ...) -> None: ...
+
+class PossibleSuccessor(_message.Message):
+    __slots__ = ("node", "reason", "result")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    reason: str
+    result: int
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., reason: _Optional[str] = ..., result: _Optional[int] = ...) -> None: ...
 
 class RecallNodesResponse(_message.Message):
     __slots__ = ("results", "hidden_forgotten", "vector_problem")
@@ -331,6 +343,30 @@ class RecallNodesResponse(_message.Message):
     hidden_forgotten: int
     vector_problem: str
     def __init__(self, results: _Optional[_Iterable[_Union[RecalledChain, _Mapping]]] = ..., hidden_forgotten: _Optional[int] = ..., vector_problem: _Optional[str] = ...) -> None: ...
+
+class ListPossibleSuccessorsRequest(_message.Message):
+    __slots__ = ("node_ids", "namespace", "limit")
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    limit: int
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class SuccessorsOf(_message.Message):
+    __slots__ = ("node_id", "successors")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    successors: _containers.RepeatedCompositeFieldContainer[PossibleSuccessor]
+    def __init__(self, node_id: _Optional[str] = ..., successors: _Optional[_Iterable[_Union[PossibleSuccessor, _Mapping]]] = ...) -> None: ...
+
+class ListPossibleSuccessorsResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[SuccessorsOf]
+    def __init__(self, entries: _Optional[_Iterable[_Union[SuccessorsOf, _Mapping]]] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
     __slots__ = ("seq", "at_ms", "identity", "role", "tool", "namespace", "ids", "outcome", "on_behalf_of", "detail")

@@ -109,6 +109,11 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
                 _registered_method=True)
+        self.ListPossibleSuccessors = channel.unary_unary(
+                '/evomem.v1.StorageService/ListPossibleSuccessors',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.FromString,
+                _registered_method=True)
         self.AppendAudit = channel.unary_unary(
                 '/evomem.v1.StorageService/AppendAudit',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.SerializeToString,
@@ -214,6 +219,12 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPossibleSuccessors(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AppendAudit(self, request, context):
         """The write audit log (evomem.access, authenticated HTTP): append one entry, page newest first.
         """
@@ -304,6 +315,11 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.RecallNodes,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.SerializeToString,
+            ),
+            'ListPossibleSuccessors': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPossibleSuccessors,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.SerializeToString,
             ),
             'AppendAudit': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendAudit,
@@ -721,6 +737,33 @@ class StorageService:
             '/evomem.v1.StorageService/RecallNodes',
             evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPossibleSuccessors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/ListPossibleSuccessors',
+            evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

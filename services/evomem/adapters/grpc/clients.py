@@ -33,7 +33,7 @@ from evomem.domain.model import (
     SearchHit,
     Stats,
 )
-from evomem.domain.recall import RecallAnswer, RecallQuery
+from evomem.domain.recall import RecallAnswer, RecallQuery, Successor
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,
@@ -166,6 +166,15 @@ class GrpcStore(_Client):
     def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
         """The ``NodeRecall`` port: recall's whole storage side in one RecallNodes call."""
         return convert.recall_answer_from_pb(self._call(self._stub.RecallNodes, convert.recall_query_to_pb(query)))
+
+    def possible_successors(
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+    ) -> dict[str, list[Successor]]:
+        ids = list(dict.fromkeys(node_ids))
+        if not ids or limit < 1:
+            return {}
+        req = storage_pb2.ListPossibleSuccessorsRequest(node_ids=ids, namespace=namespace, limit=limit)
+        return convert.successors_from_pb(self._call(self._stub.ListPossibleSuccessors, req))
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         resp = self._call(self._stub.ForgetNode, storage_pb2.ForgetNodeRequest(node_id=node_id, purge=purge))

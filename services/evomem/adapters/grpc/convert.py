@@ -18,7 +18,7 @@ from evomem.domain.model import (
     Stats,
     Status,
 )
-from evomem.domain.recall import Match, RecallAnswer, RecallQuery, Resolved
+from evomem.domain.recall import Match, RecallAnswer, RecallQuery, Resolved, Successor
 from evomem.v1 import common_pb2, linker_pb2, storage_pb2
 
 T = TypeVar("T")
@@ -142,6 +142,7 @@ def recall_answer_to_pb(answer: RecallAnswer) -> storage_pb2.RecallNodesResponse
                 matches=[record_to_pb(m, storage_pb2.RecallMatch) for m in entry.matches],
                 scope_match=entry.scope_match,
                 history=[node_to_pb(n) for n in history],
+                maybe_replaced_by=[successor_to_pb(y) for y in entry.maybe_replaced_by],
             )
         )
     return storage_pb2.RecallNodesResponse(
@@ -161,6 +162,7 @@ def recall_answer_from_pb(msg: storage_pb2.RecallNodesResponse) -> RecallAnswer:
             best=matches[0],
             matches=matches,
             scope_match=chain.scope_match if chain.HasField("scope_match") else None,
+            maybe_replaced_by=[successor_from_pb(y) for y in chain.maybe_replaced_by],
         )
         results.append((entry, [node_from_pb(n) for n in chain.history]))
     return RecallAnswer(
@@ -168,6 +170,26 @@ def recall_answer_from_pb(msg: storage_pb2.RecallNodesResponse) -> RecallAnswer:
         hidden_forgotten=msg.hidden_forgotten,
         vector_problem=msg.vector_problem if msg.HasField("vector_problem") else None,
     )
+
+
+def successor_to_pb(successor: Successor) -> storage_pb2.PossibleSuccessor:
+    return record_to_pb(successor, storage_pb2.PossibleSuccessor)
+
+
+def successor_from_pb(msg: storage_pb2.PossibleSuccessor) -> Successor:
+    return record_from_pb(msg, Successor)
+
+
+def successors_to_pb(found: dict[str, list[Successor]]) -> storage_pb2.ListPossibleSuccessorsResponse:
+    return storage_pb2.ListPossibleSuccessorsResponse(
+        entries=[
+            storage_pb2.SuccessorsOf(node_id=i, successors=[successor_to_pb(y) for y in ys]) for i, ys in found.items()
+        ]
+    )
+
+
+def successors_from_pb(msg: storage_pb2.ListPossibleSuccessorsResponse) -> dict[str, list[Successor]]:
+    return {e.node_id: [successor_from_pb(y) for y in e.successors] for e in msg.entries}
 
 
 def stats_to_pb(stats: Stats) -> storage_pb2.GetStatsResponse:

@@ -31,6 +31,8 @@ Ctx = grpc.ServicerContext
 
 MAX_VECTOR_IDS = 1024  # node ids per AddVectors call
 MAX_NEAREST = 500  # hits per NearestNodes call (sqlite-vec's knn takes k <= 4096; the binary scan asks 8x)
+MAX_SUCCESSOR_IDS = 1000  # node ids per ListPossibleSuccessors call
+MAX_SUCCESSORS = 20  # successors per node id
 
 
 class VectorsOff(Unavailable):
@@ -169,6 +171,17 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
             raise InvalidArgument(f"vector_limit must be from 0 to {MAX_NEAREST}, got {query.vector_limit}")
         answer = recall_nodes(self.store, self.vectors, query, self._pool, vectors_off=VECTORS_OFF)
         return convert.recall_answer_to_pb(answer)
+
+    @servicer_method
+    def ListPossibleSuccessors(
+        self, request: storage_pb2.ListPossibleSuccessorsRequest, context: Ctx
+    ) -> storage_pb2.ListPossibleSuccessorsResponse:
+        if len(request.node_ids) > MAX_SUCCESSOR_IDS:
+            raise InvalidArgument(f"at most {MAX_SUCCESSOR_IDS} node ids per ListPossibleSuccessors call")
+        if not 1 <= request.limit <= MAX_SUCCESSORS:
+            raise InvalidArgument(f"limit must be from 1 to {MAX_SUCCESSORS}, got {request.limit}")
+        found = self.store.possible_successors(request.node_ids, namespace=request.namespace, limit=request.limit)
+        return convert.successors_to_pb(found)
 
     # -- the write audit log (evomem.access, through the gateway)
 

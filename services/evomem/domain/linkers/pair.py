@@ -24,7 +24,9 @@ cross-validated precision and recall). The model is gradient-boosted trees (or a
 regression); inference is plain Python, a few hundred comparisons per pair.
 
 Three outcomes: ``link`` when the best pair's probability reaches ``link_at`` (calibrated for
-precision >= 0.98 on development data); ``abstain`` with up to 3 likely predecessors when the
+precision >= 0.98 on development data; ``link_at_long`` when the note or that candidate is a long
+document, calibrated on those pairs alone, because long records of one domain look alike and the
+model's confidence means less there); ``abstain`` with up to 3 likely predecessors when the
 best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
 or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
 percentile of the true pairs' in development data); ``none`` otherwise.
@@ -262,6 +264,7 @@ class PairModel:
     kind: str
     link_at: float
     abstain_at: float
+    link_at_long: float | None = None  # when the note or the candidate is long (None: ``link_at``)
     subject_at: float = 1.0  # decision-part cosine from which a candidate is on the note's subject
     weights: tuple[float, ...] = ()
     mean: tuple[float, ...] = ()
@@ -280,6 +283,7 @@ class PairModel:
         return cls(
             kind=data["kind"],
             link_at=float(data["link_at"]),
+            link_at_long=float(data["link_at_long"]) if data.get("link_at_long") is not None else None,
             abstain_at=float(data["abstain_at"]),
             subject_at=float(data.get("subject_at", 1.0)),
             weights=tuple(data.get("weights", ())),
@@ -331,6 +335,8 @@ class PairLinker:
         self.lookup = lookup
         self.model = model or PairModel.load()
         self.link_at = self.model.link_at if link_at is None else link_at
+        long_at = self.model.link_at_long
+        self.link_at_long = max(self.link_at, long_at) if long_at is not None and link_at is None else self.link_at
         self.abstain_at = self.model.abstain_at if abstain_at is None else abstain_at
         emb = getattr(embedder, "name", None) if embedder is not None else None
         self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "")
@@ -387,7 +393,7 @@ class PairLinker:
         # plausible: the model is unsure, the note leaves its words, or it is on the note's subject
         # (never none for a pair that may be a replacement)
         plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0 or same_subject(rows[i])]
-        if probs[b] >= self.link_at:
+        if probs[b] >= self._link_at(rows[b]):
             top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
                 kind="link",
@@ -405,6 +411,11 @@ class PairLinker:
                 reason="plausible predecessor below the link threshold",
             )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
+
+    def _link_at(self, row: Sequence[float]) -> float:
+        """The link threshold of this pair's regime: long documents have their own."""
+        long = row[FEATURES.index("note_long")] or row[FEATURES.index("cand_long")]
+        return self.link_at_long if long else self.link_at
 
     # ------------------------------------------------------------------ scoring
 
@@ -528,7 +539,7 @@ class PairLinker:
 
     def _proposal(self, node: MemoryNode, p: float, row: Sequence[float]) -> LinkProposal:
         f = dict(zip(FEATURES, row, strict=True))
-        evidence = [f"pair model p={p:.3f} (link at {self.link_at:.3f})"]
+        evidence = [f"pair model p={p:.3f} (link at {self._link_at(row):.3f})"]
         if f["has_emb"]:
             evidence.append(f"decision cosine: {f['cos_dec']:.3f}")
         if f["leave_hit"]:
