@@ -200,6 +200,31 @@ def test_at_most_two_newest_first(svc: MemoryService) -> None:
     assert [y.node.id for y in entry.maybe_replaced_by] == [later[2], later[1]]
 
 
+def test_offers_are_followed_along_a_chain_of_versions(store: SQLiteStore) -> None:
+    """v2 lists v1, v3 lists v2 (each linker abstained on its own predecessor, nobody confirmed):
+    a recall matching v1 alone shows v3 first, reached through v2, then v2."""
+    svc = MemoryService(store, extractor=LiteCronista())
+    v1 = svc.remember(OLD).node
+    v2 = store.insert(NewNote(raw_text=NEW, possible_supersedes=(v1.id,), possible_supersedes_why=("p=0.61",)))
+    v3 = store.insert(
+        NewNote(
+            raw_text="Invoices are in DuckDB now: the analysts wanted columnar scans.",
+            possible_supersedes=(v2.id,),
+            possible_supersedes_why=("p=0.58",),
+        )
+    )
+    (entry, _), *_ = svc.recall(QUERY).results
+    assert entry.head.id == v1.id
+    assert [y.node.id for y in entry.maybe_replaced_by] == [v3.id, v2.id]
+    assert entry.maybe_replaced_by[0].reason == f"may replace {v2.id}, listed here"
+    assert entry.maybe_replaced_by[1].reason == "p=0.61"
+    svc.supersede(v3.id, v2.id)  # confirmed: v3 replaces v2, which still only may replace v1
+    (entry, _), *_ = svc.recall(QUERY).results
+    assert entry.head.id == v1.id
+    # v1's offer now leads to v2's chain, whose version in force is v3: shown once, with v2's reason
+    assert [(y.node.id, y.reason) for y in entry.maybe_replaced_by] == [(v3.id, "p=0.61")]
+
+
 def test_another_namespace_or_an_incompatible_scope_is_never_shown(svc: MemoryService, store: SQLiteStore) -> None:
     old = svc.remember(OLD).node.id
     # Forged straight into the store: the linker only ever lists same-namespace, compatible candidates.

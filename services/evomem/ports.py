@@ -92,8 +92,9 @@ class Store(Protocol):
     def possible_successors(
         self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
     ) -> dict[str, list[Successor]]:
-        """For each of ``node_ids``: the active notes of ``namespace`` that list it in their
-        ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit`` each,
+        """For each of ``node_ids``: the active or superseded notes of ``namespace`` that list it
+        in their ``possible_supersedes`` (unconfirmed successors; recall shows a superseded one's
+        chain head instead), newest first, at most ``limit`` each,
         with the linker's reason when stored. A reverse lookup, cheap at any store size; ids
         with none are left out. Forgetting, purging or linking a note drops it from here."""
         ...

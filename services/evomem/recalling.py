@@ -18,15 +18,18 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import MemoryNode, SearchHit, Status
 from evomem.domain.recall import (
+    SUCCESSOR_DEPTH,
     SUCCESSORS_FETCHED,
     RecallAnswer,
     RecallQuery,
     Resolved,
+    Successor,
     attach_successors,
     fuse,
     resolve,
     select_hits,
     successor_ids,
+    successors_to_follow,
 )
 from evomem.ports import Store, Vectors
 
@@ -156,7 +159,16 @@ def recall_nodes(
     resolved = resolve(kept, nodes, heads, query.terms, scope=query.scope)
     wanted = successor_ids(resolved)
     if wanted:  # the newer notes that may replace a head (unconfirmed): shown beside it, never instead
-        offered = store.possible_successors(wanted, namespace=query.namespace, limit=SUCCESSORS_FETCHED)
+        offered: dict[str, Sequence[Successor]] = {}
+        seen = set(wanted)
+        for _ in range(SUCCESSOR_DEPTH):  # and those that may replace them, along a chain of versions
+            found = store.possible_successors(wanted, namespace=query.namespace, limit=SUCCESSORS_FETCHED)
+            found = in_force(store, found)
+            offered.update(found)
+            wanted = successors_to_follow(found, seen)
+            seen.update(wanted)
+            if not wanted:
+                break
         attach_successors(resolved, offered, scope=query.scope)
     results: list[tuple[Resolved, list[MemoryNode]]] = []
     for entry in resolved:
@@ -164,6 +176,22 @@ def recall_nodes(
         results.append((entry, history))
     dropped = {h.chain_root for h in hits if h.chain_root in heads and heads[h.chain_root].status == "forgotten"}
     return RecallAnswer(results, hidden_forgotten=len(dropped), vector_problem=failed or problem)
+
+
+def in_force(store: Store, offered: dict[str, list[Successor]]) -> dict[str, list[Successor]]:
+    """Each offered note as the version in force of its chain: one confirmed since (``supersede``)
+    is shown as its chain's head, with the offer's reason."""
+    roots = {s.node.chain_root for found in offered.values() for s in found if s.node.status != Status.ACTIVE}
+    if not roots:
+        return offered
+    heads = store.heads(roots)
+    return {
+        k: [
+            Successor(heads.get(s.node.chain_root, s.node), s.reason, s.result) if s.node.status != Status.ACTIVE else s
+            for s in found
+        ]
+        for k, found in offered.items()
+    }
 
 
 class LocalRecall:

@@ -402,7 +402,7 @@ class SQLiteStore:
                 "ROW_NUMBER() OVER (PARTITION BY o.candidate_id ORDER BY o.node_id DESC) AS nth "
                 "FROM offers o JOIN nodes n ON n.id = o.node_id "
                 f"WHERE o.candidate_id IN ({','.join('?' * len(chunk))}) AND o.namespace = ? "
-                "AND n.status = 'active') WHERE nth <= ? ORDER BY offered_for, nth"
+                "AND n.status IN ('active', 'superseded')) WHERE nth <= ? ORDER BY offered_for, nth"
             )
             for row in conn.execute(sql, (*chunk, namespace, limit)):
                 out.setdefault(row["offered_for"], []).append(Successor(row_to_node(row), row["offer_reason"]))

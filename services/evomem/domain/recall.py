@@ -193,6 +193,7 @@ def resolve(
 
 MAYBE_REPLACED_MAX = 2  # successors shown per result
 SUCCESSORS_FETCHED = 8  # asked of the store per head: room for the scope filter below
+SUCCESSOR_DEPTH = 3  # offers followed from a head: a successor's own possible successors, and theirs
 
 
 def successor_ids(resolved: Sequence[Resolved]) -> list[str]:
@@ -208,28 +209,47 @@ def attach_successors(
     limit: int = MAYBE_REPLACED_MAX,
 ) -> None:
     """Set each active head's ``maybe_replaced_by``: up to ``limit`` of the notes ``offered``
-    for it (the store's reverse lookup of ``possible_supersedes``), newest first, that are
-    active, later than the head, of its namespace and another chain, in a scope that could
-    replace the head's (``scope.compatible``) and that this recall would answer
-    (``scope_match``). One that heads another result is referenced by its index there."""
+    for it (the store's reverse lookup of ``possible_supersedes``), and for those in turn (a
+    version that may replace a version that may replace the head, ``SUCCESSOR_DEPTH`` deep:
+    unconfirmed offers along a chain of several versions), newest first, that are active, later
+    than the head, of its namespace and another chain, in a scope that could replace the
+    head's (``scope.compatible``) and that this recall would answer (``scope_match``). One
+    reached through another says so in its ``reason``. One that heads another result is
+    referenced by its index there."""
     rank = {r.head.id: i for i, r in enumerate(resolved)}
     for entry in resolved:
         head = entry.head
         entry.maybe_replaced_by = []
         if head.status != Status.ACTIVE:
             continue
-        found = sorted(offered.get(head.id, ()), key=lambda s: (s.node.created_at, s.node.id), reverse=True)
-        for s in found:
-            y = s.node
-            if y.id == head.id or y.status != Status.ACTIVE or y.purged or y.namespace != head.namespace:
-                continue
-            if y.chain_root == head.chain_root or y.created_at < head.created_at:
-                continue
-            if not compatible(y.scope, head.scope) or scope_match(y.scope, scope) is None:
-                continue
-            entry.maybe_replaced_by.append(Successor(y, s.reason or None, rank.get(y.id)))
-            if len(entry.maybe_replaced_by) == limit:
-                break
+        reached: dict[str, Successor] = {}
+        frontier = [head.id]
+        for _ in range(SUCCESSOR_DEPTH):
+            nxt: list[str] = []
+            for via in frontier:
+                for s in offered.get(via, ()):
+                    y = s.node
+                    if y.id in reached or y.id == head.id or y.status != Status.ACTIVE or y.purged:
+                        continue
+                    if y.namespace != head.namespace or y.chain_root == head.chain_root:
+                        continue
+                    if y.created_at < head.created_at or not compatible(y.scope, head.scope):
+                        continue
+                    if scope_match(y.scope, scope) is None:
+                        continue
+                    reason = s.reason or None if via == head.id else f"may replace {via}, listed here"
+                    reached[y.id] = Successor(y, reason, rank.get(y.id))
+                    nxt.append(y.id)
+            frontier = nxt
+        found = sorted(reached.values(), key=lambda s: (s.node.created_at, s.node.id), reverse=True)
+        entry.maybe_replaced_by = found[:limit]
+
+
+def successors_to_follow(offered: Mapping[str, Sequence[Successor]], seen: set[str]) -> list[str]:
+    """The offered notes whose own possible successors are not fetched yet (``attach_successors``
+    follows offers ``SUCCESSOR_DEPTH`` deep)."""
+    out = [s.node.id for found in offered.values() for s in found if s.node.id not in seen]
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True, slots=True)
