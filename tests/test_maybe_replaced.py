@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from contextlib import closing
@@ -194,7 +195,10 @@ def test_a_successor_that_is_also_a_hit_is_referenced_not_repeated(svc: MemorySe
 
 def test_at_most_two_newest_first(svc: MemoryService) -> None:
     old = svc.remember(OLD).node.id
-    later = [svc.remember(f"Invoices, take {n}: we now keep them in store number {n}.").node.id for n in range(3)]
+    later = []
+    for n in range(3):
+        time.sleep(0.005)  # created_at is in ms: versions a few ms apart, as real ones are
+        later.append(svc.remember(f"Invoices, take {n}: we now keep them in store number {n}.").node.id)
     (entry, _), *_ = svc.recall(QUERY).results
     assert entry.head.id == old
     assert [y.node.id for y in entry.maybe_replaced_by] == [later[2], later[1]]
@@ -206,6 +210,7 @@ def test_offers_are_followed_along_a_chain_of_versions(store: SQLiteStore) -> No
     svc = MemoryService(store, extractor=LiteCronista())
     v1 = svc.remember(OLD).node
     v2 = store.insert(NewNote(raw_text=NEW, possible_supersedes=(v1.id,), possible_supersedes_why=("p=0.61",)))
+    time.sleep(0.005)  # "newest first" reads created_at (ms): versions a few ms apart, as real ones are
     v3 = store.insert(
         NewNote(
             raw_text="Invoices are in DuckDB now: the analysts wanted columnar scans.",
