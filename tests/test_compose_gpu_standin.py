@@ -43,7 +43,7 @@ from mcp.client.streamable_http import streamable_http_client
 from procutil import free_port
 
 from tests.test_cronista import made_of_source_spans
-from tests.triton_support import ROOT, cpu_repository
+from tests.triton_support import ROOT, cpu_repository, make_tiny_cronista
 
 GPU_FILE = ROOT / "compose.gpu.yaml"
 STANDIN_FILE = ROOT / "compose.gpu-standin.yaml"
@@ -144,14 +144,7 @@ def models(tmp_path_factory) -> dict[str, Path]:
     tiny cronista's folder (the cronista's tokenizer and pins) and the tiny GGUF as linker.gguf."""
     pytest.importorskip("onnx")
     base = tmp_path_factory.mktemp("standin-models")
-    tiny = base / "cronista"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_tiny_cronista.py"), str(tiny)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
+    tiny = make_tiny_cronista(base / "cronista")
     repo = cpu_repository(base, cronista_dir=tiny)
     llm = base / "llm"
     llm.mkdir()

@@ -16,8 +16,6 @@ cronista service's health says it is degraded.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,7 +29,7 @@ from evomem.adapters.triton_cronista import TritonCronista, fallback_count
 from evomem.domain.model import Extraction, ExtractionState
 from evomem.ports import Extractor
 from tests.test_cronista import made_of_source_spans, summary_is_source_sentences_in_order
-from tests.triton_support import ROOT, TritonServer, cpu_repository, triton_venv
+from tests.triton_support import ROOT, TritonServer, cpu_repository, make_tiny_cronista, triton_venv
 
 pytest.importorskip("tritonclient.grpc")
 
@@ -53,15 +51,7 @@ LONG_NOTE = " ".join(
 
 
 def tiny_model(directory: Path) -> Path:
-    out = directory / "tiny-cronista"
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "make_tiny_cronista.py"), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.returncode == 0, run.stderr
-    return out
+    return make_tiny_cronista(directory / "tiny-cronista")
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,18 @@ def _has_pytriton(python: Path) -> bool:
     return probe.returncode == 0
 
 
+def make_tiny_cronista(out: Path) -> Path:
+    """The tiny random-weights cronista (scripts/make_tiny_cronista.py) written to ``out``."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_tiny_cronista.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    return out
+
+
 def cpu_repository(directory: Path, *, cronista_dir: Path | None = None, models: str = "embedding,cronista") -> Path:
     """A copy of models/triton-cpu (configs, the shared model.py) filled by scripts/make_models.py."""
     repo = Path(directory) / "triton-cpu"
