@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import platform
 import sys
@@ -59,6 +58,7 @@ from bench.memories import (
     has_vectors_setting,
 )
 from bench.stats import mcnemar_exact, summary, wilson
+from evomem.adapters.pinned import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -1099,10 +1099,6 @@ def _wording_plot(plt: Any, set_name: str, block: Mapping[str, Any], k: int, out
     return path
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_outputs(report: dict[str, Any], out: Path, meta: Mapping[str, Any]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     rows = report.pop("rows")
@@ -1163,7 +1159,7 @@ def _load_data(specs: Sequence[str]) -> tuple[dict[str, list[dict[str, Any]]], d
             raise BenchError(f"{p} not found")
         items = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
         sets[name] = adapt_scenarios(items, name)
-        sources[name] = {"file": str(p), "sha256": _sha256(p), "n": len(items), "blind": is_blind(name, p)}
+        sources[name] = {"file": str(p), "sha256": sha256_file(p), "n": len(items), "blind": is_blind(name, p)}
     return sets, sources
 
 
@@ -1199,7 +1195,7 @@ def _load_sets(args: argparse.Namespace) -> tuple[dict[str, list[dict[str, Any]]
                 tool = "bench.paraphrase" if name == "para" else "bench.scenarios"
                 raise BenchError(f"{p} not found; write it with python -m {tool} (see bench/README.md)")
             sets[name] = scen.load(p)
-            sources[name] = {"file": str(p), "sha256": _sha256(p), "n": len(sets[name])}
+            sources[name] = {"file": str(p), "sha256": sha256_file(p), "n": len(sets[name])}
         if args.limit:
             sets[name] = sets[name][: args.limit]
             sources[name]["limit"] = args.limit

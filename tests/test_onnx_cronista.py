@@ -32,6 +32,7 @@ from test_cronista import (  # noqa: E402  (the lite contract's helpers; tests/ 
 
 from evomem.adapters import onnx_cronista as oc  # noqa: E402
 from evomem.adapters.onnx_cronista import CronistaModelUnavailable, OnnxCronista  # noqa: E402
+from evomem.adapters.pinned import sha256_file  # noqa: E402
 from evomem.domain.cronista import SUMMARY_MAX_CHARS  # noqa: E402
 from evomem.domain.model import Extraction  # noqa: E402
 from evomem.ports import Extractor  # noqa: E402
@@ -187,7 +188,7 @@ def test_the_packaged_pins_are_the_ones_this_release_expects():
     pins = json.loads((oc.DEFAULT_MODEL_DIR / "pins.json").read_text())["sha256"]
     for name, want in oc.MODEL_FILES.items():
         assert want and pins[name] == want
-        assert oc._sha256(oc.DEFAULT_MODEL_DIR / name) == want
+        assert sha256_file(oc.DEFAULT_MODEL_DIR / name) == want
     assert (oc.DEFAULT_MODEL_DIR / "model.onnx").stat().st_size <= 30 * 1024 * 1024
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.pinned import sha256_file
 from evomem.domain.errors import Unavailable
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing this module stays cheap
@@ -169,14 +170,6 @@ def resolve_model_files(
     return None, looked
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------- the real embedder
 
 
@@ -274,7 +267,7 @@ class OnnxEmbedder:
             raise EmbeddingModelUnavailable(f"{exc.name} is not installed; " + INSTALL_HINT) from exc
         if self.verify:
             for path, want in ((files.model, files.model_sha256), (files.tokenizer, files.tokenizer_sha256)):
-                if want is not None and _sha256(path) != want:
+                if want is not None and sha256_file(path) != want:
                     raise EmbeddingModelUnavailable(
                         f"{path} does not match its pinned sha256 (a different or damaged file); "
                         "reinstall it: " + INSTALL_HINT

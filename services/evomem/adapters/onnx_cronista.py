@@ -34,7 +34,6 @@ tokenizers and onnxruntime are used here, never torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -45,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.pinned import sha256_file
 from evomem.domain.cronista import SUMMARY_MAX_CHARS, assemble_summary, sentences
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import Extraction
@@ -285,14 +285,6 @@ def fields_of(clauses: Sequence[Clause]) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the backend
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def pinned_hashes(model_dir: Path) -> dict[str, str]:
     """The sha256 each file of ``model_dir`` must have: ``pins.json`` of the folder, which for the
     packaged model must agree with the pins compiled into this module."""
@@ -351,7 +343,7 @@ class OnnxCronista:
             if self.verify:
                 pins = pinned_hashes(d)
                 for path in (model, tok):
-                    got = _sha256(path)
+                    got = sha256_file(path)
                     if got != pins[path.name]:
                         raise CronistaModelUnavailable(
                             f"{path} does not match its pinned sha256 (got {got[:12]}..., pinned "

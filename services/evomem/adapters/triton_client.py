@@ -284,11 +284,11 @@ class TritonEmbedder:
                         TOKENIZER_SHA256,
                         EmbeddingModelUnavailable,
                         _packaged_tokenizer,
-                        _sha256,
                     )
+                    from evomem.adapters.pinned import sha256_file
 
                     path, looked = _packaged_tokenizer()
-                    if path is None or _sha256(path) != TOKENIZER_SHA256:
+                    if path is None or sha256_file(path) != TOKENIZER_SHA256:
                         raise EmbeddingModelUnavailable(f"no pinned tokenizer.json ({'; '.join(looked)}); {EMBED_HINT}")
                     from tokenizers import Tokenizer
 

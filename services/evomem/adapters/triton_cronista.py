@@ -44,7 +44,7 @@ from evomem.adapters.onnx_cronista import (
     OnnxCronista,
     pinned_hashes,
 )
-from evomem.adapters.onnx_cronista import _sha256 as sha256
+from evomem.adapters.pinned import sha256_file
 from evomem.adapters.triton_client import TritonModel, TritonUnavailable
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.model import Extraction
@@ -87,7 +87,7 @@ class _TritonReader(OnnxCronista):
                 )
             if self.verify:
                 want = pinned_hashes(self.model_dir)["tokenizer.json"]
-                if sha256(tok) != want:
+                if sha256_file(tok) != want:
                     raise CronistaModelUnavailable(f"{tok} does not match its pinned sha256 ({want[:12]}...)")
             try:
                 from tokenizers import Tokenizer
