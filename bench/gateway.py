@@ -39,7 +39,6 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from typing import Any
 
 import anyio
 
+from bench.procs import free_port, wait_until
 from bench.speed import _wait_health
 from bench.stats import pct
 
@@ -181,24 +181,6 @@ async def recall_throughput(url: str, clients: int, seconds: float) -> dict[str,
             "calls_per_s": round(done / elapsed, 1)}  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(what: str, ready: Any, timeout_s: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if ready():
-                return
-        except Exception:  # not up yet
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} did not come up in {timeout_s:.0f} s")
-
-
 def _healthy(url: str) -> bool:
     with urllib.request.urlopen(url, timeout=2) as r:
         return r.status == 200
@@ -217,7 +199,7 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "EVOMEM_LOG_LEVEL": "WARNING", "EVOMEM_LOG_FORMAT": "text", "EVOMEM_VECTORS": "on"}
     env["PYTHONPATH"] = os.pathsep.join([str(root / "services"), str(root), env.get("PYTHONPATH", "")])
-    redis_port, grpc_port = _free_port(), _free_port()
+    redis_port, grpc_port = free_port(), free_port()
     procs: list[subprocess.Popen[bytes]] = []
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     try:
@@ -229,11 +211,11 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
         procs.append(subprocess.Popen([service, "storage"], env=storage_env, **quiet))  # type: ignore[call-overload]
         address = f"127.0.0.1:{grpc_port}"
         probe = GrpcVectors(address, required=True, timeout_s=5)
-        _wait("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None)
+        wait_until("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None)
         probe.close()
         urls = {}
         for name, app in GATEWAY_APPS.items():
-            port = _free_port()
+            port = free_port()
             gw_env = {**env, "EVOMEM_STORAGE_ADDR": address, "EVOMEM_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
             gunicorn = str(Path(sys.executable).with_name("gunicorn"))
             argv = [gunicorn, "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers),
@@ -241,7 +223,7 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
             procs.append(subprocess.Popen(argv, env=gw_env, cwd=root, **quiet))  # type: ignore[call-overload]
             urls[name] = f"http://127.0.0.1:{port}/mcp"
         for name, url in urls.items():
-            _wait(f"gateway {name}", lambda url=url: _healthy(url.replace("/mcp", "/healthz")))
+            wait_until(f"gateway {name}", lambda url=url: _healthy(url.replace("/mcp", "/healthz")))
         print(f"recall paths: {notes} notes ...", file=sys.stderr, flush=True)
         anyio.run(latency, urls["recall_nodes"], notes, False)  # the notes every recall searches
         out: dict[str, Any] = {"notes": notes, "gateway_workers": workers, "vectors": "on"}

@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,27 +114,14 @@ async def check(url: str, tool: str) -> None:
         assert made.structured_content["id"] in ids, (made.structured_content, ids)  # type: ignore[index]
 
 
-def _wait(what: str, ready: Any, proc: subprocess.Popen[bytes] | None = None, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        try:
-            if ready():
-                return
-        except Exception:  # not up yet
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"{what} did not come up in {timeout_s:.0f} s")
-
-
 @contextlib.contextmanager
 def stack(
     workdir: Path, notes: int, label: str, vectors_off: bool = False
 ) -> Iterator[tuple[dict[str, str], dict[str, Any], dict[str, Any]]]:
     """Start redis, storage, the gateway, the floor and the embedded server over copies of the
     store; yield their MCP URLs, their processes and what describes them; stop them all."""
-    from bench.gateway import _free_port, _healthy
+    from bench.gateway import _healthy
+    from bench.procs import free_port, wait_until
     from evomem.adapters.grpc.clients import GrpcVectors
     from evomem.bootstrap import gateway_command
     from evomem.settings import Settings
@@ -153,7 +139,7 @@ def stack(
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "services"), str(ROOT), env.get("PYTHONPATH", "")])
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env |= {"EVOMEM_VECTORS": "on" if vectors else "off", "EVOMEM_AUTH_FILE": str(tokens)}
-    ports = {name: _free_port() for name in ("redis", "storage", "gateway", "floor", "embedded")}
+    ports = {name: free_port() for name in ("redis", "storage", "gateway", "floor", "embedded")}
     procs: dict[str, subprocess.Popen[bytes]] = {}
     bin_dir = Path(sys.executable).parent
 
@@ -179,12 +165,16 @@ def stack(
                            "--db", str(tmp / "embedded.db"), "--auth-file", str(tokens)], {})  # fmt: skip
         if vectors:
             probe = GrpcVectors(storage_addr, required=True, timeout_s=5)
-            _wait("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None,
-                  procs["storage"])  # fmt: skip
+
+            def has_vectors() -> bool:
+                return probe.nearest("ledger", namespace="default", limit=1) is not None
+
+            wait_until("storage with vectors", has_vectors, procs["storage"], timeout_s=300, interval_s=0.3)
             probe.close()
         urls = {name: f"http://127.0.0.1:{ports[name]}/mcp" for name in ("gateway", "floor", "embedded")}
         for name, url in urls.items():
-            _wait(name, lambda url=url: _healthy(url.replace("/mcp", "/healthz")), procs[name])
+            wait_until(name, lambda url=url: _healthy(url.replace("/mcp", "/healthz")), procs[name],
+                       timeout_s=300, interval_s=0.3)  # fmt: skip
         shown = gateway_command(Settings.from_env(env={**env, **gw, "EVOMEM_PORT": "8765"}))
         about = {"notes": notes, "vectors": "on" if vectors else "off", "cores": os.cpu_count(),
                  "gateway_workers": Settings.from_env(env=env).gateway.workers,

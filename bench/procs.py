@@ -18,7 +18,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE_TINY_GGUF = ROOT / "scripts" / "make_tiny_gguf.py"
@@ -30,6 +32,29 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_until(
+    what: str,
+    ready: Callable[[], Any],
+    proc: subprocess.Popen[bytes] | None = None,
+    *,
+    timeout_s: float = 180.0,
+    interval_s: float = 0.2,
+) -> None:
+    """Poll ``ready()`` until it is true (an exception counts as not yet); fail when ``proc``
+    exits first or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        try:
+            if ready():
+                return
+        except Exception:  # not up yet
+            pass
+        time.sleep(interval_s)
+    raise RuntimeError(f"{what} did not come up in {timeout_s:.0f} s")
 
 
 def stop_process(proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout: float = 10) -> None:
