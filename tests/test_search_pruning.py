@@ -1,0 +1,113 @@
+"""Full-text search prunes by MaxScore on a large store and still answers exactly.
+
+``SQLiteStore.search`` ranks the rows with the rarest terms first and leaves out rows that,
+by the terms' BM25 bounds, cannot reach the ``limit``-th score. These tests compare it with
+ranking every match (``_ranked`` over the plain OR query) on a real SQLite file whose words
+are as skewed as real notes' (a few common words, many rare ones), with the pruning turned on
+for a store this small (``PRUNE_FROM`` 0).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from evomem.adapters import sqlite_store
+from evomem.adapters.sqlite_store import SQLiteStore, essential_split, fts_query, term_bound
+from evomem.domain.model import NewNote
+
+COMMON = ["service", "database", "team", "uses", "queue", "cache"]
+RARE = [f"w{i:03d}" for i in range(300)]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
+    rng = random.Random(11)
+    s = SQLiteStore(tmp_path_factory.mktemp("prune") / "prune.db")
+    for i in range(900):
+        words = rng.sample(COMMON, rng.randint(1, 4)) + [
+            rng.choice(RARE[: 30 + i % 270]) for _ in range(rng.randint(1, 6))
+        ]
+        rng.shuffle(words)
+        ns = "other" if i % 7 == 0 else "default"
+        node = s.insert(NewNote(raw_text=f"Note {i}: " + " ".join(words) + ".", namespace=ns))
+        if i % 11 == 0:
+            s.forget(node.id)
+    return s
+
+
+def full(
+    store: SQLiteStore, terms: list[str], namespace: str, limit: int, active_only: bool
+) -> list[tuple[str, float]]:
+    status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
+    conn = store._conn()
+    present = [t for t in dict.fromkeys(terms) if conn.execute(
+        "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (fts_query([t]),)).fetchone()[0]]  # fmt: skip
+    hits = store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
+    return [(h.node_id, h.score) for h in hits]
+
+
+def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
+    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
+    passes: list[int] = []
+    real = SQLiteStore._search_pruned
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(self, *args, **kwargs)
+        passes.append(found is not None)
+        return found
+
+    monkeypatch.setattr(SQLiteStore, "_search_pruned", counted)
+    rng = random.Random(5)
+    checked = 0
+    for _ in range(150):
+        terms = rng.sample(COMMON, rng.randint(1, 3)) + rng.sample(RARE[:120], rng.randint(1, 3))
+        for namespace, limit, active_only in (("default", 10, False), ("default", 3, True), ("other", 5, False)):
+            got = [
+                (h.node_id, h.score)
+                for h in store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
+            ]
+            want = full(store, terms, namespace, limit, active_only)
+            assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in want], terms
+            # the same notes, up to the order of equal scores
+            assert {(i, round(s, 9)) for i, s in got} == {(i, round(s, 9)) for i, s in want} or _ties(got, want)
+            checked += 1
+    assert checked == 450
+    assert sum(passes) > 100, "the pruned passes should answer most of these queries, not fall back"
+
+
+def _ties(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> bool:
+    """The two lists differ only among notes with the last (cut) score."""
+    cut = round(want[-1][1], 9)
+    return {i for i, s in got if round(s, 9) != cut} == {i for i, s in want if round(s, 9) != cut}
+
+
+def test_a_forgotten_or_other_namespace_note_never_comes_back_through_the_pruned_passes(store, monkeypatch) -> None:
+    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
+    ids = {h.node_id for h in store.search(["service", "w001", "w002", "database"], namespace="default", limit=500)}
+    for node_id in ids:
+        node = store.get(node_id)
+        assert node is not None and node.namespace == "default" and node.status != "forgotten"
+
+
+def test_a_term_bound_is_what_fts5_can_add_at_most(store: SQLiteStore) -> None:
+    """No row's weighted BM25 for one term reaches its bound, computed from the table's rows."""
+    conn = store._conn()
+    rows = conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0]
+    for term in [*COMMON, *RARE[:40]]:
+        match = (fts_query([term]),)
+        hits = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", match).fetchone()[0]
+        scores = conn.execute(f"SELECT {sqlite_store._BM25} FROM nodes_fts WHERE nodes_fts MATCH ?", match).fetchall()
+        best = -min(r[0] for r in scores)
+        assert 0 < best < term_bound(rows, hits), term
+    assert term_bound(1000, 10) > term_bound(1000, 100) > term_bound(1000, 400)
+    assert term_bound(1000, 900) == pytest.approx(2.2e-6)  # FTS5 floors the idf of a word most rows have
+    assert term_bound(2000, 10) > term_bound(1000, 10)  # an upper bound of the rows is safe
+
+
+def test_essential_split_keeps_the_terms_a_score_above_theta_needs() -> None:
+    bounds = {"rare": 8.0, "mid": 4.0, "common": 2.0}
+    assert essential_split(bounds, 7.0) == 1  # mid + common can add 6 < 7: rows need "rare"
+    assert essential_split(bounds, 5.0) == 2  # common alone adds 2 < 5
+    assert essential_split(bounds, 1.0) == 3  # nothing can be left out
