@@ -252,6 +252,46 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
+TreeSum = Callable[[Sequence[float]], float]
+_COMPILED: dict[int, tuple[object, TreeSum]] = {}
+
+
+def walk_trees(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float]) -> float:
+    """The sum of the trees' leaves for ``x``, walking each tree's arrays (the reference)."""
+    total = 0.0
+    for t in trees:
+        feature, threshold, left, right, value = t["f"], t["t"], t["l"], t["r"], t["v"]
+        k = 0
+        while feature[k] >= 0:
+            k = int(left[k]) if x[int(feature[k])] <= threshold[k] else int(right[k])
+        total += value[k]
+    return total
+
+
+def compiled_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> TreeSum:
+    """``walk_trees`` as one Python function of ``x`` (nested conditional expressions), built once
+    per model: the same comparisons and the same sum in the same order, so the same float, about
+    ten times faster (200 trees of depth 3: ~0.3 ms a pair walked). Built from numbers only
+    (``int``/``float`` of the model's arrays), never from text."""
+    hit = _COMPILED.get(id(trees))
+    if hit is not None and hit[0] is trees:
+        return hit[1]
+
+    def node(t: Mapping[str, Sequence[float]], k: int) -> str:
+        if t["f"][k] < 0:
+            return repr(float(t["v"][k]))
+        yes, no = node(t, int(t["l"][k])), node(t, int(t["r"][k]))
+        return f"({yes} if x[{int(t['f'][k])}] <= {float(t['t'][k])!r} else {no})"
+
+    source = "def tree_sum(x):\n    return 0.0" + "".join(f" + {node(t, 0)}" for t in trees) + "\n"
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<pair_model trees>", "exec"), scope)  # numbers only, see above
+    if len(_COMPILED) > 32:  # models made while training: keep the cache small
+        _COMPILED.clear()
+    _COMPILED[id(trees)] = (trees, scope["tree_sum"])
+    return scope["tree_sum"]  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True, slots=True)
 class PairModel:
     """The pair model, one of two kinds (``kind`` in the JSON file):
@@ -299,14 +339,7 @@ class PairModel:
     def prob(self, x: Sequence[float]) -> float:
         z = self.intercept
         if self.kind == "gbt":
-            total = 0.0
-            for t in self.trees:
-                feature, threshold, left, right, value = t["f"], t["t"], t["l"], t["r"], t["v"]
-                k = 0
-                while feature[k] >= 0:
-                    k = int(left[k]) if x[int(feature[k])] <= threshold[k] else int(right[k])
-                total += value[k]
-            return _sigmoid(z + self.rate * total)
+            return _sigmoid(z + self.rate * compiled_trees(self.trees)(x))
         for w, v, m, s in zip(self.weights, x, self.mean, self.scale, strict=True):
             z += w * (v - m) / s
         return _sigmoid(z)
