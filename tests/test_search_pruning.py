@@ -40,12 +40,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
 def full(
     store: SQLiteStore, terms: list[str], namespace: str, limit: int, active_only: bool
 ) -> list[tuple[str, float]]:
+    """Every match ranked: the plain OR query, its terms rarest first as ``search`` orders them."""
     status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
     conn = store._conn()
-    present = [t for t in dict.fromkeys(terms) if conn.execute(
-        "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (fts_query([t]),)).fetchone()[0]]  # fmt: skip
-    hits = store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
-    return [(h.node_id, h.score) for h in hits]
+    count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
+    hits = {t: conn.execute(count, (fts_query([t]),)).fetchone()[0] for t in dict.fromkeys(terms)}
+    present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
+    found = store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
+    return [(h.node_id, h.score) for h in found]
 
 
 def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
@@ -69,18 +71,10 @@ def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteSto
                 for h in store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
             ]
             want = full(store, terms, namespace, limit, active_only)
-            assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in want], terms
-            # the same notes, up to the order of equal scores
-            assert {(i, round(s, 9)) for i, s in got} == {(i, round(s, 9)) for i, s in want} or _ties(got, want)
+            assert got == want, terms  # the same notes, the same scores to the bit, the same order
             checked += 1
     assert checked == 450
     assert sum(passes) > 100, "the pruned passes should answer most of these queries, not fall back"
-
-
-def _ties(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> bool:
-    """The two lists differ only among notes with the last (cut) score."""
-    cut = round(want[-1][1], 9)
-    return {i for i, s in got if round(s, 9) != cut} == {i for i, s in want if round(s, 9) != cut}
 
 
 def test_a_forgotten_or_other_namespace_note_never_comes_back_through_the_pruned_passes(store, monkeypatch) -> None:

@@ -404,7 +404,9 @@ class SQLiteStore:
         conn = self._conn()
         count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
         hits = {t: conn.execute(count, (fts_query([t]),)).fetchone()[0] for t in dict.fromkeys(terms)}
-        present = [t for t, n in hits.items() if n]
+        # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
+        # expression's order, so the same order gives the same float, and ties break alike.
+        present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
         if not present:
             return []
         if len(present) > 1 and sum(hits[t] for t in present) >= PRUNE_FROM:
@@ -425,7 +427,7 @@ class SQLiteStore:
         """``search`` by MaxScore passes; None when they cannot prove their answer exact."""
         rows = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]  # >= the FTS rows
         bounds = {t: term_bound(rows, hits[t]) for t in present}
-        order = sorted(present, key=lambda t: (-bounds[t], t))
+        order = present  # rarest first: bounds never grow along it
         j = 1
         for _ in range(PRUNE_PASSES):
             essential, rest = fts_query(order[:j]), fts_query(order[j:])
