@@ -195,6 +195,7 @@ def test_writes_by_another_process_are_seen_by_the_next_search(tmp_path: Path) -
         assert ix.search(x[151], "ns", 1)[0][0] == "p151"
         assert "n3" not in [h[0] for h in ix.search(x[3], "ns", 100)]
         assert len(cached_ids(ix, "ns")) == 101
+        assert ix.stats()["cached"] == {"ns": 101}
 
 
 def test_plain_sql_writes_are_logged_by_the_triggers(tmp_path: Path) -> None:
@@ -364,3 +365,28 @@ def test_concurrent_writes_and_searches_lose_nothing(tmp_path: Path) -> None:
     assert len(cached_ids(ix, "ns")) == ix.count("ns")
     ix.close()
     other.close()
+
+
+def test_reading_the_chunk_tables_equals_reading_through_vec0(tmp_path: Path) -> None:
+    """The first load reads ``vec0``'s shadow tables; it must equal what ``vec0`` itself returns
+    (partly filled chunks, deleted slots, several namespaces), and fall back to it."""
+    x = unit_rows(500, seed=13)
+    with VectorIndex(tmp_path / "v.db", chunk_size=32) as ix:
+        ix.add_many((f"n{i}", f"ns{i % 3}", x[i]) for i in range(500))
+        for i in range(0, 500, 7):
+            ix.remove(f"n{i}")
+        conn = ix._conn()
+        for namespace in ("ns0", "ns1", "ns2", "none"):
+            assert ix._chunk_rows(conn, namespace) is not None or namespace == "none"
+            fast = ix._load_bits(conn, namespace)
+            ref_rows = conn.execute(
+                "SELECT rowid, embedding FROM vec_scan WHERE namespace = ? ORDER BY rowid", (namespace,)
+            ).fetchall()
+            assert fast[0].tolist() == [r for r, _ in ref_rows]
+            assert fast[1] == b"".join(b for _, b in ref_rows)
+            assert len(fast[0]) == ix.count(namespace)
+        fast = ix._load_bits(conn, "ns1")
+        ix._chunk_rows = lambda conn, namespace: None  # type: ignore[method-assign]
+        slow = ix._load_bits(conn, "ns1")
+        assert slow[0].tolist() == fast[0].tolist() and slow[1] == fast[1]
+        assert ix.search(x[1], "ns1", 1)[0][0] == "n1"
