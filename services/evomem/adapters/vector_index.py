@@ -230,7 +230,7 @@ class VectorIndex:
             "CREATE TRIGGER IF NOT EXISTS vec_log_delete AFTER DELETE ON vec_items"
             f" BEGIN {log} (OLD.rowid, OLD.namespace); END"
         )
-        conn.executemany("INSERT OR REPLACE INTO vec_meta(key, value) VALUES (?, ?)", [("log", LOG)])
+        conn.execute("INSERT OR REPLACE INTO vec_meta(key, value) VALUES ('log', ?)", (LOG,))
         conn.execute("INSERT OR IGNORE INTO vec_meta(key, value) VALUES ('log_floor', '0')")
 
     def _compact_log(self, conn: Any) -> None:
