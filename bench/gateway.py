@@ -398,7 +398,7 @@ def markdown_throughput(t: dict[str, Any]) -> str:
         "settings: `possible_supersedes` offered, so each remember also searches for candidates; no "
         "extraction worker runs, jobs only queue). The official MCP client checked each server once "
         "before the load. Percentiles are wrk's, from one run. `load` is `uptime`'s 1-minute load average "
-        "just before the row: the machine is shared with other work (load 9 to 20 on 2 cores here), so "
+        "just before the row: the machine is shared with other work (see the load column), so "
         "read the floor and the ratios beside each other, not alone. With 32 clients each waiting for its "
         "answer, the mean latency is 32 / throughput (Little's law): p99 ≤ 100 ms needs well over 320 "
         "calls/s.\n"
