@@ -164,19 +164,37 @@ def node_to_row(node: MemoryNode) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def row_to_node(row: Any) -> MemoryNode:
-    """A node from a ``sqlite3.Row`` that holds every ``NODE_COLUMNS`` entry."""
-    values: dict[str, Any] = {}
+def _decode_plan() -> list[tuple[str, Any, list[tuple[str, int, Callable[[Any], Any]]]]]:
+    """For each node field: its name, the record type (None for a plain column) and its
+    columns' (attribute, position in ``NODE_COLUMNS``, decoder), read by position."""
+    at = {name: i for i, name in enumerate(NODE_COLUMNS)}
+    plan: list[tuple[str, Any, list[tuple[str, int, Callable[[Any], Any]]]]] = []
     for kind in _NODE_FIELDS:
         if kind.name in _RECORDS:
-            cols = _RECORDS[kind.name]
-            if row[cols[0].name] is None:
-                values[kind.name] = None
-            else:
-                prefix = len(kind.name) + 1
-                values[kind.name] = kind.type(**{c.name[prefix:]: c.decode(row[c.name]) for c in cols})
+            prefix = len(kind.name) + 1
+            plan.append((kind.name, kind.type, [(c.name[prefix:], at[c.name], c.decode) for c in _RECORDS[kind.name]]))
         else:
-            values[kind.name] = _PLAIN[kind.name].decode(row[kind.name])
+            col = _PLAIN[kind.name]
+            plan.append((kind.name, None, [(kind.name, at[col.name], col.decode)]))
+    return plan
+
+
+_PLAN = _decode_plan()
+
+
+def row_to_node(row: Any, offset: int = 0) -> MemoryNode:
+    """A node from a row whose columns ``offset`` onwards are ``NODE_COLUMNS`` in order (``SELECT
+    {NODE_SQL}``), read by position: by name, a ``sqlite3.Row`` lookup per column cost as much as
+    decoding them (recall reads ~100 nodes)."""
+    values: dict[str, Any] = {}
+    for name, record, cols in _PLAN:
+        if record is None:
+            _, i, decode = cols[0]
+            values[name] = decode(row[offset + i])
+        elif row[offset + cols[0][1]] is None:
+            values[name] = None
+        else:
+            values[name] = record(**{attr: decode(row[offset + i]) for attr, i, decode in cols})
     return MemoryNode(**values)
 
 

@@ -494,7 +494,7 @@ class SQLiteStore:
                 "AND n.status IN ('active', 'superseded')) WHERE nth <= ? ORDER BY offered_for, nth"
             )
             for row in conn.execute(sql, (*chunk, namespace, limit)):
-                out.setdefault(row["offered_for"], []).append(Successor(row_to_node(row), row["offer_reason"]))
+                out.setdefault(row["offered_for"], []).append(Successor(row_to_node(row, 2), row["offer_reason"]))
         return out
 
     def ping(self) -> None:
