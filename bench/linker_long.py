@@ -201,12 +201,19 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return s[min(len(s) - 1, round(q * (len(s) - 1)))]
 
 
-def run(name: str, notes: Sequence[dict[str, Any]], linker: str) -> dict[str, Any]:
+def sample() -> list[tuple[str, list[dict[str, Any]]]]:
+    """A small fixed sample of the workloads (tests/test_long_linking.py): the first 20 dev-long
+    notes, 3 concatenations and 15 generated records."""
+    dev = dev_long_notes()
+    return [("dev-long", dev[:20]), ("dev-long-concat", concatenated(dev)[:3]), ("generated", long_records(15))]
+
+
+def run(name: str, notes: Sequence[dict[str, Any]], linker: str, *, vectors: str = "auto") -> dict[str, Any]:
     """Remember ``notes`` in order into one fresh store; timings and decisions (as note indices)."""
     from evomem.bootstrap import build_embedded
     from evomem.settings import Settings
 
-    service = build_embedded(Settings(db=":memory:", auto_supersede=linker))
+    service = build_embedded(Settings(db=":memory:", auto_supersede=linker, vectors=vectors))
     index: dict[str, int] = {}
     seen: list[list[int]] = []
     inner = service.linker

@@ -30,6 +30,13 @@ model's confidence means less there); ``abstain`` with up to 3 likely predecesso
 best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
 or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
 percentile of the true pairs' in development data); ``none`` otherwise.
+
+Cost on long documents: a text's reading (``_Read``: decision part, its tokens and windows, the
+sentences with a replacing verb that ``_refers`` searches) and its vectors are cached by text
+(``cache_size`` texts each, so a candidate is read once, not on every remember); the trees
+are compiled once per model file into one function of nested ifs (``_compile_trees``: the same
+comparisons and the same sum); ``prepare`` embeds a long note's decision part ahead, while the
+service searches the candidates. None of these changes a feature's value.
 """
 
 from __future__ import annotations
