@@ -15,7 +15,7 @@ import random
 import pytest
 
 from evomem.domain.linkers import decision_text as dt
-from evomem.domain.linkers.pair import FEATURES, MODEL_FILE, PairLinker, PairModel, compiled_trees, walk_trees
+from evomem.domain.linkers.pair import FEATURES, MODEL_FILE, PairLinker, PairModel
 from evomem.domain.model import MemoryNode
 
 _counter = iter(range(1, 10_000))
@@ -401,19 +401,3 @@ def test_long_documents_have_their_own_link_threshold() -> None:
 def test_the_shipped_model_calibrates_long_documents_apart() -> None:
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
     assert data["link_at"] <= data["link_at_long"] <= 1
-
-
-def test_compiled_trees_give_the_walked_sum_bit_for_bit() -> None:
-    """The shipped trees as one function: the same float as walking them, for any features."""
-    model = PairModel.load()
-    rng = random.Random(3)
-    fast = compiled_trees(model.trees)
-    assert compiled_trees(model.trees) is fast  # built once per model
-    for _ in range(2000):
-        x = [rng.choice([0.0, 1.0, rng.uniform(-1, 2), rng.uniform(0, 50)]) for _ in FEATURES]
-        assert fast(x) == walk_trees(model.trees, x)
-    # thresholds hit exactly (<= goes left), as the walk does
-    tree = model.trees[0]
-    edge = [0.0] * len(FEATURES)
-    edge[int(tree["f"][0])] = float(tree["t"][0])
-    assert fast(edge) == walk_trees(model.trees, edge)

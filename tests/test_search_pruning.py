@@ -4,7 +4,7 @@
 by the terms' BM25 bounds, cannot reach the ``limit``-th score. These tests compare it with
 ranking every match (``_ranked`` over the plain OR query) on a real SQLite file whose words
 are as skewed as real notes' (a few common words, many rare ones), with the pruning turned on
-for a store this small (``PRUNE_FROM`` 0).
+for a store this small (``PRUNE_FROM`` and ``PRUNE_ROWS`` 0).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def full(
 
 def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
     monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
     passes: list[int] = []
     real = SQLiteStore._search_pruned
 
@@ -79,6 +80,7 @@ def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteSto
 
 def test_a_forgotten_or_other_namespace_note_never_comes_back_through_the_pruned_passes(store, monkeypatch) -> None:
     monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
     ids = {h.node_id for h in store.search(["service", "w001", "w002", "database"], namespace="default", limit=500)}
     for node_id in ids:
         node = store.get(node_id)

@@ -12,6 +12,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
 from evomem.domain import text as textrules
@@ -519,9 +520,15 @@ class MemoryService:
                 log.debug("embedding the note ahead failed: %s", exc)
             self.note_embed_ms.append((time.perf_counter() - embedding) * 1000)
         started = time.perf_counter()
+        # What the linker needs of the note alone (the pair linker: a long document's decision
+        # part embedded) runs on a pool thread while the candidates are searched.
+        ahead = getattr(linker, "prepare", None)
+        pending = self._pool().submit(ahead, text) if ahead is not None else None
         candidates, sims = self._link_candidates(text, namespace, scope)
         if not candidates:
             return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")
+        if pending is not None:
+            wait([pending])  # ``prepare`` never raises; decide would redo what it left undone
         deciding = time.perf_counter()
         try:
             if getattr(linker, "takes_similarities", False):  # the search's cosines: no second embedding

@@ -66,8 +66,13 @@ _BM25 = "bm25(nodes_fts, " + ", ".join(str(w) for w in FTS_WEIGHTS) + ")"
 RANK_FIRST = 4
 #: FTS5's BM25 constants (fts5_aux.c): a term adds at most idf * (K1 + 1) to a row's score.
 BM25_K1 = 1.2
-#: ``search`` prunes (MaxScore) only an OR query whose terms match at least this many rows in all.
+#: ``search`` prunes (MaxScore) only an OR query whose terms match at least this many rows in all,
 PRUNE_FROM = 2000
+#: in a table of at least this many rows (``max(rowid)``). Below it ranking every match costs less:
+#: the rarest terms' rows rarely reach ``limit`` or a ``theta`` the other terms' bounds stay under,
+#: so the passes fail and add to the full ranking (a long note's 64 terms over 200 long records:
+#: 65 ms pruned, 15 ms every match; 2,000 records: 60 and 100 ms).
+PRUNE_ROWS = 1000
 #: and tries at most this many pruned passes before it ranks every match.
 PRUNE_PASSES = 3
 
@@ -402,6 +407,14 @@ class SQLiteStore:
             return []
         status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
         conn = self._conn()
+        rows = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]  # >= the FTS rows
+        if rows < PRUNE_ROWS:
+            # Every match ranked, without counting each term's rows first: a term no row has adds
+            # exactly 0.0 to every score (its frequency is 0), so the scores are those of the
+            # query without it, and a query no row matches answers nothing.
+            # A table of at most ``RANK_FIRST * limit`` rows: the first ranking held every match.
+            query = fts_query(list(dict.fromkeys(terms)))
+            return self._ranked(conn, [query], namespace, limit, status, complete=rows <= RANK_FIRST * limit)
         count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
         hits = {t: conn.execute(count, (fts_query([t]),)).fetchone()[0] for t in dict.fromkeys(terms)}
         # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
@@ -410,7 +423,7 @@ class SQLiteStore:
         if not present:
             return []
         if len(present) > 1 and sum(hits[t] for t in present) >= PRUNE_FROM:
-            found = self._search_pruned(conn, present, hits, namespace, limit, status)
+            found = self._search_pruned(conn, present, hits, rows, namespace, limit, status)
             if found is not None:
                 return found
         return self._ranked(conn, [fts_query(present)], namespace, limit, status)
@@ -420,12 +433,13 @@ class SQLiteStore:
         conn: sqlite3.Connection,
         present: list[str],
         hits: dict[str, int],
+        rows: int,
         namespace: str,
         limit: int,
         status: str,
     ) -> list[SearchHit] | None:
-        """``search`` by MaxScore passes; None when they cannot prove their answer exact."""
-        rows = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]  # >= the FTS rows
+        """``search`` by MaxScore passes; None when they cannot prove their answer exact.
+        ``rows``: at least the FTS table's rows (``max(rowid)`` of ``nodes``)."""
         bounds = {t: term_bound(rows, hits[t]) for t in present}
         order = present  # rarest first: bounds never grow along it
         j = 1
@@ -445,7 +459,14 @@ class SQLiteStore:
         return None
 
     def _ranked(
-        self, conn: sqlite3.Connection, matches: list[str], namespace: str, limit: int, status: str
+        self,
+        conn: sqlite3.Connection,
+        matches: list[str],
+        namespace: str,
+        limit: int,
+        status: str,
+        *,
+        complete: bool = False,
     ) -> list[SearchHit]:
         """The ``limit`` best rows matching any of ``matches`` (FTS expressions that no row
         matches twice) in ``namespace`` with ``status``, ranked by the weighted BM25.
@@ -454,7 +475,8 @@ class SQLiteStore:
         ``nodes`` (for the namespace and status) cost as much as ranking them. Exact: when
         ``limit`` of the ``RANK_FIRST * limit`` best matches pass the filters, no match ranked
         below them can; otherwise (another namespace's notes, forgotten ones, or fewer matches
-        than that) every match is filtered."""
+        than that) every match is filtered. ``complete``: the caller knows the table has at most
+        ``RANK_FIRST * limit`` rows, so the first ranking already held every match."""
         one = f"SELECT rowid, {_BM25} AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
         ranked = " UNION ALL ".join(f"SELECT * FROM ({one} ORDER BY rank, rowid LIMIT ?)" for _ in matches)
         first: list[object] = [v for m in matches for v in (m, RANK_FIRST * limit)]
@@ -463,7 +485,7 @@ class SQLiteStore:
             f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?",
             (*first, RANK_FIRST * limit, namespace, limit),
         ).fetchall()
-        if len(rows) < limit:
+        if len(rows) < limit and not complete:
             every = " UNION ALL ".join(one for _ in matches)
             rows = conn.execute(
                 f"SELECT n.id, n.chain_root, r.rank FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "

@@ -30,15 +30,24 @@ model's confidence means less there); ``abstain`` with up to 3 likely predecesso
 best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
 or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
 percentile of the true pairs' in development data); ``none`` otherwise.
+
+Cost on long documents: a text's reading (``_Read``: decision part, its tokens and windows, the
+sentences with a replacing verb that ``_refers`` searches) and its vectors are cached by text
+(``cache_size`` texts each, so a candidate is read once, not on every remember); the trees
+are compiled once per model file into one function of nested ifs (``_compile_trees``: the same
+comparisons and the same sum); ``prepare`` embeds a long note's decision part ahead, while the
+service searches the candidates. None of these changes a feature's value.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +70,7 @@ Lookup = Callable[[Iterable[str]], Mapping[str, MemoryNode]]
 _IDENT = re.compile(r"^\W{0,6}(?:[Tt]itle:\s*)?([A-Z]{2,8})[-\s:#_]{0,3}0*(\d{1,5})\b")
 # The note says it replaces the reference: the verb right before it ("supersedes ADR 7", "replaces PEP 215").
 _REF_VERB = r"\b(?:supersedes|supersede|superseding|replaces|replace|replacing|obsoletes)\s+(?:the\s+)?"
+_REF_VERB_RE = re.compile(_REF_VERB, re.I)
 
 FEATURES = (
     "bias",
@@ -124,6 +134,7 @@ class _Read:
     reports: bool
     ident: str | None
     long: bool
+    ref_sents: tuple[str, ...]  # the note's sentences with a replacing verb (``_refers`` reads only these)
 
 
 def read(text: str) -> _Read:
@@ -146,6 +157,7 @@ def read(text: str) -> _Read:
         reports=dt.REPORTS.search(part) is not None,
         ident=ident,
         long=len(text) > dt.SHORT_NOTE_CHARS,
+        ref_sents=tuple(s for s in dt.sentences(text) if _REF_VERB_RE.search(s)) if _REF_VERB_RE.search(text) else (),
     )
 
 
@@ -153,13 +165,22 @@ def _jacc(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+@functools.lru_cache(maxsize=4096)
+def _ref_pattern(ident: str) -> re.Pattern[str]:
+    """A replacing verb and then ``ident`` ("supersedes ADR-12", "replaces :pep:`215`")."""
+    prefix, num = ident.split()
+    return re.compile(rf"{_REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
+
+
 def _refers(note: _Read, ident: str | None) -> bool:
     """The note names the candidate's identifier ("ADR 12", "PEP-215") with a replacing verb."""
     if ident is None or ident == note.ident:
         return False
-    prefix, num = ident.split()
-    pat = re.compile(rf"{_REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
-    for sent in dt.sentences(note.text):
+    if not note.ref_sents:
+        return False
+    pat = _ref_pattern(ident)
+    # Only a sentence with a replacing verb can match: the pattern starts with one.
+    for sent in note.ref_sents:
         m = pat.search(sent)
         if m is not None and dt.NEGATED.search(sent[: m.start()]) is None and dt.HEDGE.search(sent) is None:
             return True
@@ -245,19 +266,8 @@ def pair_features(
     return rows
 
 
-def _sigmoid(z: float) -> float:
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
-
-
-TreeSum = Callable[[Sequence[float]], float]
-_COMPILED: dict[int, tuple[object, TreeSum]] = {}
-
-
-def walk_trees(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float]) -> float:
-    """The sum of the trees' leaves for ``x``, walking each tree's arrays (the reference)."""
+def _tree_sum(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float]) -> float:
+    """The sum of the trees' leaves for ``x``, walking the arrays (what ``_compile_trees`` compiles)."""
     total = 0.0
     for t in trees:
         feature, threshold, left, right, value = t["f"], t["t"], t["l"], t["r"], t["v"]
@@ -268,28 +278,40 @@ def walk_trees(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float
     return total
 
 
-def compiled_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> TreeSum:
-    """``walk_trees`` as one Python function of ``x`` (nested conditional expressions), built once
-    per model: the same comparisons and the same sum in the same order, so the same float, about
-    ten times faster (200 trees of depth 3: ~0.3 ms a pair walked). Built from numbers only
-    (``int``/``float`` of the model's arrays), never from text."""
-    hit = _COMPILED.get(id(trees))
-    if hit is not None and hit[0] is trees:
-        return hit[1]
+def _compile_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> Callable[[Sequence[float]], float]:
+    """``_tree_sum`` as one Python function of nested ifs, one block per tree: the same
+    comparisons (each threshold written with ``repr``, which reads back as the same float) and
+    the leaves added in the same order, so the same sum to the last bit; about 8 times faster
+    than walking the arrays (a long note has 20 candidates, each through every tree)."""
+    lines = ["def walk(x):", "    total = 0.0"]
 
-    def node(t: Mapping[str, Sequence[float]], k: int) -> str:
-        if t["f"][k] < 0:
-            return repr(float(t["v"][k]))
-        yes, no = node(t, int(t["l"][k])), node(t, int(t["r"][k]))
-        return f"({yes} if x[{int(t['f'][k])}] <= {float(t['t'][k])!r} else {no})"
+    def emit(t: Mapping[str, Sequence[float]], k: int, depth: int) -> None:
+        pad = "    " * depth
+        f = t["f"][k]
+        if f < 0:
+            lines.append(f"{pad}total += {float(t['v'][k])!r}")
+            return
+        lines.append(f"{pad}if x[{int(f)}] <= {float(t['t'][k])!r}:")
+        emit(t, int(t["l"][k]), depth + 1)
+        lines.append(f"{pad}else:")
+        emit(t, int(t["r"][k]), depth + 1)
 
-    source = "def tree_sum(x):\n    return 0.0" + "".join(f" + {node(t, 0)}" for t in trees) + "\n"
-    scope: dict[str, Any] = {}
-    exec(compile(source, "<pair_model trees>", "exec"), scope)  # numbers only, see above
-    if len(_COMPILED) > 32:  # models made while training: keep the cache small
-        _COMPILED.clear()
-    _COMPILED[id(trees)] = (trees, scope["tree_sum"])
-    return scope["tree_sum"]  # type: ignore[no-any-return]
+    for t in trees:
+        emit(t, 0, 1)
+    lines.append("    return total")
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile("\n".join(lines), "<pair_model trees>", "exec"), namespace)  # our own model's numbers only
+    except (SyntaxError, RecursionError, MemoryError, ValueError):  # trees too deep to compile: walk them
+        return functools.partial(_tree_sum, trees)
+    return namespace["walk"]  # type: ignore[no-any-return]
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,10 +336,24 @@ class PairModel:
     rate: float = 0.1
     features: tuple[str, ...] = FEATURES
     meta: Mapping[str, Any] | None = None
+    # the trees as one compiled function (``_compile_trees``), made by the first ``prob``
+    _walk: list[Callable[[Sequence[float]], float]] = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: Path | str = MODEL_FILE) -> PairModel:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        """The model in ``path``; one instance per file version in a process (so the trees are
+        compiled once, not once per linker: the bench builds a service per scenario)."""
+        p = Path(path)
+        st = p.stat()
+        key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+        model = _LOADED.get(key)
+        if model is None:
+            model = _LOADED[key] = cls._read(p)
+        return model
+
+    @classmethod
+    def _read(cls, path: Path) -> PairModel:
+        data = json.loads(path.read_text(encoding="utf-8"))
         if tuple(data["features"]) != FEATURES:
             raise ValueError(f"{path}: features {data['features']} do not match this linker's {FEATURES}")
         return cls(
@@ -339,10 +375,17 @@ class PairModel:
     def prob(self, x: Sequence[float]) -> float:
         z = self.intercept
         if self.kind == "gbt":
-            return _sigmoid(z + self.rate * compiled_trees(self.trees)(x))
+            walk = self._walk[0] if self._walk else None
+            if walk is None:
+                walk = _compile_trees(self.trees)
+                self._walk.append(walk)
+            return _sigmoid(z + self.rate * walk(x))
         for w, v, m, s in zip(self.weights, x, self.mean, self.scale, strict=True):
             z += w * (v - m) / s
         return _sigmoid(z)
+
+
+_LOADED: dict[tuple[str, int, int], PairModel] = {}
 
 
 class PairLinker:
@@ -381,6 +424,21 @@ class PairLinker:
     abstains = True
     #: ``decide`` takes the candidates' cosine similarities from the caller's search (no re-embedding).
     takes_similarities = True
+
+    def prepare(self, text: str) -> None:
+        """What ``decide`` will need of the note itself, computed now: its reading, and the
+        vector of its decision part when that is not the note's own embedded text (a long
+        document whose Decision section lies beyond ``EMBEDDED_PREFIX_CHARS``). The service
+        calls this on a pool thread while it searches the candidates (the embedding runs in
+        onnxruntime, without the GIL), so ``decide`` finds both in the caches; the same
+        vectors either way. Never raises: a failure here only leaves the work to ``decide``."""
+        try:
+            note = self._read(text)
+            key = _part_key(text, note.part)
+            if self.embedder is not None and key != text:
+                self._embed([text, key])
+        except Exception:  # decide embeds (and reports) it again
+            return
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         decision = self.decide(text, scope, candidates)
@@ -598,4 +656,5 @@ def _part_key(text: str, part: str) -> str:
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(x * y for x, y in zip(a, b, strict=False)))
+    # the same products added in the same order as ``sum(x * y for x, y in zip(a, b))``
+    return float(sum(map(operator.mul, a, b)))

@@ -1,0 +1,141 @@
+"""Linking long documents faster decides exactly what it decided before.
+
+``tests/data/long_linking_decisions.json`` holds every decision (outcome, target, confidence,
+evidence, listed candidates and the candidates the search gave the linker) that main's code
+(f20a8e6, before the long-note speed-ups) made on ``bench.linker_long.sample()``: 20 dev-long
+notes, 3 concatenations of dev-long records and 15 generated 2-8k character records, each set
+remembered in order into one store, with vectors off and on. The same run must answer the same.
+The other tests check each speed-up against what it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import linker_long
+from evomem.adapters import sqlite_store
+from evomem.adapters.sqlite_store import SQLiteStore, fts_query
+from evomem.domain.linkers import decision_text as dt
+from evomem.domain.linkers import pair
+from evomem.domain.linkers.pair import FEATURES, PairLinker, PairModel
+from evomem.domain.model import NewNote
+from tests.test_pair_linker import node
+
+GOLDEN = Path(__file__).with_name("data") / "long_linking_decisions.json"
+
+
+def _model_available() -> bool:
+    from evomem.adapters.embedding import OnnxEmbedder
+
+    return bool(OnnxEmbedder(threads=1).available)
+
+
+@pytest.mark.parametrize("vectors", ["off", "auto"])
+def test_long_notes_get_the_decisions_they_got_before(vectors: str) -> None:
+    if vectors == "auto" and not _model_available():
+        pytest.skip("no embedding model installed")
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))[vectors]
+    got = [
+        {"workload": name, "decisions": linker_long.run(name, notes, "pair", vectors=vectors)["decisions"]}
+        for name, notes in linker_long.sample()
+    ]
+    assert linker_long.compare(want, got) == []
+    assert [len(w["decisions"]) for w in got] == [len(w["decisions"]) for w in want]
+
+
+def test_compiled_trees_add_up_to_the_walked_trees_to_the_bit() -> None:
+    model = PairModel.load()
+    assert model.kind == "gbt"
+    rng = random.Random(3)
+    rows = [[rng.choice((0.0, 1.0, rng.random(), rng.uniform(-2.0, 6.0))) for _ in FEATURES] for _ in range(3000)]
+    linker = PairLinker(None, model=model)
+    notes = [n["text"] for n in linker_long.long_records(12)] + [n["text"] for n in linker_long.dev_long_notes()[:12]]
+    for k, text in enumerate(notes):
+        rows += linker.features(text, None, [node(t) for j, t in enumerate(notes) if j != k])
+    model.prob(rows[0])
+    walk = model._walk[0]
+    assert all(walk(x) == pair._tree_sum(model.trees, x) for x in rows)
+    assert PairModel.load() is model  # one model (and one compilation) per file
+
+
+def _refers_before(note: pair._Read, ident: str | None) -> bool:
+    """``_refers`` as it was: every sentence of the note, the pattern compiled each call."""
+    if ident is None or ident == note.ident:
+        return False
+    prefix, num = ident.split()
+    pat = re.compile(rf"{pair._REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
+    for sent in dt.sentences(note.text):
+        m = pat.search(sent)
+        if m is not None and dt.NEGATED.search(sent[: m.start()]) is None and dt.HEDGE.search(sent) is None:
+            return True
+    return False
+
+
+def test_an_explicit_reference_is_found_as_before() -> None:
+    texts = [n["text"] for n in linker_long.dev_long_notes()] + [n["text"] for n in linker_long.long_records(40)]
+    texts += [
+        "ADR-14: Queue\nThis record supersedes ADR-12. We use NATS.",
+        "PEP: 9\nThis PEP replaces :pep:`215` and\nreplaces PEP 8 too.",
+        "Title: RFC 3\nWe do not replace RFC 2; it replaces nothing. Maybe it supersedes RFC 1?",
+        "KEP 5 -- supersedes\nKEP 4 (a line break between them).",
+    ]
+    reads = [pair.read(t) for t in texts]
+    idents = sorted({r.ident for r in reads if r.ident} | {"adr 12", "pep 215", "pep 8", "rfc 2", "rfc 1", "kep 4"})
+    found = 0
+    for r in reads:
+        for ident in idents:
+            assert pair._refers(r, ident) == _refers_before(r, ident), (r.text[:60], ident)
+            found += _refers_before(r, ident)
+    assert found >= 3
+
+
+def _search_before(store: SQLiteStore, terms: list[str], namespace: str, limit: int, active_only: bool) -> list:
+    """Every match ranked over the terms some row has (what a small table's search did)."""
+    status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
+    conn = store._conn()
+    count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
+    present = [t for t in dict.fromkeys(terms) if conn.execute(count, (fts_query([t]),)).fetchone()[0]]
+    return store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
+
+
+@pytest.mark.parametrize("size", [5, 60, 81, 160])
+def test_a_small_table_is_searched_as_before(tmp_path: Path, size: int) -> None:
+    assert size < sqlite_store.PRUNE_ROWS
+    rng = random.Random(size)
+    store = SQLiteStore(tmp_path / "s.db")
+    texts = [n["text"] for n in linker_long.long_records(size, seed=size)]
+    for i, text in enumerate(texts):
+        node = store.insert(NewNote(raw_text=text, namespace="other" if i % 9 == 0 else "default"))
+        if i % 13 == 0:
+            store.forget(node.id)
+    from evomem.domain import text as textrules
+
+    for _ in range(25):
+        terms = [*textrules.query_terms(rng.choice(texts)), "zzzabsent", "_"]
+        rng.shuffle(terms)
+        for namespace, limit, active_only in (("default", 20, True), ("default", 5, False), ("other", 20, True)):
+            got = store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
+            want = _search_before(store, terms, namespace, limit, active_only)
+            assert [(h.node_id, h.score) for h in got] == [(h.node_id, h.score) for h in want]
+    assert store.search(["zzzabsent"], namespace="default", limit=5) == []
+    store.close()
+
+
+def test_prepare_leaves_the_decision_as_it_was() -> None:
+    if not _model_available():
+        pytest.skip("no embedding model installed")
+    from evomem.adapters.embedding import OnnxEmbedder
+
+    embedder = OnnxEmbedder(threads=1)
+    texts = [n["text"] for n in linker_long.long_records(8, seed=4)]
+    cands = [node(t) for t in texts[:-1]]
+    plain = PairLinker(embedder).decide(texts[-1], None, cands)
+    ahead = PairLinker(embedder)
+    ahead.prepare(texts[-1])
+    assert ahead.decide(texts[-1], None, cands) == plain
+    PairLinker(None).prepare(texts[-1])  # without an embedder: only the reading
