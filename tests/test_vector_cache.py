@@ -21,21 +21,13 @@ import pytest
 
 from evomem.adapters import vector_index
 from evomem.adapters.sqlite_driver import load_vec, sqlite
-from evomem.adapters.vector_index import VectorIndex, VectorIndexUnavailable, sqlite_driver
+from evomem.adapters.vector_index import VectorIndex
+from tests.test_vector_index import _MISSING  # the same skip: sqlite-vec or a driver that loads it
 
 ROOT = Path(__file__).resolve().parents[1]
 DIM = 384
 
 
-def _missing() -> str | None:
-    try:
-        sqlite_driver()
-    except VectorIndexUnavailable as exc:
-        return str(exc)
-    return None
-
-
-_MISSING = _missing()
 pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
 
 
