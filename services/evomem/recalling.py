@@ -153,8 +153,7 @@ def recall_nodes(
     )
     if near:
         hits = hybrid(store, hits, near)
-    heads = store.heads(h.chain_root for h in hits)
-    kept = select_hits(hits, heads, k=query.k, scope=query.scope, tags=query.tags)
+    heads, kept = heads_until_k(store, hits, k=query.k, scope=query.scope, tags=query.tags)
     nodes = store.get_many(h.node_id for h in kept)
     resolved = resolve(kept, nodes, heads, query.terms, scope=query.scope)
     wanted = successor_ids(resolved)
@@ -176,6 +175,29 @@ def recall_nodes(
         results.append((entry, history))
     dropped = {h.chain_root for h in hits if h.chain_root in heads and heads[h.chain_root].status == "forgotten"}
     return RecallAnswer(results, hidden_forgotten=len(dropped), vector_problem=failed or problem)
+
+
+def heads_until_k(
+    store: Store, hits: Sequence[SearchHit], *, k: int, scope: str | None, tags: Sequence[str]
+) -> tuple[dict[str, MemoryNode], list[SearchHit]]:
+    """``select_hits`` with only the heads it needs: the chains in the order the hits first name
+    them, a batch of heads at a time (``2 * k``, then twice as many), until ``k`` chains pass.
+    The kept hits are those of every head read at once: a chain after the ``k``-th that passes
+    is never kept, and every chain before it is read. Reading every hit's head (~70 for
+    ``k=5``, whole nodes) cost a recall on the 100k bench store ~17-18 ms of CPU against
+    ~12-15 ms this way (one A/B run, two rounds). The heads returned are the
+    ones read, so ``hidden_forgotten`` counts the forgotten chains among them: all of the hits'
+    chains whenever fewer than ``k`` pass, the only case where recall reports it."""
+    roots = list(dict.fromkeys(h.chain_root for h in hits))
+    heads: dict[str, MemoryNode] = {}
+    start, size = 0, max(2 * k, 1)
+    while True:
+        heads.update(store.heads(roots[start : start + size]))
+        start += size
+        kept = select_hits(hits, heads, k=k, scope=scope, tags=tags)
+        if start >= len(roots) or len({h.chain_root for h in kept}) >= k:
+            return heads, kept
+        size *= 2
 
 
 def in_force(store: Store, offered: dict[str, list[Successor]]) -> dict[str, list[Successor]]:
