@@ -274,5 +274,7 @@ class RecallAnswer:
     """The resolved heads, their matches and their history (newest first), best first."""
 
     results: list[tuple[Resolved, list[MemoryNode]]] = field(default_factory=list)
-    hidden_forgotten: int = 0  # matching chains left out because their head was forgotten
+    # matching chains left out because their head was forgotten, among the heads recall read
+    # (``recalling.heads_until_k``): every matching chain whenever fewer than k results pass
+    hidden_forgotten: int = 0
     vector_problem: str | None = None  # why the vector half was skipped (it failed, or there are none)
