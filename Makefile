@@ -118,7 +118,7 @@ bench-startup: $(VENV)/.installed-bench
 # 8 and 32 clients; kept in bench/results/gateway.{json,md} under LABEL (before/after side by side).
 LABEL ?= after
 bench-gateway: $(VENV)/.installed-bench test-deps bench-gateway-deps
-	$(PY) -m bench.gateway --throughput --label $(LABEL) --out bench/results
+	$(PY) -m bench.gateway --throughput --label "$(LABEL)" --out bench/results
 
 # wrk (Debian's package): the load generator of bench-gateway, cheap on CPU beside the servers.
 bench-gateway-deps:
