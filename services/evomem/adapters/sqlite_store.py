@@ -439,22 +439,22 @@ class SQLiteStore:
         status: str,
     ) -> list[SearchHit] | None:
         """``search`` by MaxScore passes; None when they cannot prove their answer exact.
-        ``rows``: at least the FTS table's rows (``max(rowid)`` of ``nodes``)."""
+        ``present``: the terms rarest first, so their bounds never grow along it. ``rows``: at
+        least the FTS table's rows (``max(rowid)`` of ``nodes``)."""
         bounds = {t: term_bound(rows, hits[t]) for t in present}
-        order = present  # rarest first: bounds never grow along it
         j = 1
         for _ in range(PRUNE_PASSES):
-            essential, rest = fts_query(order[:j]), fts_query(order[j:])
+            essential, rest = fts_query(present[:j]), fts_query(present[j:])
             split = [f"({essential}) AND ({rest})", f"({essential}) NOT ({rest})"]
             found = self._ranked(conn, split, namespace, limit, status)
             if len(found) < limit:  # fewer rows than asked with those terms: the others' rows count
                 j += 1
             else:
                 theta = found[-1].score  # every row left out scores at most the bounds of ``rest``
-                if sum(bounds[t] for t in order[j:]) < theta:
+                if sum(bounds[t] for t in present[j:]) < theta:
                     return found
                 j = max(j + 1, essential_split(bounds, theta))
-            if j >= len(order):
+            if j >= len(present):
                 return None
         return None
 

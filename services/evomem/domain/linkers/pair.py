@@ -375,11 +375,9 @@ class PairModel:
     def prob(self, x: Sequence[float]) -> float:
         z = self.intercept
         if self.kind == "gbt":
-            walk = self._walk[0] if self._walk else None
-            if walk is None:
-                walk = _compile_trees(self.trees)
-                self._walk.append(walk)
-            return _sigmoid(z + self.rate * walk(x))
+            if not self._walk:
+                self._walk.append(_compile_trees(self.trees))
+            return _sigmoid(z + self.rate * self._walk[0](x))
         for w, v, m, s in zip(self.weights, x, self.mean, self.scale, strict=True):
             z += w * (v - m) / s
         return _sigmoid(z)
