@@ -463,6 +463,24 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
                 fh.write(json.dumps(row) + "\n")
 
 
+def _read_vector_cache(path: Path, key: str | None) -> dict[str, list[float]]:
+    """The embeddings kept by an earlier run with the same embedder (empty when none)."""
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("embedder") != key:
+        print(f"{path}: made with {data.get('embedder')}, not {key}: not used", file=sys.stderr)
+        return {}
+    return dict(data["vectors"])
+
+
+def _write_vector_cache(path: Path, key: str | None, vectors: dict[str, list[float]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"embedder": key, "vectors": vectors}), encoding="utf-8")
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
@@ -481,6 +499,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--hold-out-dir", default="bench/results/holdout", help="where the held-out scenarios go")
     ap.add_argument("--check", action="store_true", help="cross-validate and print; write nothing")
+    ap.add_argument(
+        "--vector-cache",
+        default="",
+        help="a file of the texts' embeddings, read if present and written after (for reruns; keyed by the embedder)",
+    )
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -490,10 +513,15 @@ def main(argv: list[str] | None = None) -> int:
         embedder = OnnxEmbedder(threads=1)
     dummy = pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)
     linker = pl.PairLinker(embedder, model=dummy, cache_size=1_000_000)
+    cache_key = getattr(embedder, "name", None)
+    if args.vector_cache and embedder is not None:
+        linker._vectors.update(_read_vector_cache(Path(args.vector_cache), cache_key))
     sources = load_sources(dev_files(args.data), args.gen_seeds)
     if args.hold_out:
         sources = hold_out(sources, args.hold_out, args.hold_out_dir)
     groups = build_groups(sources, linker, args.seed)
+    if args.vector_cache and embedder is not None:
+        _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
     cal = calibrate(sources, groups, args.seed, args.model)
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
