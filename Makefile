@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images train-linker
 
 help:
@@ -84,11 +84,11 @@ LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-au
 LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-long
 LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
 LINKING_BLIND = $(foreach s,blind-a blind-b blind-c,$(if $(wildcard bench/blind/$(s).jsonl),--data $(s)=bench/blind/$(s).jsonl))
-# (make -j3 bench-linking runs the scenario sets, the held-out halves and the PEP chains at the same time.)
-bench-linking: bench-linking-sets bench-linking-dev bench-linking-peps
+# (make -j3 bench-linking runs the scenario sets, the held-out halves, the PEP chains and MemoryAgentBench at the same time.)
+bench-linking: bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab
 	$(PY) -m bench.linker_table --quality bench/results/linking/quality.json \
 		--quality bench/results/linking/dev-halves/quality.json --peps bench/results/linking/peps.json \
-		--out bench/results/linking.md --note "$$(cat bench/linking_note.md)"
+		--mab bench/results/linking/mab.json --out bench/results/linking.md --note "$$(cat bench/linking_note.md)"
 
 bench-linking-sets: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results/linking --no-progress --limit $(BENCH_LINKING_LIMIT) \
@@ -98,6 +98,11 @@ bench-linking-dev: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results/linking/dev-halves --no-progress --limit $(BENCH_LINKING_LIMIT) \
 		--linkers heuristic,scored,pair $(LINKING_DEV) --memories $(LINKING_MEMORIES) \
 		--pair-model bench/results/holdout/pair_model.json
+# MemoryAgentBench fact consolidation (external data, blind), the two sizes that fit this run.
+BENCH_LINKING_MAB ?= 6k,32k
+bench-linking-mab: $(VENV)/.installed-bench
+	$(PY) -m bench.external --skip-peps --missing-ok --name mab --sizes $(BENCH_LINKING_MAB) --linkers heuristic,scored,pair \
+		--out bench/results/linking --no-progress $(if $(EXTERNAL_DATA),--data $(EXTERNAL_DATA))
 bench-linking-peps: $(VENV)/.installed-bench
 	$(PY) -m bench.external --skip-mab --missing-ok --name peps --linkers heuristic,scored,pair \
 		--out bench/results/linking --no-progress $(if $(EXTERNAL_DATA),--data $(EXTERNAL_DATA))
@@ -320,10 +325,12 @@ train-cronista: $(TRAIN_VENV)/.installed
 # The pair linker's weights, from development and generated data only (bench/train_linker.py refuses
 # blind data): the shipped model, then the model without the odd halves that bench-linking-dev runs.
 LINKER_HOLD_OUT = $(foreach s,$(LINKING_DEV_SETS),--hold-out $(s))
+# The texts' embeddings, kept between the two runs (and reruns): the same vectors, computed once.
+LINKER_VECTORS ?= build/linker-vectors.json
 train-linker: $(VENV)/.installed-bench
 	$(PIP) install -q 'scikit-learn>=1.4,<2'
-	time $(PY) -m bench.train_linker --seed 7
-	$(PY) -m bench.train_linker --seed 7 $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json
+	time $(PY) -m bench.train_linker --seed 7 --vector-cache $(LINKER_VECTORS)
+	$(PY) -m bench.train_linker --seed 7 $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json --vector-cache $(LINKER_VECTORS)
 
 # lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
 cronista-eval: $(VENV)/.installed

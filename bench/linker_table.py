@@ -132,6 +132,52 @@ def _pep_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _mab_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """MemoryAgentBench fact consolidation (``bench.external``'s report; blind: external data). One
+    set per size. Its ODR is the share of the questions whose fact was overwritten that the first
+    active hit answers with an overwritten fact (``first_hit``: the judge, which reads dates, finds
+    no obsolete answer for any memory there, so it would tell the linkers apart by nothing); the
+    baseline in brackets is flat-dates' first hit (BM25, dates not read). The MAB run records no
+    abstentions, offers or hidden facts: those columns stay empty (0 / 0, —). Its ODR is not the
+    scenario sets' one, so these rows stay out of the pooled rows."""
+    out: list[dict[str, Any]] = []
+    for set_name, block in (report.get("memoryagentbench") or {}).items():
+        mems = block.get("memories") or {}
+        base = (mems.get("flat-dates") or {}).get("updated") or {}
+        for label, key in ROWS:
+            e = mems.get(f"evomem-auto:{key}")
+            if e is None or key.endswith("+confirm"):
+                continue
+            upd = e.get("updated") or {}
+            links = e.get("links") or {}
+            out.append(
+                {
+                    "set": set_name.replace("factconsolidation_", "mab-"),
+                    "blind": True,
+                    "scenarios": f"{block.get('facts')} facts",
+                    "row": label,
+                    "questions": upd.get("questions", 0),
+                    "obsolete": (upd.get("first_hit") or {}).get("obsolete", 0),
+                    "base_q": base.get("questions", 0),
+                    "base_obsolete": (base.get("first_hit") or {}).get("obsolete", 0),
+                    "predicted": links.get("predicted", 0),
+                    "tp": links.get("true_positive", 0),
+                    "gold": links.get("gold", 0),
+                    "found_if_confirmed": None,  # offers are not recorded there
+                    "pooled": False,  # another ODR: kept out of the pooled rows
+                    "ab_gold": 0,
+                    "ab_none": 0,
+                    "hidden": 0,
+                    "valid": 0,
+                    "gate": None,
+                    "remembers": 0,
+                    "p50": None,
+                    "p95": None,
+                }
+            )
+    return out
+
+
 def _line(name: str, kind: str, e: Mapping[str, Any], scenarios: Any = None) -> str:
     odr = _ratio(e["obsolete"], e["questions"])
     base = _ratio(e["base_obsolete"], e["base_q"])
@@ -140,10 +186,13 @@ def _line(name: str, kind: str, e: Mapping[str, Any], scenarios: Any = None) -> 
     ms += " | " + ("—" if e.get("d50") is None else f"{_f(e['d50'], 1)} / {_f(e['d95'], 1)}")
     ms += " | " + ("—" if e.get("e50") is None else f"{_f(e['e50'], 1)} / {_f(e['e95'], 1)}")
     where = f"{name} ({scenarios})" if scenarios else name
+    hidden = f"{e['hidden']} / {e['valid']}" if e["valid"] else "—"  # MAB counts no still-valid facts
+    found = e["found_if_confirmed"]
+    confirmed = "—" if found is None else _f(_ratio(found, e["gold"]))
     return (
         f"| {where} | {kind} | {e['row']} | {_f(odr)} ({_f(base)}) | {_f(_ratio(e['tp'], e['predicted']))} "
         f"| {_f(_ratio(e['tp'], e['gold']))} | {e['ab_gold']} / {e['ab_none']} "
-        f"| {_f(_ratio(e['found_if_confirmed'], e['gold']))} | {e['hidden']} / {e['valid']} | {gate} | {ms} |"
+        f"| {confirmed} | {hidden} | {gate} | {ms} |"
     )
 
 
@@ -163,7 +212,7 @@ def table(entries: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = [HEAD, "|---" * HEAD.count(" | ") + "|---|"]
     for kind, blind in (("dev", False), ("blind", True)):
         for label, _ in ROWS:
-            mine = [e for e in entries if e["blind"] is blind and e["row"] == label]
+            mine = [e for e in entries if e["blind"] is blind and e["row"] == label and e.get("pooled", True)]
             if mine:
                 sets = sorted({e["set"] for e in mine})
                 lines.append(_line(f"**all {kind}** ({len(sets)} sets)", kind, _pool(mine)))
@@ -178,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.linker_table", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quality", action="append", default=[], help="a bench.quality report (repeatable)")
     ap.add_argument("--peps", default="", help="bench.external's PEP report (peps.json)")
+    ap.add_argument("--mab", default="", help="bench.external's MemoryAgentBench report (mab.json)")
     ap.add_argument("--note", default="", help="a paragraph on how the run was made, printed above the table")
     ap.add_argument("--out", default="", help="write the table here as well (bench/results/linking.md)")
     args = ap.parse_args(argv)
@@ -186,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         entries += _quality_entries(json.loads(Path(p).read_text(encoding="utf-8")))
     if args.peps and Path(args.peps).exists():
         entries += _pep_entries(json.loads(Path(args.peps).read_text(encoding="utf-8")))
+    if args.mab and Path(args.mab).exists():
+        entries += _mab_entries(json.loads(Path(args.mab).read_text(encoding="utf-8")))
     text = "# Automatic linking: development and blind sets\n\n"
     if args.note:
         text += args.note.strip() + "\n\n"

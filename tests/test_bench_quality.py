@@ -694,3 +694,44 @@ def test_the_linking_table_pools_dev_and_blind_sets_apart(tmp_path: Path) -> Non
     blind_scored = next(x for x in lines if x.startswith("| **all blind**") and "| scored |" in x)
     assert "| blind | scored | 1.000 (0.500) | 0.000 |" in blind_scored
     assert sum(1 for x in lines if x.startswith("| b1 (3) | blind |")) == 2
+
+
+def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -> None:
+    """bench.linker_table --mab: each fact-consolidation size is a blind set (external data); its ODR
+    is the first active hit's on the overwritten facts' questions, beside flat-dates', and it pools
+    with the other blind sets from the counts."""
+    from bench import linker_table
+
+    def mem(obsolete: int, questions: int, links: dict | None = None) -> dict:
+        # the judge's outcomes say 0 obsolete: the table reads the first active hit
+        first = {"current": questions - obsolete, "obsolete": obsolete}
+        entry: dict = {"updated": {"questions": questions, "outcomes": {"obsolete": 0}, "first_hit": first}}
+        if links is not None:
+            entry["links"] = links
+        return entry
+
+    mab = {
+        "memoryagentbench": {
+            "factconsolidation_sh_6k": {
+                "facts": 455,
+                "memories": {
+                    "flat-dates": mem(2, 8),
+                    "evomem-auto:scored": mem(4, 8, {"predicted": 5, "true_positive": 4, "gold": 10}),
+                    "evomem-auto:pair": mem(1, 8, {"predicted": 2, "true_positive": 2, "gold": 10}),
+                },
+            }
+        }
+    }
+    m = tmp_path / "mab.json"
+    m.write_text(json.dumps(mab))
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps({"sets": {}}))
+    out = tmp_path / "linking.md"
+    assert linker_table.main(["--mab", str(m), "--quality", str(q), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    pair = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | pair |"))
+    assert "| 0.125 (0.250) | 1.000 | 0.200 |" in pair  # ODR 1/8 (flat-dates 2/8), precision 2/2, recall 2/10
+    assert "| 0 / 0 | — | — |" in pair  # no offers, no still-valid count in MAB
+    scored = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | scored |"))
+    assert "| 0.500 (0.250) | 0.800 | 0.400 |" in scored
+    assert not any(x.startswith("| **all blind**") for x in lines)  # another ODR: not pooled
