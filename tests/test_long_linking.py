@@ -1,11 +1,14 @@
 """Linking long documents faster decides exactly what it decided before.
 
 ``tests/data/long_linking_decisions.json`` holds every decision (outcome, target, confidence,
-evidence, listed candidates and the candidates the search gave the linker) that main's code
-(f20a8e6, before the long-note speed-ups) made on ``bench.linker_long.sample()``: 20 dev-long
-notes, 3 concatenations of dev-long records and 15 generated 2-8k character records, each set
-remembered in order into one store, with vectors off and on. The same run must answer the same.
-The other tests check each speed-up against what it replaced.
+evidence, listed candidates and the candidates the search gave the linker) made on
+``bench.linker_long.sample()``: 20 dev-long notes, 3 concatenations of dev-long records and 15
+generated 2-8k character records, each set remembered in order into one store, with vectors off
+and on. The same run must answer the same. It was recorded with f20a8e6 (before the long-note
+speed-ups, which changed nothing in it), and recorded again when the candidate search of a long
+note changed on purpose to its title and decision part (``decision_text.search_text``): the
+searched candidates and the probabilities moved, no outcome or target did. The other tests check
+each speed-up against what it replaced.
 """
 
 from __future__ import annotations
@@ -139,3 +142,49 @@ def test_prepare_leaves_the_decision_as_it_was() -> None:
     ahead.prepare(texts[-1])
     assert ahead.decide(texts[-1], None, cands) == plain
     PairLinker(None).prepare(texts[-1])  # without an embedder: only the reading
+
+
+def test_a_long_document_is_searched_by_its_title_and_decision() -> None:
+    """The candidate search of a long record asks for its title and decision part, not its front
+    matter or background; a short note is its own query."""
+    background = "We looked at many things this quarter. " * 40
+    adr = (
+        "# ADR 31: Message broker for the billing events\n\n"
+        "Authors: Priya Natarajan, Tomasz Wiśniewski\n\n"
+        f"## Context\n\n{background}\n\n"
+        "## Decision\n\nBilling events go through NATS JetStream instead of RabbitMQ.\n\n"
+        f"## Consequences\n\n{background}\n"
+    )
+    assert len(adr) > dt.SHORT_NOTE_CHARS
+    query = dt.search_text(adr)
+    assert query.startswith("ADR 31: Message broker for the billing events")
+    assert "NATS JetStream instead of RabbitMQ" in query
+    assert "Priya" not in query and "quarter" not in query
+    short = "Billing events: NATS from now on."
+    assert dt.search_text(short) == short
+
+
+def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MemoryService`` hands BM25 the terms of ``search_text``: a long record whose background
+    never names its predecessor's subject still finds it by its decision part."""
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    service = build_embedded(Settings(db=":memory:", auto_supersede="pair", vectors="off"))
+    searched: list[list[str]] = []
+    real = service.store.search
+
+    def spy(terms: list[str], **kw: object) -> object:
+        searched.append(list(terms))
+        return real(terms, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service.store, "search", spy)
+    old = service.remember("Billing events go through RabbitMQ.").node
+    filler = " ".join(f"word{k} topic{k}." for k in range(120))  # 64 other terms before the decision
+    record = f"# ADR 32: Billing events\n\n## Context\n\n{filler}\n\n## Decision\n\nRabbitMQ is out; NATS JetStream.\n"
+    out = service.remember(record)
+    assert "rabbitmq" in searched[-1] and "word0" not in searched[-1]
+    assert out.decision is not None and old.id in {c for c, _ in out.decision.candidates} | {
+        p.target_id for p in [out.decision.proposal] if p is not None
+    }
+    service.store.close()  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
+from evomem.domain.linkers.decision_text import search_text
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -487,8 +488,9 @@ class MemoryService:
     def _link_candidates(
         self, text: str, namespace: str, scope: str | None
     ) -> tuple[list[MemoryNode], dict[str, float]]:
-        """``link_candidates`` and the cosine of the note with each candidate the vector half found."""
-        terms = textrules.query_terms(text)
+        """``link_candidates`` and the cosine of the note with each candidate the vector half found.
+        BM25 looks for a long document's title and decision part (``decision_text.search_text``)."""
+        terms = textrules.query_terms(search_text(text))
         limit, vector_limit = self.config.link_candidates, self.config.link_vector_candidates
         hits, near, problem = search_both(
             self.store, self.vectors, self._pool, terms, text, namespace, limit, vector_limit, active_only=True

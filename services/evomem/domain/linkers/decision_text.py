@@ -178,6 +178,15 @@ def decision_part(text: str) -> str:
     return _first_paragraph(text)[:DECISION_PART_CHARS]
 
 
+def search_text(text: str) -> str:
+    """What the candidate search for a new note looks for: a short note is its own query; a long
+    document is searched by its title and its decision part, since its predecessors are found by
+    what it decides, not by its front matter (authors, dates, headers) or its background."""
+    if len(text) <= SHORT_NOTE_CHARS:
+        return text
+    return f"{title(text)}\n{decision_part(text)}"
+
+
 def title(text: str) -> str:
     """The first line of a note (a document's title)."""
     for ln in text.splitlines():
