@@ -513,6 +513,11 @@ class MemoryService:
         log.warning("vector search failed, BM25 only: %s", problem)
 
     def _decide_link(self, text: str, namespace: str, scope: str | None, linker: Linker) -> LinkDecision:
+        # What the linker needs of the note alone (the pair linker: a long document's decision
+        # part embedded) starts first, on a pool thread: it runs while the note itself is
+        # embedded and the candidates are searched (onnxruntime and SQLite leave the GIL).
+        ahead = getattr(linker, "prepare", None)
+        pending = self._pool().submit(ahead, text) if ahead is not None else None
         prepare = getattr(self.vectors, "prepare", None)
         if prepare is not None:  # the note's vector, which ``add`` stores: storage's cost, computed once
             embedding = time.perf_counter()
@@ -522,10 +527,6 @@ class MemoryService:
                 log.debug("embedding the note ahead failed: %s", exc)
             self.note_embed_ms.append((time.perf_counter() - embedding) * 1000)
         started = time.perf_counter()
-        # What the linker needs of the note alone (the pair linker: a long document's decision
-        # part embedded) runs on a pool thread while the candidates are searched.
-        ahead = getattr(linker, "prepare", None)
-        pending = self._pool().submit(ahead, text) if ahead is not None else None
         candidates, sims = self._link_candidates(text, namespace, scope)
         if not candidates:
             return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")

@@ -427,14 +427,15 @@ class PairLinker:
         """What ``decide`` will need of the note itself, computed now: its reading, and the
         vector of its decision part when that is not the note's own embedded text (a long
         document whose Decision section lies beyond ``EMBEDDED_PREFIX_CHARS``). The service
-        calls this on a pool thread while it searches the candidates (the embedding runs in
-        onnxruntime, without the GIL), so ``decide`` finds both in the caches; the same
-        vectors either way. Never raises: a failure here only leaves the work to ``decide``."""
+        calls this on a pool thread before it embeds the note itself and searches the
+        candidates, so it runs while they do (the embeddings run in onnxruntime, without the
+        GIL), and ``decide`` finds both in the caches; the same vectors either way. Never
+        raises: a failure here only leaves the work to ``decide``."""
         try:
             note = self._read(text)
             key = _part_key(text, note.part)
             if self.embedder is not None and key != text:
-                self._embed([text, key])
+                self._embed([key])  # the note's own text is the service's to embed (and cached there)
         except Exception:  # decide embeds (and reports) it again
             return
 
