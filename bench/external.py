@@ -145,6 +145,31 @@ async def _run_mab(scenario: Mapping[str, Any], memories: Sequence[Any], k: int)
     return out
 
 
+def mab_links(notes: Sequence[Mapping[str, Any]], run: ScenarioRun) -> dict[str, Any]:
+    """The links an automatic linker made against the overwrites, its abstentions (on a fact that
+    overwrites one, and whether that one was listed in ``possible_supersedes``; on a fact that
+    overwrites none), and the overwrites linked or listed (``found_if_confirmed``)."""
+    by_i = {n["i"]: n for n in notes}
+    gold = {(n["i"], n["supersedes"]) for n in notes if n["supersedes"] is not None}
+    pred = set(run.edges or ())
+    on_gold = listed = no_gold = 0
+    for i, offered in run.abstentions.items():
+        target = by_i[i]["supersedes"] if i in by_i else None
+        if target is None:
+            no_gold += 1
+        else:
+            on_gold += 1
+            listed += target in offered
+    tp = len(pred & gold)
+    return {
+        "predicted": len(pred),
+        "gold": len(gold),
+        "true_positive": tp,
+        "abstentions": {"on_gold": on_gold, "on_gold_target_listed": listed, "no_gold": no_gold},
+        "found_if_confirmed": tp + listed,
+    }
+
+
 def run_mab(data: Path, sizes: Sequence[str], linkers: Sequence[str], k: int = K) -> tuple[dict[str, Any], list]:
     judge = DeterministicJudge()
     report: dict[str, Any] = {}
@@ -190,9 +215,7 @@ def run_mab(data: Path, sizes: Sequence[str], linkers: Sequence[str], k: int = K
                             }
                         )
             if run.edges is not None and name.startswith("evomem-auto"):
-                gold = {(n["i"], n["supersedes"]) for n in scenario["notes"] if n["supersedes"] is not None}
-                pred = set(run.edges)
-                entry["links"] = {"predicted": len(pred), "gold": len(gold), "true_positive": len(pred & gold)}
+                entry["links"] = mab_links(scenario["notes"], run)
             block["memories"][name] = entry
         block["runtime_s"] = round(time.perf_counter() - started, 3)
         report[scenario["id"]] = block

@@ -137,9 +137,10 @@ def _mab_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     set per size. Its ODR is the share of the questions whose fact was overwritten that the first
     active hit answers with an overwritten fact (``first_hit``: the judge, which reads dates, finds
     no obsolete answer for any memory there, so it would tell the linkers apart by nothing); the
-    baseline in brackets is flat-dates' first hit (BM25, dates not read). The MAB run records no
-    abstentions, offers or hidden facts: those columns stay empty (0 / 0, —). Its ODR is not the
-    scenario sets' one, so these rows stay out of the pooled rows."""
+    baseline in brackets is flat-dates' first hit (BM25, dates not read). Abstentions and recall
+    if confirmed come from the offers (``possible_supersedes``); the MAB run counts no
+    still-valid facts (—). Its ODR is not the scenario sets' one, so these rows stay out of the
+    pooled rows."""
     out: list[dict[str, Any]] = []
     for set_name, block in (report.get("memoryagentbench") or {}).items():
         mems = block.get("memories") or {}
@@ -150,6 +151,7 @@ def _mab_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 continue
             upd = e.get("updated") or {}
             links = e.get("links") or {}
+            ab = links.get("abstentions") or {}
             out.append(
                 {
                     "set": set_name.replace("factconsolidation_", "mab-"),
@@ -163,10 +165,10 @@ def _mab_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "predicted": links.get("predicted", 0),
                     "tp": links.get("true_positive", 0),
                     "gold": links.get("gold", 0),
-                    "found_if_confirmed": None,  # offers are not recorded there
+                    "found_if_confirmed": links.get("found_if_confirmed"),  # None: a report without offers
                     "pooled": False,  # another ODR: kept out of the pooled rows
-                    "ab_gold": 0,
-                    "ab_none": 0,
+                    "ab_gold": ab.get("on_gold", 0),
+                    "ab_none": ab.get("no_gold", 0),
                     "hidden": 0,
                     "valid": 0,
                     "gate": None,

@@ -716,7 +716,17 @@ def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -
                 "facts": 455,
                 "memories": {
                     "flat-dates": mem(2, 8),
-                    "evomem-auto:scored": mem(4, 8, {"predicted": 5, "true_positive": 4, "gold": 10}),
+                    "evomem-auto:scored": mem(
+                        4,
+                        8,
+                        {
+                            "predicted": 5,
+                            "true_positive": 4,
+                            "gold": 10,
+                            "abstentions": {"on_gold": 3, "no_gold": 1},
+                            "found_if_confirmed": 6,
+                        },
+                    ),
                     "evomem-auto:pair": mem(1, 8, {"predicted": 2, "true_positive": 2, "gold": 10}),
                 },
             }
@@ -733,5 +743,19 @@ def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -
     assert "| 0.125 (0.250) | 1.000 | 0.200 |" in pair  # ODR 1/8 (flat-dates 2/8), precision 2/2, recall 2/10
     assert "| 0 / 0 | — | — |" in pair  # no offers, no still-valid count in MAB
     scored = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | scored |"))
-    assert "| 0.500 (0.250) | 0.800 | 0.400 |" in scored
+    assert "| 0.500 (0.250) | 0.800 | 0.400 | 3 / 1 | 0.600 | — |" in scored
     assert not any(x.startswith("| **all blind**") for x in lines)  # another ODR: not pooled
+
+
+def test_memoryagentbench_counts_offers_as_the_scenario_sets_do() -> None:
+    """bench.external.mab_links: links against the overwrites, abstentions on a fact that overwrites
+    one (and whether it was listed) or none, and recall if confirmed = linked + listed."""
+    from bench.external import mab_links
+    from bench.memories import ScenarioRun
+
+    notes = [{"i": i, "supersedes": s} for i, s in enumerate([None, None, 0, 1, None, 2])]
+    run = ScenarioRun(items={}, edges=[(2, 0), (4, 1)], abstentions={3: [1, 0], 5: [0], 1: [0]})
+    links = mab_links(notes, run)
+    assert links["predicted"] == 2 and links["true_positive"] == 1 and links["gold"] == 3
+    assert links["abstentions"] == {"on_gold": 2, "on_gold_target_listed": 1, "no_gold": 1}
+    assert links["found_if_confirmed"] == 2
