@@ -698,8 +698,8 @@ def test_the_linking_table_pools_dev_and_blind_sets_apart(tmp_path: Path) -> Non
 
 def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -> None:
     """bench.linker_table --mab: each fact-consolidation size is a blind set (external data); its ODR
-    is the first active hit's on the overwritten facts' questions, beside flat-dates', and it pools
-    with the other blind sets from the counts."""
+    is the first active hit's on the overwritten facts' questions, beside flat-dates', and, being
+    another ODR than the scenario sets', it stays out of the pooled rows."""
     from bench import linker_table
 
     def mem(obsolete: int, questions: int, links: dict | None = None) -> dict:
