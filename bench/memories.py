@@ -103,13 +103,15 @@ def scope_label(scope: str) -> str:
 PAIR_MODEL: str | None = None
 
 
-def _pair_linker(service: Any) -> Any:
+def _pair_linker(service: Any, cross: bool) -> Any:
     """The pair linker (``evomem.domain.linkers.pair``) as ``--auto-supersede scored`` wires the
     scored one: the service's embedder and the store's ``get_many``."""
+    from evomem.adapters.onnx_pair import OnnxPairScorer
     from evomem.domain.linkers.pair import PairLinker, PairModel
 
     model = PairModel.load(PAIR_MODEL) if PAIR_MODEL else None
-    return PairLinker(getattr(service, "vectors", None), lookup=service.store.get_many, model=model)
+    scorer = OnnxPairScorer.shared() if cross else None
+    return PairLinker(getattr(service, "vectors", None), lookup=service.store.get_many, model=model, cross=scorer)
 
 
 #: Linkers the benchmark wires itself until ``evomem.settings`` knows them: name -> factory(service).
@@ -306,12 +308,13 @@ class EvoMemMemory:
         When it ends, ``add_timings`` can still read the service's linker timings.
         """
         assert self._current is not None, "use the memory inside 'async with'"
-        service = build_embedded(self.settings())
+        settings = self.settings()
+        service = build_embedded(settings)
         self._share_embedder(service)
         if _bench_wired(self.linker):
             service.linker = BENCH_LINKERS[self.linker](service)
         elif self.linker == "pair" and PAIR_MODEL:  # bench.quality --pair-model: other weights
-            service.linker = _pair_linker(service)
+            service.linker = _pair_linker(service, settings.linker.cross_encoder)
         self._current.service = service
         self._last_service = service
         try:

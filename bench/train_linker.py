@@ -348,6 +348,8 @@ def build_groups(
             both = replay(s, linker, linked=True, distractors=extra) + replay(
                 s, linker, linked=False, distractors=extra
             )
+            for e in both:  # candidate -k is extra[k - 1] (``bench.cross_pairs`` reads their texts)
+                e["extra"] = extra
             groups.append((name, k, both))
         print(f"{name}: {len(items)} scenarios", file=sys.stderr)
     return groups

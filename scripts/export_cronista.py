@@ -32,6 +32,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "scripts")]
@@ -52,91 +53,118 @@ CHECK_NOTES = [
 ]
 
 
-def build_graph(w: dict[str, np.ndarray]) -> bytes:
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+class Graph:
+    """An ONNX graph written node by node (names numbered in order)."""
 
-    nodes: list[onnx.NodeProto] = []
-    inits: list[onnx.TensorProto] = []
-    counter = [0]
+    def __init__(self, w: dict[str, np.ndarray]) -> None:
+        self.w = w
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self.counter = 0
 
-    def init(name: str, value: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+    def init(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def const(value: np.ndarray | list[int] | float, dtype: type = np.int64) -> str:
-        counter[0] += 1
-        return init(f"const_{counter[0]}", np.asarray(value, dtype=dtype))
+    def const(self, value: np.ndarray | list[int] | float, dtype: type = np.int64) -> str:
+        self.counter += 1
+        return self.init(f"const_{self.counter}", np.asarray(value, dtype=dtype))
 
-    def node(op: str, inputs: list[str], **attrs: object) -> str:
-        counter[0] += 1
-        out = f"{op.lower()}_{counter[0]}"
-        nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{counter[0]}", **attrs))
+    def node(self, op: str, inputs: list[str], **attrs: object) -> str:
+        from onnx import helper
+
+        self.counter += 1
+        out = f"{op.lower()}_{self.counter}"
+        self.nodes.append(helper.make_node(op, inputs, [out], name=f"{op}_{self.counter}", **attrs))
         return out
 
-    def dense(x: str, name: str) -> str:
-        wt = init(name + ".weight_t", w[name + ".weight"].T)
-        return node("Add", [node("MatMul", [x, wt]), init(name + ".bias", w[name + ".bias"])])
+    def dense(self, x: str, name: str) -> str:
+        wt = self.init(name + ".weight_t", self.w[name + ".weight"].T)
+        return self.node("Add", [self.node("MatMul", [x, wt]), self.init(name + ".bias", self.w[name + ".bias"])])
 
-    def ln(x: str, name: str) -> str:
-        return node(
+    def ln(self, x: str, name: str) -> str:
+        w = self.w
+        return self.node(
             "LayerNormalization",
-            [x, init(name + ".weight", w[name + ".weight"]), init(name + ".bias", w[name + ".bias"])],
+            [x, self.init(name + ".weight", w[name + ".weight"]), self.init(name + ".bias", w[name + ".bias"])],
             axis=-1,
             epsilon=EPS,
         )
 
-    ids, mask = "input_ids", "attention_mask"
-    tokens = node("Slice", [node("Shape", [ids]), const([1]), const([2])])  # [tokens], 1-D
-    x = node("Gather", [init("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"]), ids])
-    pos_table = init("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"])
-    pos = node("Slice", [pos_table, const([0]), tokens, const([0])])  # the first `tokens` rows
-    x = node(
-        "Add", [node("Add", [x, pos]), init("embeddings.token_type_0", w["embeddings.token_type_embeddings.weight"][0])]
-    )
-    x = ln(x, "embeddings.LayerNorm")
-    maskf = node("Cast", [mask], to=TensorProto.FLOAT)
-    bias = node("Mul", [node("Sub", [const(1.0, np.float32), maskf]), const(oc_mask_neg(), np.float32)])
-    bias = node("Unsqueeze", [bias, const([1, 2])])  # [batch, 1, 1, tokens]
-    hd = HIDDEN // HEADS
-    split_shape = const([0, 0, HEADS, hd])
-    merge_shape = const([0, 0, HIDDEN])
-    scale = const(1.0 / math.sqrt(hd), np.float32)
-    for i in range(LAYERS):
-        p = f"encoder.layer.{i}."
+    def encoder(self, ids: str, mask: str, types: str | None = None) -> str:
+        """BERT's last hidden states [batch, tokens, 384] (``train_cronista.encode``); ``types``:
+        a token type input (None: type 0 everywhere, as the cronista)."""
+        from onnx import TensorProto
 
-        def heads(z: str) -> str:
-            return node("Transpose", [node("Reshape", [z, split_shape])], perm=[0, 2, 1, 3])
+        g, w = self, self.w
+        tokens = g.node("Slice", [g.node("Shape", [ids]), g.const([1]), g.const([2])])  # [tokens], 1-D
+        x = g.node("Gather", [g.init("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"]), ids])
+        pos_table = g.init("embeddings.position_embeddings.weight", w["embeddings.position_embeddings.weight"])
+        pos = g.node("Slice", [pos_table, g.const([0]), tokens, g.const([0])])  # the first `tokens` rows
+        type_table = w["embeddings.token_type_embeddings.weight"]
+        if types is None:
+            typed = g.init("embeddings.token_type_0", type_table[0])
+        else:
+            typed = g.node("Gather", [g.init("embeddings.token_type_embeddings.weight", type_table), types])
+        x = g.node("Add", [g.node("Add", [x, pos]), typed])
+        x = g.ln(x, "embeddings.LayerNorm")
+        maskf = g.node("Cast", [mask], to=TensorProto.FLOAT)
+        bias = g.node("Mul", [g.node("Sub", [g.const(1.0, np.float32), maskf]), g.const(oc_mask_neg(), np.float32)])
+        bias = g.node("Unsqueeze", [bias, g.const([1, 2])])  # [batch, 1, 1, tokens]
+        hd = HIDDEN // HEADS
+        split_shape = g.const([0, 0, HEADS, hd])
+        merge_shape = g.const([0, 0, HIDDEN])
+        scale = g.const(1.0 / math.sqrt(hd), np.float32)
+        for i in range(LAYERS):
+            p = f"encoder.layer.{i}."
 
-        q = heads(dense(x, p + "attention.self.query"))
-        k = node("Transpose", [node("Reshape", [dense(x, p + "attention.self.key"), split_shape])], perm=[0, 2, 3, 1])
-        v = heads(dense(x, p + "attention.self.value"))
-        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), bias])
-        att = node("Softmax", [scores], axis=-1)
-        ctx = node("Reshape", [node("Transpose", [node("MatMul", [att, v])], perm=[0, 2, 1, 3]), merge_shape])
-        x = ln(node("Add", [x, dense(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
-        h = dense(x, p + "intermediate.dense")
-        g = node("Erf", [node("Mul", [h, const(1.0 / math.sqrt(2.0), np.float32)])])
-        h = node("Mul", [node("Mul", [h, node("Add", [g, const(1.0, np.float32)])]), const(0.5, np.float32)])
-        x = ln(node("Add", [x, dense(h, p + "output.dense")]), p + "output.LayerNorm")
-    role = node(
+            def heads(z: str) -> str:
+                return g.node("Transpose", [g.node("Reshape", [z, split_shape])], perm=[0, 2, 1, 3])
+
+            q = heads(g.dense(x, p + "attention.self.query"))
+            k = g.node(
+                "Transpose", [g.node("Reshape", [g.dense(x, p + "attention.self.key"), split_shape])], perm=[0, 2, 3, 1]
+            )
+            v = heads(g.dense(x, p + "attention.self.value"))
+            scores = g.node("Add", [g.node("Mul", [g.node("MatMul", [q, k]), scale]), bias])
+            att = g.node("Softmax", [scores], axis=-1)
+            ctx = g.node("Reshape", [g.node("Transpose", [g.node("MatMul", [att, v])], perm=[0, 2, 1, 3]), merge_shape])
+            x = g.ln(g.node("Add", [x, g.dense(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
+            h = g.dense(x, p + "intermediate.dense")
+            e = g.node("Erf", [g.node("Mul", [h, g.const(1.0 / math.sqrt(2.0), np.float32)])])
+            h = g.node(
+                "Mul", [g.node("Mul", [h, g.node("Add", [e, g.const(1.0, np.float32)])]), g.const(0.5, np.float32)]
+            )
+            x = g.ln(g.node("Add", [x, g.dense(h, p + "output.dense")]), p + "output.LayerNorm")
+        return x
+
+
+def build_graph(w: dict[str, np.ndarray]) -> bytes:
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = Graph(w)
+    x = g.encoder("input_ids", "attention_mask")
+    role = g.node(
         "Add",
         [
-            node("MatMul", [x, init("head.role.weight", w["head.role.weight"])]),
-            init("head.role.bias", w["head.role.bias"]),
+            g.node("MatMul", [x, g.init("head.role.weight", w["head.role.weight"])]),
+            g.init("head.role.bias", w["head.role.bias"]),
         ],
     )
-    span = node(
+    span = g.node(
         "Add",
         [
-            node("MatMul", [x, init("head.span.weight", w["head.span.weight"])]),
-            init("head.span.bias", w["head.span.bias"]),
+            g.node("MatMul", [x, g.init("head.span.weight", w["head.span.weight"])]),
+            g.init("head.span.bias", w["head.span.bias"]),
         ],
     )
-    nodes.append(helper.make_node("Identity", [role], ["role_logits"], name="role_logits"))
-    nodes.append(helper.make_node("Identity", [span], ["span_logits"], name="span_logits"))
+    g.nodes.append(helper.make_node("Identity", [role], ["role_logits"], name="role_logits"))
+    g.nodes.append(helper.make_node("Identity", [span], ["span_logits"], name="span_logits"))
     graph = helper.make_graph(
-        nodes,
+        g.nodes,
         "cronista",
         [
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
@@ -146,7 +174,7 @@ def build_graph(w: dict[str, np.ndarray]) -> bytes:
             helper.make_tensor_value_info("role_logits", TensorProto.FLOAT, ["batch", "tokens", len(oc.ROLE_LABELS)]),
             helper.make_tensor_value_info("span_logits", TensorProto.FLOAT, ["batch", "tokens", len(oc.SPAN_LABELS)]),
         ],
-        inits,
+        g.inits,
     )
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="evomem-export-cronista"

@@ -137,6 +137,15 @@ def batches(exs: list[Any], batch: int, rng: random.Random) -> list[tuple[np.nda
 
 def forward(params: dict[str, Any], ids: Any, mask: Any, key: Any = None, rate: float = 0.1) -> tuple[Any, Any]:
     """BERT (post-LN, exact GELU) + two linear heads; dropout only when ``key`` is given."""
+    x = encode(params, ids, mask, key, rate)
+    return x @ params["head.role.weight"] + params["head.role.bias"], x @ params["head.span.weight"] + params[
+        "head.span.bias"
+    ]
+
+
+def encode(params: dict[str, Any], ids: Any, mask: Any, key: Any = None, rate: float = 0.1, types: Any = None) -> Any:
+    """The encoder's last hidden states [batch, tokens, 384] (dropout only when ``key`` is given);
+    ``types``: token type ids (0 everywhere when None; the pair cross-encoder marks its second text 1)."""
     import jax
     import jax.numpy as jnp
 
@@ -157,10 +166,11 @@ def forward(params: dict[str, Any], ids: Any, mask: Any, key: Any = None, rate: 
         return jnp.where(keep, x / (1 - rate), 0)
 
     b, t = ids.shape
+    type_table = params["embeddings.token_type_embeddings.weight"]
     x = (
         params["embeddings.word_embeddings.weight"][ids]
         + params["embeddings.position_embeddings.weight"][:t][None]
-        + params["embeddings.token_type_embeddings.weight"][0]
+        + (type_table[0] if types is None else type_table[types])
     )
     x = ln(x, "embeddings.LayerNorm")
     bias = ((1.0 - mask) * MASK_NEG)[:, None, None, :]
@@ -180,10 +190,7 @@ def forward(params: dict[str, Any], ids: Any, mask: Any, key: Any = None, rate: 
         h = dense(x, p + "intermediate.dense")
         h = 0.5 * h * (1.0 + jax.scipy.special.erf(h / math.sqrt(2.0)))
         x = ln(x + drop(dense(h, p + "output.dense")), p + "output.LayerNorm")
-    x = drop(x)
-    return x @ params["head.role.weight"] + params["head.role.bias"], x @ params["head.span.weight"] + params[
-        "head.span.bias"
-    ]
+    return drop(x)
 
 
 def init_heads(params: dict[str, np.ndarray], seed: int) -> None:

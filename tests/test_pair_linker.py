@@ -401,3 +401,78 @@ def test_long_documents_have_their_own_link_threshold() -> None:
 def test_the_shipped_model_calibrates_long_documents_apart() -> None:
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
     assert data["link_at"] <= data["link_at_long"] <= 1
+
+
+# ---------------------------------------------------------------------------- the cross-encoder stage
+
+
+class _Scorer:
+    """A stand-in for the cross-encoder (unit tests only: the real one is tested in test_onnx_pair)."""
+
+    name = "fake-cross"
+
+    def __init__(self, by_candidate: dict[str, float], link_at: float = 0.9, fail: bool = False) -> None:
+        self.by_candidate = by_candidate
+        self.link_at = link_at
+        self.fail = fail
+        self.asked: list[tuple[str, str]] = []
+
+    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        if self.fail:
+            raise RuntimeError("model gone")
+        self.asked += pairs
+        return [self.by_candidate.get(cand, 0.0) for _, cand in pairs]
+
+
+def _unsure(linker: PairLinker, scorer: _Scorer) -> PairLinker:
+    """The shipped model, made unsure of everything (it never links on its own), with ``scorer``."""
+    return PairLinker(linker.embedder, model=linker.model, link_at=1.01, cross=scorer)
+
+
+def test_cross_encoder_links_what_the_pair_model_was_unsure_of(linker: PairLinker) -> None:
+    old = node("Standup is at 10:00 in the small meeting room.")
+    others = distractors()
+    scorer = _Scorer({old.raw_text: 0.97})
+    decision = _unsure(linker, scorer).decide("Standup moves to 9:30 from Monday.", None, [*others, old])
+    assert decision.kind == "link" and decision.proposal is not None
+    assert decision.proposal.target_id == old.id
+    assert decision.reason == "cross-encoder"
+    assert "cross-encoder p=0.970" in decision.proposal.evidence[0]
+    assert decision.candidates[0][0] == old.id
+    assert len(scorer.asked) <= 3  # only the plausible candidates the pair model listed
+
+
+def test_cross_encoder_below_its_threshold_leaves_the_abstention(linker: PairLinker) -> None:
+    old = node("Standup is at 10:00 in the small meeting room.")
+    decision = _unsure(linker, _Scorer({old.raw_text: 0.6})).decide("Standup moves to 9:30 from Monday.", None, [old])
+    assert decision.kind == "abstain"
+    assert old.id in [c for c, _ in decision.candidates]
+
+
+def test_a_failing_cross_encoder_loses_only_its_reading(linker: PairLinker) -> None:
+    old = node("Standup is at 10:00 in the small meeting room.")
+    decision = _unsure(linker, _Scorer({}, fail=True)).decide("Standup moves to 9:30 from Monday.", None, [old])
+    assert decision.kind == "abstain"
+
+
+def test_cross_encoder_is_not_asked_when_nothing_is_plausible(linker: PairLinker) -> None:
+    scorer = _Scorer({})
+    decision = _unsure(linker, scorer).decide(
+        "The cafeteria serves lunch until 14:00.", None, [node("Kubernetes clusters run version 1.29.")]
+    )
+    assert decision.kind == "none"
+    assert scorer.asked == []
+
+
+def test_cross_encoder_reads_a_long_documents_decision_part() -> None:
+    from evomem.domain.linkers.pair import cross_text
+
+    short = "Ledger on SQLite."
+    assert cross_text(short) == short
+    body = (
+        "# ADR 9: Ledger storage\n\n## Context\n\n"
+        + "Background words. " * 60
+        + "\n\n## Decision\n\nWe keep the ledger in SQLite from now on.\n"
+    )
+    assert "We keep the ledger in SQLite from now on." in cross_text(body)
+    assert len(cross_text(body)) < len(body)

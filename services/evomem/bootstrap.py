@@ -182,7 +182,7 @@ def linker_for(
         # development halves it lists the true predecessor for 82-89 % of the replacing notes
         # (what the LLM is shown), where the scored linker's gate rarely opens (docs/BENCHMARKS.md).
         return CascadeLinker(
-            pair_linker(store, embedder),
+            pair_linker(store, embedder, cross=settings.linker.cross_encoder),
             LLMLinker(
                 model,
                 base_url,
@@ -199,17 +199,26 @@ def linker_for(
     if mode == "scored":
         return ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder)
     if mode == "pair":
-        return pair_linker(store, embedder)
+        settings = settings if settings is not None else Settings()
+        return pair_linker(store, embedder, cross=settings.linker.cross_encoder)
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
-def pair_linker(store: Store | None = None, embedder: Embedder | None = None) -> Linker:
+def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *, cross: bool = False) -> Linker:
     """The pair linker (``evomem.domain.linkers.pair``) with the shipped ``pair_model.json``:
     ``embedder`` for its similarity features (the service passes the search's cosines, so it
-    embeds only what the search did not), ``store`` to read a candidate's earlier versions."""
+    embeds only what the search did not), ``store`` to read a candidate's earlier versions.
+    ``cross``: with the packaged cross-encoder (``evomem.adapters.onnx_pair``), which reads the
+    plausible candidates the pair model is unsure of (when onnxruntime or the model is missing,
+    the pair model's answer stands)."""
     from evomem.domain.linkers.pair import PairLinker
 
-    return PairLinker(embedder, lookup=store.get_many if store is not None else None)
+    scorer = None
+    if cross:
+        from evomem.adapters.onnx_pair import OnnxPairScorer
+
+        scorer = OnnxPairScorer.shared()
+    return PairLinker(embedder, lookup=store.get_many if store is not None else None, cross=scorer)
 
 
 class LazyLinker:

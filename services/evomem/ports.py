@@ -161,6 +161,20 @@ class Linker(Protocol):
 
 
 @runtime_checkable
+class PairScorer(Protocol):
+    """A model that reads a (note, candidate) pair as one text and says how likely the note
+    replaces the candidate (the pair linker's cross-encoder; ``evomem.adapters.onnx_pair``).
+    ``link_at``: the probability from which it is sure enough to link (calibrated by its trainer)."""
+
+    name: str
+    link_at: float
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """One probability per pair, in order."""
+        ...
+
+
+@runtime_checkable
 class Embedder(Protocol):
     """Texts in, one L2-normalised vector per text out, in order (the scored linker's
     similarity feature; ``SemanticIndex`` embeds notes with one). ``name`` identifies the

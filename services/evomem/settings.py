@@ -151,6 +151,11 @@ class LinkerSettings(_Section):
         True,
         "with auto_supersede off, remember lists up to 3 likely predecessors (the pair linker, no LLM)",
     )
+    cross_encoder: bool = _var(
+        "LINKER_CROSS_ENCODER",
+        True,
+        "pair and llm linkers: a cross-encoder (onnx, in process) reads the candidates the pair model is unsure of",
+    )
     model: str | None = _var("LINKER_MODEL", None, "llm linker: the model name at the endpoint")
     base_url: str | None = _var("LINKER_BASE_URL", None, "llm linker: OpenAI-compatible base URL")
     api_key: SecretStr | None = _var("LINKER_API_KEY", None, "llm linker: bearer token, if the endpoint needs one")

@@ -49,12 +49,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import is_default
+
+if TYPE_CHECKING:
+    from evomem.ports import PairScorer
 
 NAME = "pair"
 VERSION = "1"
@@ -403,9 +406,11 @@ class PairLinker:
         link_at: float | None = None,
         abstain_at: float | None = None,
         cache_size: int = 4096,
+        cross: PairScorer | None = None,
     ) -> None:
         self.cache_size = cache_size  # texts whose reading and embedding are kept
         self.embedder = embedder
+        self.cross = cross
         self.lookup = lookup
         self.model = model or PairModel.load()
         self.link_at = self.model.link_at if link_at is None else link_at
@@ -413,7 +418,7 @@ class PairLinker:
         self.link_at_long = max(self.link_at, long_at) if long_at is not None and link_at is None else self.link_at
         self.abstain_at = self.model.abstain_at if abstain_at is None else abstain_at
         emb = getattr(embedder, "name", None) if embedder is not None else None
-        self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "")
+        self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "") + (f"+{cross.name}" if cross is not None else "")
         self._reads: dict[str, _Read] = {}
         self._vectors: dict[str, Any] = {}
 
@@ -492,6 +497,10 @@ class PairLinker:
                 why=tuple(self._why(probs[i], rows[i]) for i in top),
                 reason="pair model",
             )
+        if plausible and self.cross is not None:
+            crossed = self._cross(text, nodes, plausible[:MAX_LISTED], probs, rows)
+            if crossed is not None:
+                return crossed
         if plausible:
             top = plausible[:MAX_LISTED]
             return LinkDecision(
@@ -501,6 +510,37 @@ class PairLinker:
                 reason="plausible predecessor below the link threshold",
             )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
+
+    def _cross(
+        self,
+        text: str,
+        nodes: Sequence[MemoryNode],
+        top: Sequence[int],
+        probs: Sequence[float],
+        rows: Sequence[Sequence[float]],
+    ) -> LinkDecision | None:
+        """The cross-encoder's reading of the plausible candidates the pair model was unsure of:
+        a link to the one it is surest of when that reaches its calibrated ``link_at``, else None
+        (the pair model's abstention stands). A scorer failure only loses this second reading."""
+        assert self.cross is not None
+        try:
+            cp = self.cross.score([(cross_text(text), cross_text(nodes[i].raw_text)) for i in top])
+            link_at = self.cross.link_at
+        except Exception:
+            return None
+        j = max(range(len(top)), key=lambda k: cp[k])
+        if cp[j] < link_at:
+            return None
+        b = top[j]
+        order = [b, *(i for i in top if i != b)]
+        proposal = self._proposal(nodes[b], cp[j], rows[b], cross=(cp[j], link_at))
+        return LinkDecision(
+            kind="link",
+            proposal=proposal,
+            candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in order),
+            why=tuple(self._why(probs[i], rows[i]) + f", cross-encoder p={cp[top.index(i)]:.2f}" for i in order),
+            reason="cross-encoder",
+        )
 
     def _link_at(self, row: Sequence[float]) -> float:
         """The link threshold of this pair's regime: long documents have their own."""
@@ -627,9 +667,14 @@ class PairLinker:
             parts.append(f"{math.expm1(f['shared']):.0f} shared words")
         return ", ".join(parts)
 
-    def _proposal(self, node: MemoryNode, p: float, row: Sequence[float]) -> LinkProposal:
+    def _proposal(
+        self, node: MemoryNode, p: float, row: Sequence[float], cross: tuple[float, float] | None = None
+    ) -> LinkProposal:
         f = dict(zip(FEATURES, row, strict=True))
-        evidence = [f"pair model p={p:.3f} (link at {self._link_at(row):.3f})"]
+        if cross is not None:
+            evidence = [f"cross-encoder p={cross[0]:.3f} (link at {cross[1]:.3f}); the pair model was unsure"]
+        else:
+            evidence = [f"pair model p={p:.3f} (link at {self._link_at(row):.3f})"]
         if f["has_emb"]:
             evidence.append(f"decision cosine: {f['cos_dec']:.3f}")
         if f["leave_hit"]:
@@ -642,6 +687,11 @@ class PairLinker:
         return LinkProposal(
             target_id=node.id, confidence=round(min(0.99, p), 3), method=NAME, evidence=tuple(evidence), by=self.name
         )
+
+
+def cross_text(text: str) -> str:
+    """What the cross-encoder reads of a note: itself, or a long document's title and decision part."""
+    return text if len(text) <= dt.SHORT_NOTE_CHARS else dt.search_text(text)
 
 
 #: A decision part within this many leading characters of its note is covered by the note's own
