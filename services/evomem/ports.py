@@ -162,15 +162,17 @@ class Linker(Protocol):
 
 @runtime_checkable
 class PairScorer(Protocol):
-    """A model that reads a (note, candidate) pair as one text and says how likely the note
+    """A model that reads a (note, candidate) pair as one text and gives the logit that the note
     replaces the candidate (the pair linker's cross-encoder; ``evomem.adapters.onnx_pair``).
-    ``link_at``: the probability from which it is sure enough to link (calibrated by its trainer)."""
+    Its calibration, set by its trainer on held-back development data: a candidate's score is
+    ``logit(pair model p) + weight * logit``, and a score from ``link_score`` links (``inf``: never)."""
 
     name: str
-    link_at: float
+    weight: float
+    link_score: float
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """One probability per pair, in order."""
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """One logit per (note, candidate) pair, in order."""
         ...
 
 

@@ -8,8 +8,8 @@ reads both texts together, so "the standup is at 9:30 now" can be seen to restat
 "standup at 10:00" with a new value, whatever the words.
 
 The folder holds ``model.onnx``, ``tokenizer.json`` and ``pins.json`` (their sha256, checked on
-load, and the calibrated ``link_logit``). Token ids are cached per text, so a candidate is
-tokenized once, not on every remember.
+load, and the calibration: ``weight`` and ``link_score``, see ``evomem.ports.PairScorer``).
+Token ids are cached per text, so a candidate is tokenized once, not on every remember.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class OnnxPairScorer:
         self._session: Any = None
         self._tokenizer: Any = None
         self._ids: dict[str, list[int]] = {}
-        self._link_logit: float | None = None
+        self._calibration: tuple[float, float] = (1.0, math.inf)
         self.load_seconds: float | None = None
 
     @classmethod
@@ -92,13 +92,16 @@ class OnnxPairScorer:
             return scorer
 
     @property
-    def link_at(self) -> float:
-        """The calibrated link threshold, as a probability (precision >= 0.98 on the calibration notes)."""
+    def weight(self) -> float:
+        """How much the encoder's logit counts next to the pair model's (``pins.json``)."""
         self.load()
-        z = self._link_logit
-        if z is None or not math.isfinite(z):
-            return 1.01  # no threshold reached the precision: never link on the encoder alone
-        return 1.0 / (1.0 + math.exp(-z))
+        return self._calibration[0]
+
+    @property
+    def link_score(self) -> float:
+        """The combined score from which the linker links (``pins.json``; inf: never)."""
+        self.load()
+        return self._calibration[1]
 
     def load(self) -> None:
         if self._session is not None:
@@ -149,8 +152,9 @@ class OnnxPairScorer:
                 raise PairModelUnavailable(
                     f"{model} has inputs {names_in} and outputs {names_out}; expected {INPUT_NAMES} -> {OUTPUT_NAMES}"
                 )
-            link = pins.get("link_logit")
-            self._link_logit = float(link) if isinstance(link, (int, float)) else None
+            weight, link = pins.get("weight"), pins.get("link_score")
+            if isinstance(weight, (int, float)) and isinstance(link, (int, float)) and not math.isnan(link):
+                self._calibration = (float(weight), float(link))
             self._tokenizer = tokenizer
             self._session = session
             self.load_seconds = time.perf_counter() - started
@@ -166,7 +170,10 @@ class OnnxPairScorer:
         return [self._ids[t] for t in texts]
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """One logit per (note, candidate) pair, in order."""
+        """One logit per (note, candidate) pair, in order. Each pair runs on its own: int8
+        activations are quantized with one scale per tensor, so in a batch a pair's logit would
+        depend on the other pairs beside it, and a candidate could link or not depending on which
+        others were found. Alone, a pair always gets the same logit."""
         if not pairs:
             return []
         self.load()
@@ -174,16 +181,14 @@ class OnnxPairScorer:
 
         firsts = self._token_ids([a for a, _ in pairs])
         seconds = self._token_ids([b for _, b in pairs])
-        rows = [pair_ids(a, b) for a, b in zip(firsts, seconds, strict=True)]
-        width = max(len(ids) for ids, _ in rows)
-        feeds = {n: np.zeros((len(rows), width), np.int64) for n in INPUT_NAMES}
-        for r, (ids, types) in enumerate(rows):
-            feeds["input_ids"][r, : len(ids)] = ids
-            feeds["token_type_ids"][r, : len(ids)] = types
-            feeds["attention_mask"][r, : len(ids)] = 1
-        (z,) = self._session.run(list(OUTPUT_NAMES), feeds)
-        return [float(v) for v in z]
-
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """The probability that each note replaces its candidate."""
-        return [1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z)))) for z in self.logits(pairs)]
+        out = []
+        for a, b in zip(firsts, seconds, strict=True):
+            ids, types = pair_ids(a, b)
+            feeds = {
+                "input_ids": np.asarray([ids], np.int64),
+                "token_type_ids": np.asarray([types], np.int64),
+                "attention_mask": np.ones((1, len(ids)), np.int64),
+            }
+            (z,) = self._session.run(list(OUTPUT_NAMES), feeds)
+            out.append(float(z[0]))
+        return out

@@ -310,6 +310,11 @@ def _compile_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> Callable[[
     return namespace["walk"]  # type: ignore[no-any-return]
 
 
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
 def _sigmoid(z: float) -> float:
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -519,26 +524,33 @@ class PairLinker:
         probs: Sequence[float],
         rows: Sequence[Sequence[float]],
     ) -> LinkDecision | None:
-        """The cross-encoder's reading of the plausible candidates the pair model was unsure of:
-        a link to the one it is surest of when that reaches its calibrated ``link_at``, else None
-        (the pair model's abstention stands). A scorer failure only loses this second reading."""
+        """The cross-encoder's reading of the plausible candidates the pair model was unsure of.
+        Each gets ``logit(pair model p) + weight * encoder logit`` (both calibrated by the
+        encoder's exporter on held-back development notes); the best one is linked when its
+        score reaches ``link_score``, else None (the pair model's abstention stands). A scorer
+        failure only loses this second reading."""
         assert self.cross is not None
         try:
-            cp = self.cross.score([(cross_text(text), cross_text(nodes[i].raw_text)) for i in top])
-            link_at = self.cross.link_at
+            z = self.cross.logits([(cross_text(text), cross_text(nodes[i].raw_text)) for i in top])
+            weight, link_score = float(self.cross.weight), float(self.cross.link_score)
         except Exception:
             return None
-        j = max(range(len(top)), key=lambda k: cp[k])
-        if cp[j] < link_at:
+        combined = [_logit(probs[i]) + weight * z[k] for k, i in enumerate(top)]
+        j = max(range(len(top)), key=lambda k: combined[k])
+        if not combined[j] >= link_score:  # also when link_score is inf (no threshold reached the precision)
             return None
         b = top[j]
         order = [b, *(i for i in top if i != b)]
-        proposal = self._proposal(nodes[b], cp[j], rows[b], cross=(cp[j], link_at))
+        # confidence: 0.98 at the threshold (what it was calibrated for), rising above it
+        confidence = _sigmoid(combined[j] - link_score + _logit(0.98))
+        proposal = self._proposal(nodes[b], confidence, rows[b], cross=(z[j], combined[j], link_score, probs[b]))
         return LinkDecision(
             kind="link",
             proposal=proposal,
             candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in order),
-            why=tuple(self._why(probs[i], rows[i]) + f", cross-encoder p={cp[top.index(i)]:.2f}" for i in order),
+            why=tuple(
+                self._why(probs[i], rows[i]) + f", cross-encoder p={_sigmoid(z[top.index(i)]):.2f}" for i in order
+            ),
             reason="cross-encoder",
         )
 
@@ -668,11 +680,14 @@ class PairLinker:
         return ", ".join(parts)
 
     def _proposal(
-        self, node: MemoryNode, p: float, row: Sequence[float], cross: tuple[float, float] | None = None
+        self, node: MemoryNode, p: float, row: Sequence[float], cross: tuple[float, float, float, float] | None = None
     ) -> LinkProposal:
         f = dict(zip(FEATURES, row, strict=True))
         if cross is not None:
-            evidence = [f"cross-encoder p={cross[0]:.3f} (link at {cross[1]:.3f}); the pair model was unsure"]
+            evidence = [
+                f"cross-encoder p={_sigmoid(cross[0]):.3f}, with the pair model's p={cross[3]:.3f}: "
+                f"score {cross[1]:.2f} (link at {cross[2]:.2f}); the pair model alone was unsure"
+            ]
         else:
             evidence = [f"pair model p={p:.3f} (link at {self._link_at(row):.3f})"]
         if f["has_emb"]:
