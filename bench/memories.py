@@ -114,6 +114,10 @@ def _pair_linker(service: Any, cross: bool) -> Any:
     return PairLinker(getattr(service, "vectors", None), lookup=service.store.get_many, model=model, cross=scorer)
 
 
+#: The pair linker's cross-encoder (``linker.cross_encoder``; None: the setting's default);
+#: ``bench.quality --cross-encoder``.
+CROSS_ENCODER: bool | None = None
+
 #: Linkers the benchmark wires itself until ``evomem.settings`` knows them: name -> factory(service).
 #: (The pair linker is ``--auto-supersede pair`` now; ``_pair_linker`` serves ``--pair-model``.)
 BENCH_LINKERS: dict[str, Any] = {}
@@ -340,6 +344,8 @@ class EvoMemMemory:
     def settings(self) -> Settings:
         linker = "off" if _bench_wired(self.linker) else self.linker
         kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": linker or "off"}
+        if CROSS_ENCODER is not None:
+            kw["linker_cross_encoder"] = CROSS_ENCODER
         if has_vectors_setting():
             kw["vectors"] = self.vectors
         if self.linker == "llm" and self.llm is not None:

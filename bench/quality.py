@@ -1249,6 +1249,12 @@ def main(argv: list[str] | None = None) -> int:
         help="do not pass the note's scope to remember (the scope lives only in the text)",
     )
     ap.add_argument("--pair-model", default="", help="weights file for the pair linker (default: the shipped one)")
+    ap.add_argument(
+        "--cross-encoder",
+        choices=("on", "off", "default"),
+        default="default",
+        help="the pair linker's cross-encoder (default: the setting's default)",
+    )
     ap.add_argument("--k", type=int, default=K, help="results asked from every memory per question")
     ap.add_argument("--judge", choices=("deterministic", "llm"), default="deterministic")
     ap.add_argument("--judge-model", default="", help="model name for --judge llm")
@@ -1265,6 +1271,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import memories as bench_memories
 
         bench_memories.PAIR_MODEL = args.pair_model
+    if args.cross_encoder != "default":
+        from bench import memories as bench_memories
+
+        bench_memories.CROSS_ENCODER = args.cross_encoder == "on"
     try:
         sets, sources = _load_sets(args)
         linkers = [x.strip() for x in args.linkers.split(",") if x.strip()]
@@ -1305,6 +1315,7 @@ def main(argv: list[str] | None = None) -> int:
         "linkers": linkers,
         "vectors_setting": has_vectors_setting(),
         **({"pair_model": args.pair_model} if args.pair_model else {}),
+        **({"cross_encoder": args.cross_encoder} if args.cross_encoder != "default" else {}),
     }
     blind = {name for name, src in sources.items() if src.get("blind")}
     if blind:  # aggregate only: no row names a blind scenario, question or note

@@ -60,7 +60,7 @@ EMBEDDED_ENV = {
     "EVOMEM_LINKER_STRUCTURED": "json_schema",
     "EVOMEM_VECTORS": "off",
     "EVOMEM_OFFER_CANDIDATES": "false",
-    "EVOMEM_LINKER_CROSS_ENCODER": "false",
+    "EVOMEM_LINKER_CROSS_ENCODER": "true",
 }
 SERVICE_ENV = {
     "EVOMEM_SQLITE_DRIVER": "sqlite3",
@@ -138,10 +138,10 @@ def test_every_setting_has_an_env_variable() -> None:
         linker_timeout_s=3,
         linker_structured="json_schema",
         offer_candidates=False,
-        linker_cross_encoder=False,
+        linker_cross_encoder=True,
     )
     assert s.linker.offer_candidates is False and Settings().linker.offer_candidates is True
-    assert s.linker.cross_encoder is False and Settings().linker.cross_encoder is True
+    assert s.linker.cross_encoder is True and Settings().linker.cross_encoder is False
     assert (s.store.db, s.mcp.transport, s.mcp.port, s.linker.model, s.linker.timeout_s) == (
         "/data/e.db",
         "http",

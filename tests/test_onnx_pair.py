@@ -105,7 +105,7 @@ def test_the_composition_root_wires_it_as_set(tmp_path: Path) -> None:
     from evomem.bootstrap import linker_for
     from evomem.settings import Settings
 
-    on = linker_for("pair", Settings(db=str(tmp_path / "a.db"), auto_supersede="pair"))
-    off = linker_for("pair", Settings(db=str(tmp_path / "b.db"), auto_supersede="pair", linker_cross_encoder=False))
+    on = linker_for("pair", Settings(db=str(tmp_path / "a.db"), auto_supersede="pair", linker_cross_encoder=True))
+    off = linker_for("pair", Settings(db=str(tmp_path / "b.db"), auto_supersede="pair"))  # the default
     assert getattr(on, "cross", None) is not None and "pair-cross" in on.name
     assert getattr(off, "cross", "missing") is None

@@ -153,7 +153,7 @@ class LinkerSettings(_Section):
     )
     cross_encoder: bool = _var(
         "LINKER_CROSS_ENCODER",
-        True,
+        False,
         "pair and llm linkers: a cross-encoder (onnx, in process) reads the candidates the pair model is unsure of",
     )
     model: str | None = _var("LINKER_MODEL", None, "llm linker: the model name at the endpoint")
