@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.onnx_session import open_encoder
 from evomem.adapters.pinned import sha256_file
 from evomem.domain.cronista import SUMMARY_MAX_CHARS, assemble_summary, sentences
 from evomem.domain.errors import Unavailable
@@ -350,28 +351,9 @@ class OnnxCronista:
                             f"{pins[path.name][:12]}...): the file is damaged or was replaced; "
                             "restore it from the repository or rebuild it with: make train-cronista"
                         )
-            try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise CronistaModelUnavailable(
-                    f"{exc.name} is not installed; pip install 'evomem-mcp' (onnxruntime, tokenizers, numpy)"
-                ) from exc
-            tokenizer = Tokenizer.from_file(str(tok))
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            options.inter_op_num_threads = 1
-            options.intra_op_num_threads = self.threads
-            session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
-            names_in = tuple(i.name for i in session.get_inputs())
-            names_out = tuple(o.name for o in session.get_outputs())
-            if names_in != INPUT_NAMES or names_out != OUTPUT_NAMES:
-                raise CronistaModelUnavailable(
-                    f"{model} has inputs {names_in} and outputs {names_out}; expected {INPUT_NAMES} -> {OUTPUT_NAMES}"
-                )
+            session, tokenizer = open_encoder(
+                model, tok, self.threads, INPUT_NAMES, OUTPUT_NAMES, CronistaModelUnavailable
+            )
             self._tokenizer = tokenizer
             self._session = session
             self.load_seconds = time.perf_counter() - started
