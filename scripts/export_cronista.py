@@ -267,6 +267,21 @@ def mask_only(folder: Path) -> int:
     return 0
 
 
+def quantize_into(fp32: Path, out: Path) -> Path:
+    """The int8 graph of ``fp32`` as ``out/model.onnx`` (MatMul and embedding Gather weights int8,
+    padding masked before every quantized activation), with the tokenizer beside it."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out.mkdir(parents=True, exist_ok=True)
+    int8 = out / "model.onnx"
+    quantize_dynamic(
+        str(fp32), str(int8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"], per_channel=False
+    )
+    print(f"int8: {mask_file(int8)} DynamicQuantizeLinear inputs masked (padding-invariant)")
+    shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+    return int8
+
+
 def session(path: Path):  # type: ignore[no-untyped-def]
     import onnxruntime as ort
 
@@ -287,7 +302,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import jax.numpy as jnp
     import train_cronista as tc
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from tokenizers import Tokenizer
 
     w = dict(np.load(args.weights))
@@ -315,13 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("the ONNX graph does not compute what was trained")
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    int8 = out / "model.onnx"
-    quantize_dynamic(
-        str(fp32), str(int8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"], per_channel=False
-    )
-    print(f"int8: {mask_file(int8)} DynamicQuantizeLinear inputs masked (padding-invariant)")
-    shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+    int8 = quantize_into(fp32, out)
     q = session(int8)
     agree = total = 0
     from bench import cronista_data

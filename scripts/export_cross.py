@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import random
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "scripts")]
 
 import numpy as np  # noqa: E402
-from export_cronista import OPSET, TOKENIZER, Graph, mask_file, session  # noqa: E402
+from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
 from evomem.adapters.pinned import sha256_file  # noqa: E402
 
@@ -231,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import jax.numpy as jnp
     import train_cross as tx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
     from tokenizers import Tokenizer
 
     w = dict(np.load(args.weights))
@@ -258,13 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("the ONNX graph does not compute what was trained")
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    int8 = out / "model.onnx"
-    quantize_dynamic(
-        str(fp32), str(int8), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul", "Gather"], per_channel=False
-    )
-    print(f"int8: {mask_file(int8)} DynamicQuantizeLinear inputs masked (padding-invariant)")
-    shutil.copyfile(TOKENIZER, out / "tokenizer.json")
+    int8 = quantize_into(fp32, out)
     q = session(int8).run(["logits"], feeds)[0]
     print(f"int8 vs fp32 logits on the check pairs: max |diff| {float(np.abs(q - got).max()):.3f}")
 

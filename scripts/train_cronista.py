@@ -200,6 +200,28 @@ def init_heads(params: dict[str, np.ndarray], seed: int) -> None:
         params[f"head.{name}.bias"] = np.zeros((n,), np.float32)
 
 
+def optimizer(lr: float, head_lr: float, total: int) -> Any:
+    """AdamW with gradient clipping 1.0, warm-up over 10 % of ``total`` steps then cosine decay;
+    the encoder at ``lr`` with weight decay 0.01, the ``head.*`` parameters at ``head_lr``."""
+    import optax
+
+    sched = optax.warmup_cosine_decay_schedule(0.0, 1.0, max(1, total // 10), total, 0.05)
+
+    def labels_fn(p: dict[str, Any]) -> dict[str, str]:
+        return {k: ("head" if k.startswith("head.") else "encoder") for k in p}
+
+    return optax.chain(
+        optax.clip_by_global_norm(1.0),
+        optax.multi_transform(
+            {
+                "encoder": optax.adamw(lambda s: lr * sched(s), weight_decay=0.01),
+                "head": optax.adamw(lambda s: head_lr * sched(s), weight_decay=0.0),
+            },
+            labels_fn,
+        ),
+    )
+
+
 def train(args: argparse.Namespace) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
@@ -234,21 +256,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
     steps_per_epoch = len(batches(exs, args.batch, random.Random(0)))
     total = steps_per_epoch * args.epochs
-    sched = optax.warmup_cosine_decay_schedule(0.0, 1.0, max(1, total // 10), total, 0.05)
-
-    def labels_fn(p: dict[str, Any]) -> dict[str, str]:
-        return {k: ("head" if k.startswith("head.") else "encoder") for k in p}
-
-    tx = optax.chain(
-        optax.clip_by_global_norm(1.0),
-        optax.multi_transform(
-            {
-                "encoder": optax.adamw(lambda s: args.lr * sched(s), weight_decay=0.01),
-                "head": optax.adamw(lambda s: args.head_lr * sched(s), weight_decay=0.0),
-            },
-            labels_fn,
-        ),
-    )
+    tx = optimizer(args.lr, args.head_lr, total)
     opt_state = tx.init(params)
 
     def loss_fn(p: Any, ids: Any, mask: Any, rl: Any, sl: Any, w: Any, key: Any) -> Any:

@@ -155,21 +155,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
     steps_per_epoch = len(batches(train_rows, args.batch, random.Random(0)))
     total = steps_per_epoch * args.epochs
-    sched = optax.warmup_cosine_decay_schedule(0.0, 1.0, max(1, total // 10), total, 0.05)
-
-    def labels_fn(p: dict[str, Any]) -> dict[str, str]:
-        return {k: ("head" if k.startswith("head.") else "encoder") for k in p}
-
-    tx = optax.chain(
-        optax.clip_by_global_norm(1.0),
-        optax.multi_transform(
-            {
-                "encoder": optax.adamw(lambda s: args.lr * sched(s), weight_decay=0.01),
-                "head": optax.adamw(lambda s: args.head_lr * sched(s), weight_decay=0.0),
-            },
-            labels_fn,
-        ),
-    )
+    tx = tc.optimizer(args.lr, args.head_lr, total)
     opt_state = tx.init(params)
 
     def loss_fn(p: Any, ids: Any, types: Any, mask: Any, y: Any, w: Any, key: Any) -> Any:
