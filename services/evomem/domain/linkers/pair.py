@@ -31,6 +31,11 @@ best reaches ``abstain_at``, a candidate's words stand in a leaving position of 
 or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
 percentile of the true pairs' in development data); ``none`` otherwise.
 
+An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
+passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
+each listed candidate together with the note, and the best one links when
+``logit(p) + weight * its logit`` reaches its calibrated ``link_score`` (``_cross``).
+
 Cost on long documents: a text's reading (``_Read``: decision part, its tokens and windows, the
 sentences with a replacing verb that ``_refers`` searches) and its vectors are cached by text
 (``cache_size`` texts each, so a candidate is read once, not on every remember); the trees
