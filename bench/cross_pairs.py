@@ -37,7 +37,7 @@ from typing import Any
 from bench import train_linker as tl
 from evomem.domain.linkers import pair as pl
 
-TOP = 3
+TOP = pl.MAX_LISTED  # the linker asks the encoder about at most this many listed candidates
 CALIB_SHARE = 0.2
 
 

@@ -42,12 +42,13 @@ import numpy as np  # noqa: E402
 from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
 from evomem.adapters.pinned import sha256_file  # noqa: E402
+from evomem.domain.linkers.pair import MAX_LISTED  # noqa: E402
 
 MODEL_NAME = "pair-cross-minilm-1"
 PRECISION = 0.98
 MIN_GOLD = 30
 WEIGHTS = (0.5, 1.0, 2.0, 4.0)  # the encoder's logit next to the pair model's (its logit)
-ASKED = 3  # the pair linker asks the encoder about at most this many plausible candidates (``MAX_LISTED``)
+ASKED = MAX_LISTED  # the pair linker asks the encoder about at most this many plausible candidates
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 CHECK_PAIRS = [
     ("We moved the ledger to SQLite; Postgres was overkill.", "The ledger runs on Postgres."),
