@@ -28,7 +28,9 @@ whose best candidate reaches it are linked to the right predecessor with precisi
 and on every source with at least 30 gold edges; ``link_at_long`` the same, on the notes whose
 note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone, never below
 ``link_at``; ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
-predecessors listed minus a quarter of abstentions on notes that replace nothing. The final model
+predecessors listed minus a quarter of abstentions on notes that replace nothing; ``subject_at``
+and ``subject_at_full`` are the 10th percentiles of the true pairs' decision-part and whole-note
+cosines (a candidate reaching either is on the note's subject: listed, never none). The final model
 is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
 out-of-fold precision/recall per source).
 """
@@ -417,8 +419,12 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     # the decision-part cosine above which a candidate is on the same subject: the 10th percentile of
     # the gold pairs' (with embeddings); the linker abstains rather than say none above it
     cos = pl.FEATURES.index("cos_dec")
-    gold_cos = sorted(float(r[cos]) for r, lab in zip(x.tolist(), y.tolist(), strict=True) if lab and r[1])
+    gold_rows = [r for r, lab in zip(x.tolist(), y.tolist(), strict=True) if lab and r[1]]
+    gold_cos = sorted(float(r[cos]) for r in gold_rows)
     subject_at = gold_cos[len(gold_cos) // 10] if gold_cos else 1.0
+    # the same on the whole notes' cosine: long records whose decision parts were read apart
+    gold_full = sorted(float(r[pl.FEATURES.index("cos_full")]) for r in gold_rows)
+    subject_at_full = gold_full[len(gold_full) // 10] if gold_full else 1.0
 
     # the report applies each regime's threshold: a long pair below link_at_long abstains
     def regime(d: tuple[float, bool, bool, bool], long: bool) -> tuple[float, bool, bool, bool]:
@@ -436,6 +442,7 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
         "link_at_long": link_at_long,
         "abstain_at": abstain_at,
         "subject_at": subject_at,
+        "subject_at_full": subject_at_full,
         "report": report,
     }
 
@@ -528,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
     link_at_long = cal["link_at_long"]
-    subject_at = cal["subject_at"]
+    subject_at, subject_at_full = cal["subject_at"], cal["subject_at_full"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
     print(
@@ -538,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
                 "link_at_long": link_at_long,
                 "abstain_at": abstain_at,
                 "subject_at": subject_at,
+                "subject_at_full": subject_at_full,
                 "oof": report,
             },
             indent=1,
@@ -573,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         "link_at_long": round(link_at_long, 4),
         "abstain_at": round(abstain_at, 4),
         "subject_at": round(subject_at, 4),
+        "subject_at_full": round(subject_at_full, 4),
         "training": {
             "script": "bench/train_linker.py",
             "seed": args.seed,

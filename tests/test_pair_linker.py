@@ -16,7 +16,7 @@ import random
 import pytest
 
 from evomem.domain.linkers import decision_text as dt
-from evomem.domain.linkers.pair import FEATURES, MODEL_FILE, PairLinker, PairModel
+from evomem.domain.linkers.pair import EMBEDDED_PREFIX_CHARS, FEATURES, MODEL_FILE, PairLinker, PairModel
 from evomem.domain.model import MemoryNode
 
 _counter = iter(range(1, 10_000))
@@ -397,6 +397,36 @@ def test_long_documents_have_their_own_link_threshold() -> None:
     long = linker.decide(record, None, [old])
     assert long.kind == "abstain" and old.id in [c for c, _ in long.candidates]
     assert PairLinker(None, model=model, link_at=0.5).link_at_long == 0.5  # an explicit link_at sets both
+
+
+def test_a_long_record_close_as_a_whole_is_on_the_subject() -> None:
+    """Two long records whose decision parts were read apart (cosine 0) but whose whole texts are
+    close (0.8) are on one subject: the candidate is listed, never ``none``. A model file without
+    ``subject_at_full`` (1.0) keeps the decision-part gate alone."""
+
+    class ByName:  # a stand-in embedder: one direction per record, so the decision parts are orthogonal
+        name = "by-name"
+
+        def encode(self, texts):
+            return [[1.0, 0.0] if "Kestrel" in t else [0.0, 1.0] for t in texts]
+
+    filler = "Background on the order pipeline, its load and its owners. " * 20
+    record = "# {}\n\n## Context\n\n" + filler + "\n\n## Decision\n\nOrder events go through {}."
+    old = node(record.format("Queue for order events", "Brightline"))
+    new = record.format("Order events, revisited", "Kestrel")
+    assert dt.decision_part(new) not in new[:EMBEDDED_PREFIX_CHARS] and len(new) > dt.SHORT_NOTE_CHARS
+    n = len(FEATURES)
+    unsure = {"kind": "lr", "link_at": 0.9, "abstain_at": 0.5, "weights": (0.0,) * n, "mean": (0.0,) * n}
+    model = PairModel(**unsure, scale=(1.0,) * n, intercept=-3.0, subject_at=0.5, subject_at_full=0.6)  # p = 0.05
+    decision = PairLinker(ByName(), model=model).decide(new, None, [old], similarities={old.id: 0.8})
+    assert decision.kind == "abstain" and [c for c, _ in decision.candidates] == [old.id], decision
+    older = PairModel(**unsure, scale=(1.0,) * n, intercept=-3.0, subject_at=0.5)
+    assert PairLinker(ByName(), model=older).decide(new, None, [old], similarities={old.id: 0.8}).kind == "none"
+
+
+def test_the_shipped_model_states_both_subject_gates() -> None:
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert 0 < data["subject_at"] < 1 and 0 < data["subject_at_full"] < 1
 
 
 def test_the_shipped_model_calibrates_long_documents_apart() -> None:

@@ -28,8 +28,10 @@ precision >= 0.98 on development data; ``link_at_long`` when the note or that ca
 document, calibrated on those pairs alone, because long records of one domain look alike and the
 model's confidence means less there); ``abstain`` with up to 3 likely predecessors when the
 best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
-or it is on the note's subject (decision-part cosine at least ``subject_at``, the 10th
-percentile of the true pairs' in development data); ``none`` otherwise.
+or it is on the note's subject (decision-part cosine at least ``subject_at``, or whole-note
+cosine at least ``subject_at_full``: each the 10th percentile of the true pairs' in development
+data; the second catches long records whose decision parts were read apart, a revision whose
+Decision section is short against a record whose is long); ``none`` otherwise.
 
 An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
 passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
@@ -341,6 +343,7 @@ class PairModel:
     abstain_at: float
     link_at_long: float | None = None  # when the note or the candidate is long (None: ``link_at``)
     subject_at: float = 1.0  # decision-part cosine from which a candidate is on the note's subject
+    subject_at_full: float = 1.0  # whole-note cosine from which it is (1.0, an older file: never)
     weights: tuple[float, ...] = ()
     mean: tuple[float, ...] = ()
     scale: tuple[float, ...] = ()
@@ -375,6 +378,7 @@ class PairModel:
             link_at_long=float(data["link_at_long"]) if data.get("link_at_long") is not None else None,
             abstain_at=float(data["abstain_at"]),
             subject_at=float(data.get("subject_at", 1.0)),
+            subject_at_full=float(data.get("subject_at_full", 1.0)),
             weights=tuple(data.get("weights", ())),
             mean=tuple(data.get("mean", ())),
             scale=tuple(data.get("scale", ())),
@@ -488,11 +492,11 @@ class PairLinker:
                 reason="the note names the candidate's identifier",
             )
         leave, cos, emb = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")
-        jacc, shared = FEATURES.index("jacc"), FEATURES.index("shared")
+        jacc, shared, full = FEATURES.index("jacc"), FEATURES.index("shared"), FEATURES.index("cos_full")
 
         def same_subject(r: Sequence[float]) -> bool:
             if r[emb]:
-                return r[cos] >= self.model.subject_at
+                return r[cos] >= self.model.subject_at or r[full] >= self.model.subject_at_full
             return r[jacc] >= NO_EMBEDDING_JACCARD and r[shared] >= math.log1p(2)
 
         # plausible: the model is unsure, the note leaves its words, or it is on the note's subject
