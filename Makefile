@@ -79,12 +79,12 @@ BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out b
 # development sets (bench/data odr/vdr/para, and the odd halves of bench/devdata that the shipped pair
 # model was trained without, bench/results/holdout) and the blind sets (bench/blind/*, the PEP chains),
 # aggregates only. BENCH_LINKING_LIMIT: the first N scenarios of each set (0: all).
-BENCH_LINKING_LIMIT ?= 30
+BENCH_LINKING_LIMIT ?= 0
 EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
 LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
-LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-long
+LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-e dev-long
 LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
-LINKING_BLIND = $(foreach s,blind-a blind-b blind-c,$(if $(wildcard bench/blind/$(s).jsonl),--data $(s)=bench/blind/$(s).jsonl))
+LINKING_BLIND = $(foreach f,$(sort $(wildcard bench/blind/blind-*.jsonl)),--data $(basename $(notdir $(f)))=$(f))
 # (make -j3 bench-linking runs the scenario sets, the held-out halves, the PEP chains and MemoryAgentBench at the same time.)
 bench-linking: bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab
 	$(PY) -m bench.linker_table --quality bench/results/linking/quality.json \
