@@ -7,8 +7,11 @@ generated 2-8k character records, each set remembered in order into one store, w
 and on. The same run must answer the same. It was recorded with f20a8e6 (before the long-note
 speed-ups, which changed nothing in it), and recorded again when the candidate search of a long
 note changed on purpose to its title and decision part (``decision_text.search_text``): the
-searched candidates and the probabilities moved, no outcome or target did. The other tests check
-each speed-up against what it replaced.
+searched candidates and the probabilities moved, no outcome or target did. Recorded again on
+2026-12-03 for two changes on purpose: the whole-note subject gate (with vectors on, 8 notes
+went from none to abstain and 19 listings changed) and the pair model retrained with dev-e (the
+probabilities and the link threshold in the evidence moved); no link target moved. The other
+tests check each speed-up against what it replaced.
 """
 
 from __future__ import annotations
@@ -188,3 +191,4 @@ def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.Mo
         p.target_id for p in [out.decision.proposal] if p is not None
     }
     service.store.close()  # type: ignore[attr-defined]
+
