@@ -191,4 +191,3 @@ def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.Mo
         p.target_id for p in [out.decision.proposal] if p is not None
     }
     service.store.close()  # type: ignore[attr-defined]
-
