@@ -333,16 +333,24 @@ def test_a_call_made_while_the_server_is_down_waits_for_the_new_one(tmp_path: Pa
     first = storage_server(store, addr)
     first.set_serving(True)
     client = GrpcStore(addr, timeout_s=60)
-    failed = threading.Event()
+    failed, down = threading.Event(), threading.Event()
+    stopped = threading.Event()
 
     def watch(state: grpc.ChannelConnectivity) -> None:
+        if stopped.is_set() and state != grpc.ChannelConnectivity.READY:
+            down.set()  # the client has seen the old server go
         if state == grpc.ChannelConnectivity.TRANSIENT_FAILURE:
             failed.set()
 
     try:
         node = client.insert(NewNote(raw_text="Survives a restart", tags=("restart",)))
-        first.stop(0)
         client._channel.subscribe(watch)
+        stopped.set()
+        first.stop(0)  # returns once the server has stopped
+        # A call made while the server is down, as the client sees it. (Sent in the moment the
+        # server is closing, before the client has seen it go, a call is on the old connection
+        # and fails UNAVAILABLE: that race made this test fail once in a full CI run.)
+        assert down.wait(30)
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(client.get, node.id)
             # The channel tried to connect and failed; the call is still waiting, not failed.
