@@ -423,7 +423,8 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     gold_cos = sorted(float(r[cos]) for r in gold_rows)
     subject_at = gold_cos[len(gold_cos) // 10] if gold_cos else 1.0
     # the same on the whole notes' cosine: long records whose decision parts were read apart
-    gold_full = sorted(float(r[pl.FEATURES.index("cos_full")]) for r in gold_rows)
+    full = pl.FEATURES.index("cos_full")
+    gold_full = sorted(float(r[full]) for r in gold_rows)
     subject_at_full = gold_full[len(gold_full) // 10] if gold_full else 1.0
 
     # the report applies each regime's threshold: a long pair below link_at_long abstains

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
 from evomem.adapters.pinned import sha256_file  # noqa: E402
-from evomem.domain.linkers.pair import MAX_LISTED  # noqa: E402
+from evomem.domain.linkers.pair import MAX_LISTED, _logit  # noqa: E402  (the linker's own score)
 
 MODEL_NAME = "pair-cross-minilm-1"
 PRECISION = 0.98
@@ -112,11 +112,6 @@ def _threshold(decisions: list[tuple[float, bool]], precision: float = PRECISION
         if tp / (tp + fp) >= precision:
             best = z
     return best
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
 
 
 def _unsure(calib: list[dict[str, Any]], gbt_link_at: float) -> tuple[list[list[dict[str, Any]]], int]:
