@@ -51,6 +51,10 @@ class Item:
     text: str
     status: str | None = None
     date: str | None = None
+    # the scenario note's own text, when the memory knows which note this is (by its id): what the
+    # deterministic judge maps by. A memory may show a long note cut (EvoMem's answers cut at
+    # ``note_chars``, 2,000 characters); the note is the same one.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +86,9 @@ def classify(option: str | None, question: Mapping[str, Any]) -> str:
 
 
 def note_index(scenario: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Text -> note (texts are unique within a scenario)."""
-    return {n["text"]: n for n in scenario["notes"]}
+    """Text -> note (texts are unique within a scenario), stripped as the judge strips what it
+    reads: a note written with a trailing newline is still that note."""
+    return {n["text"].strip(): n for n in scenario["notes"]}
 
 
 class DeterministicJudge:
@@ -93,7 +98,7 @@ class DeterministicJudge:
         by_text = note_index(scenario)
         kept: list[tuple[int, Item, Mapping[str, Any]]] = []
         for rank, item in enumerate(items):
-            note = by_text.get(item.text.strip())
+            note = by_text.get((item.source or item.text).strip())
             if note is None or note["option"] is None:
                 continue
             if note["topic"] != question["topic"] or note["scope"] != question["scope"]:

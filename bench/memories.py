@@ -383,6 +383,12 @@ class EvoMemMemory:
         run.llm_calls = calls if isinstance(calls, int) else None
         run.llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
 
+    @staticmethod
+    def _source(scenario: Mapping[str, Any], back: Mapping[str, int], node: Mapping[str, Any]) -> str | None:
+        """The scenario note a returned node is (by its id): answers cut a long note's text."""
+        i = back.get(node.get("id", ""))
+        return None if i is None else scenario["notes"][i]["text"]
+
     def _linker_calls(self) -> int:
         return len(getattr(self._current.service, "linker_ms", ())) if self._current is not None else 0
 
@@ -438,13 +444,19 @@ class EvoMemMemory:
         for q in scenario["questions"]:
             out = await self.call("recall", {"query": q["text"], "k": k, "namespace": ns, "detail": "full"})
             hits = out["results"]
-            run.items[q["id"]] = [Item(h["raw_text"], status=h["status"], date=h.get("created_at")) for h in hits]
+            run.items[q["id"]] = [
+                Item(h["raw_text"], h["status"], h.get("created_at"), source=self._source(scenario, back, h))
+                for h in hits
+            ]
             run.returned[q["id"]] = [back.get(h["id"]) for h in hits]
             run.via[q["id"]] = [list((h.get("matched") or {}).get("via") or ["bm25"]) for h in hits]
             # The newer notes shown beside a hit (maybe_replaced_by): the agent sees them too, after
             # the hits; one that is itself a hit is only referenced there ("result"), not repeated.
             shown = [y for h in hits for y in h.get("maybe_replaced_by") or () if "raw_text" in y]
-            run.items[q["id"]] += [Item(y["raw_text"], status="active", date=y.get("created_at")) for y in shown]
+            run.items[q["id"]] += [
+                Item(y["raw_text"], status="active", date=y.get("created_at"), source=self._source(scenario, back, y))
+                for y in shown
+            ]
             run.successors[q["id"]] = [back.get(y["id"]) for y in shown]
         for note in scenario["notes"] if self.statuses else ():
             if note["valid_at_question"]:

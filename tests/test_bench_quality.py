@@ -201,6 +201,24 @@ def test_judge_ignores_other_topics_scopes_and_notes_that_decide_nothing() -> No
     assert judge([Item("something the scenario never said"), Item(TEXT[0])]) == ("obsolete", 0)
 
 
+def test_judge_knows_a_note_written_with_surrounding_whitespace() -> None:
+    """A scenario note that ends with a newline (a long record, say) is the same note when a
+    memory returns it: the judge strips what it reads, so its index strips too."""
+    padded = {**SCENARIO, "notes": [{**n, "text": n["text"] + "\n"} if n["i"] == 1 else n for n in SCENARIO["notes"]]}
+    items = [Item(TEXT[0], date="2024-01-01"), Item(TEXT[1] + "\n", date="2024-02-01")]
+    assert DeterministicJudge().judge(padded, QUESTION, items).outcome == "correct"
+
+
+def test_judge_maps_a_cut_note_by_the_note_the_memory_says_it_is() -> None:
+    """A memory may show a long note cut (EvoMem's answers cut at note_chars); ``source``, the
+    scenario note the memory returned by id, is what the judge maps by."""
+    cut = TEXT[1][:12] + "..."
+    items = [Item(TEXT[0], date="2024-01-01"), Item(cut, date="2024-02-01")]
+    assert judge(items) == ("obsolete", 0)  # the cut text alone is no note of the scenario
+    items[1] = Item(cut, date="2024-02-01", source=TEXT[1])
+    assert judge(items) == ("correct", 1)
+
+
 def test_judge_nothing_of_the_topic_is_a_miss() -> None:
     assert judge([Item(TEXT[2]), Item(TEXT[3]), Item(TEXT[4])]) == ("miss", None)
     assert judge([]) == ("miss", None)
