@@ -204,6 +204,90 @@ def test_at_most_two_newest_first(svc: MemoryService) -> None:
     assert [y.node.id for y in entry.maybe_replaced_by] == [later[2], later[1]]
 
 
+class GuessingLinker:
+    """Abstains on every note, listing the candidates it is shown with the confidence given for
+    that note's text (``guesses``): what the pair linker does with its probabilities."""
+
+    name = "guessing/test"
+    abstains = True
+
+    def __init__(self, guesses: dict[str, float]) -> None:
+        self.guesses = guesses
+
+    def decide(self, text: str, scope: str | None, candidates: Any) -> LinkDecision:
+        listed = tuple((c.id, self.guesses[text]) for c in candidates[:3])
+        why = tuple(f"p={p:.2f}" for _, p in listed)
+        return LinkDecision(kind="abstain", candidates=listed, reason="unsure", why=why)
+
+    def propose(self, text: str, scope: str | None, candidates: Any) -> None:  # pragma: no cover
+        return None
+
+
+GUESS_1 = "Invoices: the accountants asked for the quarterly close report by the 5th."
+GUESS_2 = "Invoices are printed for the accountants on Fridays."
+
+
+def test_the_likeliest_successor_comes_before_newer_distant_guesses(store: SQLiteStore, storage: str) -> None:
+    """A newer note that replaces nothing may still list an old decision (a distant guess, low
+    confidence). The version that replaces it (its linker's sure guess) is shown first, not
+    crowded out by the newer guesses, embedded and through a real storage server."""
+    guesses = {OLD: 0.5, NEW: 0.9, GUESS_1: 0.2, GUESS_2: 0.3}
+    svc = MemoryService(store, extractor=LiteCronista(), linker=GuessingLinker(guesses), config=ServiceConfig())
+    old = svc.remember(OLD).node.id
+    ids = []
+    for text in (NEW, GUESS_1, GUESS_2):
+        time.sleep(0.005)  # created_at is in ms: notes a few ms apart, as real ones are
+        ids.append(svc.remember(text).node.id)
+    new, guess_1, guess_2 = ids
+    (entry, _), *_ = svc.recall(QUERY).results
+    assert entry.head.id == old
+    assert [(y.node.id, y.confidence) for y in entry.maybe_replaced_by] == [(new, 0.9), (guess_2, 0.3)]
+    assert [y.node.id for y in store.possible_successors([old], namespace="default")[old]] == [new, guess_2, guess_1]
+    remote = GrpcStore(storage)
+    try:
+        over = remote.possible_successors([old], namespace="default")
+        assert over == store.possible_successors([old], namespace="default")
+        linker = GuessingLinker(guesses)
+        gateway = MemoryService(remote, extractor=LiteCronista(), linker=linker, config=ServiceConfig())
+        (entry, _), *_ = gateway.recall(QUERY).results
+        assert [y.node.id for y in entry.maybe_replaced_by] == [new, guess_2]
+    finally:
+        remote.close()
+
+
+def test_a_sure_offer_reached_through_an_unsure_one_counts_as_unsure(store: SQLiteStore) -> None:
+    """v2 may replace v1 (sure), v3 may replace v2 (unsure), X may replace v1 (fairly sure), and
+    X is the newest: v3 is reached at its weakest step, so v2 and X come before it."""
+    svc = MemoryService(store, extractor=LiteCronista())
+    v1 = svc.remember(OLD).node
+    v2 = store.insert(NewNote(raw_text=NEW, possible_supersedes=(v1.id,), possible_supersedes_confidence=(0.9,)))
+    time.sleep(0.005)
+    v3 = store.insert(
+        NewNote(
+            raw_text="Invoices are in DuckDB now: the analysts wanted columnar scans.",
+            possible_supersedes=(v2.id,),
+            possible_supersedes_confidence=(0.4,),
+        )
+    )
+    time.sleep(0.005)
+    x = store.insert(NewNote(raw_text=GUESS_1, possible_supersedes=(v1.id,), possible_supersedes_confidence=(0.6,)))
+    (entry, _), *_ = svc.recall(QUERY).results
+    assert entry.head.id == v1.id
+    assert [(y.node.id, y.confidence) for y in entry.maybe_replaced_by] == [(v2.id, 0.9), (x.id, 0.6)]
+    (entry, _), *_ = svc.recall(QUERY, k=1).results
+    assert v3.id not in [y.node.id for y in entry.maybe_replaced_by]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "problem"),
+    [((1.5,), "from 0 to 1"), ((-0.1,), "from 0 to 1"), ((0.5, 0.5), "at most one"), ((float("nan"),), "from 0 to 1")],
+)
+def test_an_offer_confidence_out_of_range_is_refused(svc: MemoryService, confidence: Any, problem: str) -> None:
+    old = svc.remember(OLD).node.id
+    with pytest.raises(InvalidArgument, match=problem):
+        svc.check_note(NewNote(raw_text=NEW, possible_supersedes=(old,), possible_supersedes_confidence=confidence))
+
+
 def test_offers_are_followed_along_a_chain_of_versions(store: SQLiteStore) -> None:
     """v2 lists v1, v3 lists v2 (each linker abstained on its own predecessor, nobody confirmed):
     a recall matching v1 alone shows v3 first, reached through v2, then v2."""
@@ -327,6 +411,38 @@ def test_a_file_of_the_previous_schema_gets_its_offers_from_possible_supersedes(
         assert upgraded.get(new).possible_supersedes == (old,)  # type: ignore[union-attr]
         (entry, _), *_ = service_on(upgraded).recall(QUERY).results
         assert entry.head.id == old and [y.node.id for y in entry.maybe_replaced_by] == [new]
+    finally:
+        upgraded.close()
+
+
+def test_offers_of_the_previous_schema_keep_their_order_without_a_confidence(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offers stored before ``0007_offer_position``: where each note listed the candidate comes
+    from its ``possible_supersedes`` order, and no confidence (they rank after any offer with one)."""
+    with monkeypatch.context() as m:
+        m.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:6])
+        SQLiteStore(db_path).close()
+    a, b, c = "01JA0000000000000000000001", "01JA0000000000000000000002", "01JA0000000000000000000003"
+    with closing(sqlite3.connect(db_path)) as conn:
+        for node_id, text, possible in ((a, OLD, "[]"), (b, OTHER, "[]"), (c, NEW, json.dumps([b, a]))):
+            conn.execute(
+                "INSERT INTO nodes (id, namespace, raw_text, created_at, status, chain_root, version, "
+                "extraction_state, possible_supersedes) VALUES (?, 'default', ?, ?, 'active', ?, 1, 'pending', ?)",
+                (node_id, text, int(node_id[-1]), node_id, possible),
+            )
+            for cand in json.loads(possible):  # as 0006_offers filled it, with no order
+                conn.execute(
+                    "INSERT INTO offers(candidate_id, node_id, namespace) VALUES (?, ?, 'default')", (cand, node_id)
+                )
+        conn.commit()
+    upgraded = SQLiteStore(db_path)
+    try:
+        rows = upgraded._conn().execute("SELECT candidate_id, position, confidence FROM offers ORDER BY 2").fetchall()
+        assert [tuple(r) for r in rows] == [(b, 0, None), (a, 1, None)]
+        found = upgraded.possible_successors([a, b], namespace="default")
+        assert [(y.node.id, y.position, y.confidence) for y in found[a]] == [(c, 1, None)]
+        assert [(y.node.id, y.position, y.confidence) for y in found[b]] == [(c, 0, None)]
     finally:
         upgraded.close()
 

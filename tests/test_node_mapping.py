@@ -62,7 +62,7 @@ def test_every_dataclass_field_has_its_proto_field_and_back(cls: type, message: 
     for name, kind in fields.items():
         pb = proto[name]
         repeated = pb.is_repeated
-        repeats = kind.shape in ("strings", "string_list", "relations")
+        repeats = kind.shape in ("strings", "numbers", "string_list", "relations")
         assert repeated == repeats, f"{cls.__name__}.{name}: repeated/map mismatch"
         if not repeated and kind.shape != "record":  # a message field always has presence in proto3
             assert pb.has_presence == kind.optional, f"{cls.__name__}.{name}: `| None` needs `optional` in the proto"

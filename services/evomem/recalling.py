@@ -209,7 +209,9 @@ def in_force(store: Store, offered: dict[str, list[Successor]]) -> dict[str, lis
     heads = store.heads(roots)
     return {
         k: [
-            Successor(heads.get(s.node.chain_root, s.node), s.reason, s.result) if s.node.status != Status.ACTIVE else s
+            Successor(heads.get(s.node.chain_root, s.node), s.reason, s.result, s.position, s.confidence)
+            if s.node.status != Status.ACTIVE
+            else s
             for s in found
         ]
         for k, found in offered.items()

@@ -133,6 +133,24 @@ def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
     return tuple((why.get(c) or "")[:MAX_REASON_CHARS] for c in listed)
 
 
+def _confidences(decision: LinkDecision, listed: Sequence[str]) -> tuple[float, ...]:
+    """The linker's confidence in each of ``listed`` (its link's for a target it did not list)."""
+    conf = {c: p for c, p in decision.candidates}
+    if decision.proposal is not None:
+        conf.setdefault(decision.proposal.target_id, decision.proposal.confidence)
+    return tuple(min(max(float(conf.get(c, 0.0)), 0.0), 1.0) for c in listed)
+
+
+def _offered(note: NewNote, decision: LinkDecision, listed: Sequence[str]) -> NewNote:
+    """``note`` listing ``listed`` as its possible_supersedes, with the linker's reasons and confidences."""
+    return replace(
+        note,
+        possible_supersedes=tuple(listed),
+        possible_supersedes_why=_reasons(decision, listed),
+        possible_supersedes_confidence=_confidences(decision, listed),
+    )
+
+
 class MemoryService:
     def __init__(
         self,
@@ -279,11 +297,7 @@ class MemoryService:
             if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
                 offered = (decision.proposal.target_id,)
             if decision.kind in (LinkKind.LINK, LinkKind.ABSTAIN) and offered:
-                note = replace(
-                    note,
-                    possible_supersedes=offered[:MAX_OFFERED],
-                    possible_supersedes_why=_reasons(decision, offered[:MAX_OFFERED]),
-                )
+                note = _offered(note, decision, offered[:MAX_OFFERED])
         elif self.linker is not None:
             decision = self._decide_link(text, ns, note_scope, self.linker)
             if decision.kind is LinkKind.LINK and decision.proposal is not None:
@@ -297,7 +311,7 @@ class MemoryService:
                 )
             elif decision.kind is LinkKind.ABSTAIN and decision.candidates:
                 listed = tuple(c for c, _ in decision.candidates)
-                note = replace(note, possible_supersedes=listed, possible_supersedes_why=_reasons(decision, listed))
+                note = _offered(note, decision, listed)
                 warnings.append(
                     "possible_supersedes: this note may replace "
                     + ", ".join(c for c, _ in decision.candidates)
@@ -393,6 +407,14 @@ class MemoryService:
             clean_reason = textrules.clean_short(reason, "possible_supersedes_why", limit=MAX_REASON_CHARS) or ""
             why.setdefault(self._check_id(i, "possible_supersedes"), clean_reason)
         reasons = tuple(why.get(i, "") for i in possible) if why else ()
+        if len(note.possible_supersedes_confidence) > len(note.possible_supersedes):
+            raise InvalidArgument("possible_supersedes_confidence: at most one per possible_supersedes entry")
+        conf: dict[str, float] = {}
+        for i, c in zip(note.possible_supersedes, note.possible_supersedes_confidence, strict=False):
+            if not (isinstance(c, (int, float)) and 0.0 <= c <= 1.0):
+                raise InvalidArgument(f"possible_supersedes_confidence must be from 0 to 1, got {c!r}")
+            conf.setdefault(self._check_id(i, "possible_supersedes"), float(c))
+        confidences = tuple(conf.get(i, 0.0) for i in possible) if conf else ()
         extraction = None
         if note.extraction is not None:
             extraction = textrules.check_extraction(text, note.extraction)
@@ -409,6 +431,7 @@ class MemoryService:
             scope_evidence=evidence,
             possible_supersedes=possible,
             possible_supersedes_why=reasons,
+            possible_supersedes_confidence=confidences,
         )
         return clean, warnings
 

@@ -35,10 +35,11 @@ from typing import Any
 
 from evomem.domain.model import LinkProvenance, MemoryNode
 
-SCALAR, ENUM, STRINGS, STRING_LIST, RELATIONS, RECORD = (
+SCALAR, ENUM, STRINGS, NUMBERS, STRING_LIST, RELATIONS, RECORD = (
     "scalar",
     "enum",
     "strings",
+    "numbers",
     "string_list",
     "relations",
     "record",
@@ -52,7 +53,7 @@ class FieldKind:
     name: str
     type: Any
     optional: bool
-    shape: str  # SCALAR, ENUM, STRINGS (a tuple), STRING_LIST, RELATIONS or RECORD
+    shape: str  # SCALAR, ENUM, STRINGS (a tuple), NUMBERS (a tuple of floats), STRING_LIST, RELATIONS or RECORD
     default: Any  # the dataclass default (dataclasses.MISSING when there is none)
 
 
@@ -62,6 +63,8 @@ def _shape(tp: Any) -> str:
         args = typing.get_args(tp)
         if args == (str, ...):
             return STRINGS
+        if args == (float, ...):
+            return NUMBERS
     elif origin is list:
         if typing.get_args(tp) == (str,):
             return STRING_LIST
@@ -102,7 +105,7 @@ def field_kinds(cls: type) -> tuple[FieldKind, ...]:
 def _encoder(kind: FieldKind) -> Callable[[Any], Any]:
     if kind.shape == ENUM:
         return lambda v: None if v is None else v.value
-    if kind.shape == STRINGS:
+    if kind.shape in (STRINGS, NUMBERS):
         return lambda v: None if v is None else json.dumps(list(v))
     if kind.shape == RELATIONS:
         return lambda v: None if v is None else json.dumps({k: list(ids) for k, ids in v.items()})
@@ -115,7 +118,7 @@ def _decoder(kind: FieldKind) -> Callable[[Any], Any]:
 
     if kind.shape == ENUM:
         return lambda v: missing(v) if v is None else kind.type(v)
-    if kind.shape == STRINGS:
+    if kind.shape in (STRINGS, NUMBERS):
         return lambda v: missing(v) if v is None else tuple(json.loads(v))
     if kind.shape == RELATIONS:
         return lambda v: missing(v) if v is None else {k: tuple(ids) for k, ids in json.loads(v).items()}

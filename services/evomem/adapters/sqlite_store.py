@@ -247,6 +247,22 @@ MIGRATIONS: list[tuple[str, str]] = [
                 AND j.value != n.id;
         """,
     ),
+    (
+        "0007_offer_position",
+        """
+        -- How likely the offering note replaces the candidate: its linker's confidence (NULL:
+        -- not stored, offers made before this column) and where the note listed it among its
+        -- possible_supersedes (0: first). Recall shows a head's likeliest successors first, not
+        -- the newest: a newer note that replaces nothing may still list an old decision as a
+        -- distant guess, ahead of the version that does replace it.
+        ALTER TABLE offers ADD COLUMN confidence REAL;
+        ALTER TABLE offers ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+        UPDATE offers SET position = coalesce((
+            SELECT min(CAST(j.key AS INTEGER)) FROM nodes n, json_each(n.possible_supersedes) j
+            WHERE n.id = offers.node_id AND j.value = offers.candidate_id
+        ), 0);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -498,8 +514,9 @@ class SQLiteStore:
         self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
     ) -> dict[str, list[Successor]]:
         """The ``offers`` rows of these candidates (primary key: candidate first), their active
-        notes of ``namespace``, newest first, ``limit`` per candidate: one indexed read per
-        500 ids, whatever the size of the store."""
+        notes of ``namespace``, ``limit`` per candidate, likeliest first: by the linker's
+        confidence (none stored: last), then where the note listed the candidate (``position``
+        0: first), then newest first. One indexed read per 500 ids, whatever the size of the store."""
         wanted = list(dict.fromkeys(node_ids))
         out: dict[str, list[Successor]] = {}
         if limit < 1:
@@ -509,14 +526,24 @@ class SQLiteStore:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             sql = (
-                f"SELECT * FROM (SELECT o.candidate_id AS offered_for, o.reason AS offer_reason, {cols}, "
-                "ROW_NUMBER() OVER (PARTITION BY o.candidate_id ORDER BY o.node_id DESC) AS nth "
+                "SELECT * FROM (SELECT o.candidate_id AS offered_for, o.reason AS offer_reason, "
+                f"o.confidence AS offer_confidence, o.position AS offer_position, {cols}, "
+                "ROW_NUMBER() OVER (PARTITION BY o.candidate_id "
+                "ORDER BY coalesce(o.confidence, -1) DESC, o.position, o.node_id DESC) AS nth "
                 "FROM offers o JOIN nodes n ON n.id = o.node_id "
                 f"WHERE o.candidate_id IN ({','.join('?' * len(chunk))}) AND o.namespace = ? "
                 "AND n.status IN ('active', 'superseded')) WHERE nth <= ? ORDER BY offered_for, nth"
             )
             for row in conn.execute(sql, (*chunk, namespace, limit)):
-                out.setdefault(row["offered_for"], []).append(Successor(row_to_node(row, 2), row["offer_reason"]))
+                node = row_to_node(row, 4)
+                out.setdefault(row["offered_for"], []).append(
+                    Successor(
+                        node,
+                        row["offer_reason"],
+                        position=row["offer_position"],
+                        confidence=row["offer_confidence"],
+                    )
+                )
         return out
 
     def ping(self) -> None:
@@ -702,9 +729,15 @@ class SQLiteStore:
         conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node))
         if note.possible_supersedes:
             why = dict(zip(note.possible_supersedes, note.possible_supersedes_why, strict=False))
+            conf = dict(zip(note.possible_supersedes, note.possible_supersedes_confidence, strict=False))
             conn.executemany(
-                "INSERT OR IGNORE INTO offers(candidate_id, node_id, namespace, reason) VALUES (?, ?, ?, ?)",
-                [(c, node_id, note.namespace, why.get(c) or None) for c in note.possible_supersedes if c != node_id],
+                "INSERT OR IGNORE INTO offers(candidate_id, node_id, namespace, reason, confidence, position) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (c, node_id, note.namespace, why.get(c) or None, conf.get(c), k)
+                    for k, c in enumerate(note.possible_supersedes)
+                    if c != node_id
+                ],
             )
         if prev is not None and link is not None:
             self._audit(conn, "link", node_id, prev, link, requested=supersedes)

@@ -116,6 +116,8 @@ class NewNote:
     scope_evidence: str | None = None  # the text span a scope was inferred from
     possible_supersedes: tuple[str, ...] = ()  # candidates a linker abstained on
     possible_supersedes_why: tuple[str, ...] = ()  # the linker's few words per candidate, in that order
+    # the linker's confidence (0-1) per candidate, in that order; recall shows likelier successors first
+    possible_supersedes_confidence: tuple[float, ...] = ()
 
 
 class InsertOutcome(StrEnum):

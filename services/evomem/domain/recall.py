@@ -22,11 +22,15 @@ Pure functions over hits and nodes; the store only supplies them.
 6. A head that a later active note lists in its ``possible_supersedes`` (a linker abstained,
    nobody confirmed) carries that note as ``maybe_replaced_by`` (``attach_successors``): the
    newer note that may replace it, shown next to it, unconfirmed. Nothing is hidden or
-   re-ranked on a guess; a successor that is itself a result is referenced by its rank.
+   re-ranked on a guess; a successor that is itself a result is referenced by its rank. The
+   likeliest successors come first, by the confidence their linker gave and where it listed
+   the head (a newer note that replaces nothing may still list an old decision as a distant
+   guess, ahead of the version that does replace it), newest first among equals.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -56,6 +60,16 @@ class Successor:
     node: MemoryNode
     reason: str | None = None  # the linker's few words on why it listed the head, when stored
     result: int | None = None  # the index of the answer's result whose head it is, when it is one
+    # where the note listed the head among its possible_supersedes (0: its linker's first choice)
+    # and its linker's confidence (None: not stored); reached through other notes, the weakest
+    # step along the way (``likelihood``)
+    position: int = 0
+    confidence: float | None = None
+
+    @property
+    def likelihood(self) -> tuple[float, int]:
+        """Higher is likelier: the confidence (none stored counts below any), then listed earlier."""
+        return (-1.0 if self.confidence is None else self.confidence, -self.position)
 
 
 @dataclass(slots=True)
@@ -65,7 +79,7 @@ class Resolved:
     best: Match
     matches: list[Match] = field(default_factory=list)
     scope_match: str | None = None  # "exact" or "default" when recall asked for a scope
-    maybe_replaced_by: list[Successor] = field(default_factory=list)  # newest first, unconfirmed
+    maybe_replaced_by: list[Successor] = field(default_factory=list)  # likeliest first, unconfirmed
 
 
 def scope_match(head_scope: str | None, wanted: str | None) -> str | None:
@@ -211,11 +225,18 @@ def attach_successors(
     """Set each active head's ``maybe_replaced_by``: up to ``limit`` of the notes ``offered``
     for it (the store's reverse lookup of ``possible_supersedes``), and for those in turn (a
     version that may replace a version that may replace the head, ``SUCCESSOR_DEPTH`` deep:
-    unconfirmed offers along a chain of several versions), newest first, that are active, later
-    than the head, of its namespace and another chain, in a scope that could replace the
-    head's (``scope.compatible``) and that this recall would answer (``scope_match``). One
-    reached through another says so in its ``reason``. One that heads another result is
-    referenced by its index there."""
+    unconfirmed offers along a chain of several versions), that are active, later than the
+    head, of its namespace and another chain, in a scope that could replace the head's
+    (``scope.compatible``) and that this recall would answer (``scope_match``). One reached
+    through another says so in its ``reason``. One that heads another result is referenced by
+    its index there.
+
+    Likeliest first: by ``Successor.likelihood`` (the linker's confidence in the offer, then
+    where the note listed what it may replace), taken along the way at its weakest step (a
+    sure offer reached through an unsure one counts as unsure), then newest first. The last
+    note of a chain of unconfirmed versions is usually its linker's best guess for its own
+    predecessor; a note that replaces nothing, newer still, may list the head as a distant
+    guess, and newest-first alone would show it instead."""
     rank = {r.head.id: i for i, r in enumerate(resolved)}
     for entry in resolved:
         head = entry.head
@@ -223,13 +244,14 @@ def attach_successors(
         if head.status != Status.ACTIVE:
             continue
         reached: dict[str, Successor] = {}
-        frontier = [head.id]
+        # note -> the weakest step (likelihood) on its likeliest way here
+        frontier: dict[str, tuple[float, int]] = {head.id: (math.inf, 0)}
         for _ in range(SUCCESSOR_DEPTH):
-            nxt: list[str] = []
-            for via in frontier:
+            nxt: dict[str, tuple[float, int]] = {}
+            for via, at in frontier.items():
                 for s in offered.get(via, ()):
                     y = s.node
-                    if y.id in reached or y.id == head.id or y.status != Status.ACTIVE or y.purged:
+                    if y.id == head.id or y.status != Status.ACTIVE or y.purged:
                         continue
                     if y.namespace != head.namespace or y.chain_root == head.chain_root:
                         continue
@@ -237,11 +259,16 @@ def attach_successors(
                         continue
                     if scope_match(y.scope, scope) is None:
                         continue
+                    weakest = min(at, s.likelihood)
+                    known = reached.get(y.id)
+                    if known is not None and known.likelihood >= weakest:
+                        continue
                     reason = s.reason or None if via == head.id else f"may replace {via}, listed here"
-                    reached[y.id] = Successor(y, reason, rank.get(y.id))
-                    nxt.append(y.id)
+                    confidence = None if weakest[0] < 0 else weakest[0]
+                    reached[y.id] = Successor(y, reason, rank.get(y.id), -weakest[1], confidence)
+                    nxt[y.id] = weakest
             frontier = nxt
-        found = sorted(reached.values(), key=lambda s: (s.node.created_at, s.node.id), reverse=True)
+        found = sorted(reached.values(), key=lambda s: (s.likelihood, s.node.created_at, s.node.id), reverse=True)
         entry.maybe_replaced_by = found[:limit]
 
 

@@ -116,7 +116,7 @@ class MemoryNode(_message.Message):
     def __init__(self, id: _Optional[str] = ..., raw_text: _Optional[str] = ..., namespace: _Optional[str] = ..., scope: _Optional[str] = ..., trigger: _Optional[str] = ..., change: _Optional[str] = ..., alternatives_tried: _Optional[str] = ..., consequences: _Optional[str] = ..., summary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., session: _Optional[str] = ..., author: _Optional[str] = ..., created_at: _Optional[int] = ..., relations: _Optional[_Mapping[str, IdList]] = ..., status: _Optional[str] = ..., supersedes: _Optional[str] = ..., superseded_by: _Optional[str] = ..., chain_root: _Optional[str] = ..., version: _Optional[int] = ..., link: _Optional[_Union[LinkProvenance, _Mapping]] = ..., extraction_state: _Optional[str] = ..., extractor: _Optional[str] = ..., extraction_error: _Optional[str] = ..., extraction_attempts: _Optional[int] = ..., forgotten_at: _Optional[int] = ..., purged_at: _Optional[int] = ..., scope_source: _Optional[str] = ..., scope_evidence: _Optional[str] = ..., possible_supersedes: _Optional[_Iterable[str]] = ..., file_erased_at: _Optional[int] = ...) -> None: ...
 
 class NewNote(_message.Message):
-    __slots__ = ("raw_text", "namespace", "scope", "tags", "session", "author", "relations", "extraction", "scope_source", "scope_evidence", "possible_supersedes", "possible_supersedes_why")
+    __slots__ = ("raw_text", "namespace", "scope", "tags", "session", "author", "relations", "extraction", "scope_source", "scope_evidence", "possible_supersedes", "possible_supersedes_why", "possible_supersedes_confidence")
     class RelationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +136,7 @@ class NewNote(_message.Message):
     SCOPE_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     POSSIBLE_SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     POSSIBLE_SUPERSEDES_WHY_FIELD_NUMBER: _ClassVar[int]
+    POSSIBLE_SUPERSEDES_CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     raw_text: str
     namespace: str
     scope: str
@@ -148,7 +149,8 @@ class NewNote(_message.Message):
     scope_evidence: str
     possible_supersedes: _containers.RepeatedScalarFieldContainer[str]
     possible_supersedes_why: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, raw_text: _Optional[str] = ..., namespace: _Optional[str] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., session: _Optional[str] = ..., author: _Optional[str] = ..., relations: _Optional[_Mapping[str, IdList]] = ..., extraction: _Optional[_Union[Extraction, _Mapping]] = ..., scope_source: _Optional[str] = ..., scope_evidence: _Optional[str] = ..., possible_supersedes: _Optional[_Iterable[str]] = ..., possible_supersedes_why: _Optional[_Iterable[str]] = ...) -> None: ...
+    possible_supersedes_confidence: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, raw_text: _Optional[str] = ..., namespace: _Optional[str] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., session: _Optional[str] = ..., author: _Optional[str] = ..., relations: _Optional[_Mapping[str, IdList]] = ..., extraction: _Optional[_Union[Extraction, _Mapping]] = ..., scope_source: _Optional[str] = ..., scope_evidence: _Optional[str] = ..., possible_supersedes: _Optional[_Iterable[str]] = ..., possible_supersedes_why: _Optional[_Iterable[str]] = ..., possible_supersedes_confidence: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("node_id", "chain_root", "score")

@@ -325,14 +325,18 @@ class RecalledChain(_message.Message):
     def __init__(self, head: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., score: _Optional[float] = ..., matches: _Optional[_Iterable[_Union[RecallMatch, _Mapping]]] = ..., scope_match: _Optional[str] = ..., history: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., maybe_replaced_by: _Optional[_Iterable[_Union[PossibleSuccessor, _Mapping]]] = ...) -> None: ...
 
 class PossibleSuccessor(_message.Message):
-    __slots__ = ("node", "reason", "result")
+    __slots__ = ("node", "reason", "result", "position", "confidence")
     NODE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     node: _common_pb2.MemoryNode
     reason: str
     result: int
-    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., reason: _Optional[str] = ..., result: _Optional[int] = ...) -> None: ...
+    position: int
+    confidence: float
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., reason: _Optional[str] = ..., result: _Optional[int] = ..., position: _Optional[int] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class RecallNodesResponse(_message.Message):
     __slots__ = ("results", "hidden_forgotten", "vector_problem")

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from evomem.adapters.node_codec import ENUM, RECORD, RELATIONS, STRING_LIST, STRINGS, FieldKind, field_kinds
+from evomem.adapters.node_codec import (
+    ENUM,
+    NUMBERS,
+    RECORD,
+    RELATIONS,
+    STRING_LIST,
+    STRINGS,
+    FieldKind,
+    field_kinds,
+)
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -29,7 +38,8 @@ R = TypeVar("R")
 #
 # A record's fields map to the proto fields of the same name, shaped by the field's declared
 # type (``node_codec.field_kinds``): ``X | None`` is an ``optional`` proto field (read with
-# HasField), an enum its string value, ``tuple[str, ...]`` a repeated string, relations a
+# HasField), an enum its string value, ``tuple[str, ...]`` a repeated string (``tuple[float,
+# ...]`` a repeated double), relations a
 # ``map<string, IdList>``, a nested dataclass its message. tests/test_node_mapping.py checks
 # that every field has its proto counterpart.
 
@@ -39,7 +49,7 @@ def _to_pb_value(kind: FieldKind, value: Any) -> Any:
         return None
     if kind.shape == ENUM:
         return str(value.value)
-    if kind.shape in (STRINGS, STRING_LIST):
+    if kind.shape in (STRINGS, NUMBERS, STRING_LIST):
         return list(value)
     if kind.shape == RELATIONS:
         return {k: common_pb2.IdList(ids=list(v)) for k, v in value.items()}
@@ -54,7 +64,7 @@ def _from_pb_value(kind: FieldKind, msg: Any) -> Any:
     value = getattr(msg, kind.name)
     if kind.shape == ENUM:
         return kind.type(value)
-    if kind.shape == STRINGS:
+    if kind.shape in (STRINGS, NUMBERS):
         return tuple(value)
     if kind.shape == STRING_LIST:
         return list(value)
