@@ -371,6 +371,70 @@ def test_a_call_made_while_the_server_is_down_waits_for_the_new_one(tmp_path: Pa
         store.close()
 
 
+class FlakyStorage(StorageServicer):
+    """Storage whose GetStats and ForgetNode answer UNAVAILABLE ``fails`` times first, as a
+    server closing under a call does, and count the calls that reached it."""
+
+    def __init__(self, store: SQLiteStore, fails: int) -> None:
+        super().__init__(store)
+        self.fails = {"GetStats": fails, "ForgetNode": fails}
+        self.calls = {"GetStats": 0, "ForgetNode": 0}
+
+    def _flake(self, name: str, context: Any) -> None:
+        self.calls[name] += 1
+        if self.fails[name] > 0:
+            self.fails[name] -= 1
+            context.abort(grpc.StatusCode.UNAVAILABLE, "closing")
+
+    def GetStats(self, request: Any, context: Any) -> Any:
+        self._flake("GetStats", context)
+        return super().GetStats(request, context)
+
+    def ForgetNode(self, request: Any, context: Any) -> Any:
+        self._flake("ForgetNode", context)
+        return super().ForgetNode(request, context)
+
+
+def test_a_read_that_fails_unavailable_is_sent_again_and_a_write_is_not(backing: SQLiteStore) -> None:
+    flaky = FlakyStorage(backing, fails=2)
+    running = create_server(
+        "127.0.0.1:0", lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(flaky, s), (STORAGE,)
+    )
+    running.set_serving(True)
+    client = GrpcStore(f"127.0.0.1:{running.port}", timeout_s=30)
+    try:
+        node = client.insert(NewNote(raw_text="Kept through a flaky read"))
+        assert client.stats().by_status.get("active") == 1  # the third try answered
+        assert flaky.calls["GetStats"] == 3
+        with pytest.raises(Unavailable, match="closing"):
+            client.forget(node.id)
+        assert flaky.calls["ForgetNode"] == 1  # never sent twice
+        assert backing.get(node.id).status == "active"  # type: ignore[union-attr]
+    finally:
+        client.close()
+        running.stop(0)
+
+
+def test_the_retried_calls_are_real_methods_that_change_nothing() -> None:
+    """A misspelt name in the retry config turns its retries off without a word: every name is a
+    method of its service, and none of them writes."""
+    from evomem.adapters.grpc.clients import RETRIED, SERVICE_CONFIG
+    from evomem.v1 import linker_pb2
+
+    files = {
+        "evomem.v1.StorageService": storage_pb2,
+        "evomem.v1.CronistaService": cronista_pb2,
+        "evomem.v1.LinkerService": linker_pb2,
+    }
+    writes = {"InsertNode", "LinkNodes", "UnlinkNode", "ForgetNode", "SetExtraction", "AddVectors", "AppendAudit"}
+    for service, methods in RETRIED.items():
+        desc = files[service].DESCRIPTOR.services_by_name[service.rsplit(".", 1)[1]]
+        assert set(methods) <= {m.name for m in desc.methods}, service
+        assert not set(methods) & writes
+    config = __import__("json").loads(SERVICE_CONFIG)
+    assert config["methodConfig"][0]["retryPolicy"]["retryableStatusCodes"] == ["UNAVAILABLE"]
+
+
 # ============================================================================ metrics
 
 

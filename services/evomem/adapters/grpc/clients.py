@@ -2,12 +2,16 @@
 where the embedded process uses SQLite and the lite cronista directly.
 
 Calls wait for the channel to be ready (``wait_for_ready``) up to their deadline, so a
-service restart delays requests instead of failing them, and a request is never sent twice.
+service restart delays requests instead of failing them. A call sent just as a server closes
+is on the old connection and fails ``UNAVAILABLE``: the calls that only read or compute
+(``RETRIED``) are then sent again, with backoff, within the same deadline (the channel's
+service config, gRPC's own retries); a write is never sent twice.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -48,6 +52,46 @@ log = logging.getLogger("evomem.grpc")
 DEFAULT_TIMEOUT_S = 10.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
+#: The calls that change nothing (reads, and the cronista's and linker's pure answers): retried
+#: when they fail UNAVAILABLE. Writes are not: one that reached storage before its connection
+#: broke would be applied twice.
+RETRIED: dict[str, tuple[str, ...]] = {
+    "evomem.v1.StorageService": (
+        "GetNode",
+        "GetNodes",
+        "GetHeads",
+        "GetChain",
+        "SearchNodes",
+        "ListPendingExtractions",
+        "GetStats",
+        "NearestNodes",
+        "RecallNodes",
+        "ListPossibleSuccessors",
+        "ListAudit",
+    ),
+    "evomem.v1.CronistaService": ("ExtractFields",),
+    "evomem.v1.LinkerService": ("ProposeLink", "DecideLink"),
+}
+#: Up to 3 more tries, 0.1 s then 0.2 s then 0.4 s apart at most (gRPC randomises each wait
+#: below its bound), inside the call's own deadline.
+RETRY_POLICY = {
+    "maxAttempts": 4,
+    "initialBackoff": "0.1s",
+    "maxBackoff": "1s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+}
+SERVICE_CONFIG = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [{"service": s, "method": m} for s, methods in RETRIED.items() for m in methods],
+                "retryPolicy": RETRY_POLICY,
+            }
+        ]
+    }
+)
+
 
 def channel(address: str, secret: str | None = None, tls: TlsFiles | None = None) -> grpc.Channel:
     """A channel to ``address``; with ``secret`` every call carries it, with ``tls`` it is
@@ -61,6 +105,7 @@ def _channel(address: str, tls: TlsFiles | None = None) -> grpc.Channel:
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.keepalive_time_ms", 30_000),
         ("grpc.enable_retries", 1),
+        ("grpc.service_config", SERVICE_CONFIG),
     ]
     if tls is not None:
         return grpc.secure_channel(address, channel_credentials(tls), options=options)
