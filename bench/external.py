@@ -161,13 +161,20 @@ def mab_links(notes: Sequence[Mapping[str, Any]], run: ScenarioRun) -> dict[str,
             on_gold += 1
             listed += target in offered
     tp = len(pred & gold)
+    confirmed_tp = len(set(run.confirmed) & gold)  # links the agent confirmed: listed too, counted once
     return {
         "predicted": len(pred),
         "gold": len(gold),
         "true_positive": tp,
+        "confirmed": len(run.confirmed),
         "abstentions": {"on_gold": on_gold, "on_gold_target_listed": listed, "no_gold": no_gold},
-        "found_if_confirmed": tp + listed,
+        "found_if_confirmed": tp - confirmed_tp + listed,
     }
+
+
+#: The linkers whose offers the MemoryAgentBench run also confirms, as an agent would (one
+#: ``supersede`` when the overwritten fact is listed): ``evomem-auto:<linker>+confirm``.
+CONFIRMED = ("pair",)
 
 
 def run_mab(data: Path, sizes: Sequence[str], linkers: Sequence[str], k: int = K) -> tuple[dict[str, Any], list]:
@@ -178,6 +185,10 @@ def run_mab(data: Path, sizes: Sequence[str], linkers: Sequence[str], k: int = K
         scenario = mab_scenario(data, size)
         memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), EvoMemMemory(statuses=False)]
         memories += [EvoMemMemory(linker=lk, statuses=False) for lk in linkers]
+        # and the agent confirming the pair linker's offers (the table's "pair + confirm" row)
+        memories += [
+            EvoMemMemory(linker=lk, statuses=False, confirm_abstentions=True) for lk in linkers if lk in CONFIRMED
+        ]
         started = time.perf_counter()
         runs = asyncio.run(_run_mab(scenario, memories, k))
         block: dict[str, Any] = {

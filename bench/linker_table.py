@@ -147,7 +147,7 @@ def _mab_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         base = (mems.get("flat-dates") or {}).get("updated") or {}
         for label, key in ROWS:
             e = mems.get(f"evomem-auto:{key}")
-            if e is None or key.endswith("+confirm"):
+            if e is None:
                 continue
             upd = e.get("updated") or {}
             links = e.get("links") or {}

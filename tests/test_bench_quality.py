@@ -746,6 +746,7 @@ def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -
                         },
                     ),
                     "evomem-auto:pair": mem(1, 8, {"predicted": 2, "true_positive": 2, "gold": 10}),
+                    "evomem-auto:pair+confirm": mem(0, 8, {"predicted": 9, "true_positive": 9, "gold": 10}),
                 },
             }
         }
@@ -762,6 +763,8 @@ def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -
     assert "| 0 / 0 | — | — |" in pair  # no offers, no still-valid count in MAB
     scored = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | scored |"))
     assert "| 0.500 (0.250) | 0.800 | 0.400 | 3 / 1 | 0.600 | — |" in scored
+    confirmed = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | pair + confirm |"))
+    assert "| 0.000 (0.250) | 1.000 | 0.900 |" in confirmed  # the agent confirmed 7 offers: 9 links of 10
     assert not any(x.startswith("| **all blind**") for x in lines)  # another ODR: not pooled
 
 
@@ -776,4 +779,11 @@ def test_memoryagentbench_counts_offers_as_the_scenario_sets_do() -> None:
     links = mab_links(notes, run)
     assert links["predicted"] == 2 and links["true_positive"] == 1 and links["gold"] == 3
     assert links["abstentions"] == {"on_gold": 2, "on_gold_target_listed": 1, "no_gold": 1}
+    assert links["found_if_confirmed"] == 2
+    # The agent confirmed the listed overwrite of note 3: a link now, counted once, not twice.
+    confirmed = ScenarioRun(
+        items={}, edges=[(2, 0), (4, 1), (3, 1)], abstentions={3: [1, 0], 5: [0], 1: [0]}, confirmed=[(3, 1)]
+    )
+    links = mab_links(notes, confirmed)
+    assert links["true_positive"] == 2 and links["confirmed"] == 1
     assert links["found_if_confirmed"] == 2
