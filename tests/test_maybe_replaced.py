@@ -8,6 +8,8 @@ the newer note, marked unconfirmed:
 - through the official MCP client, in the text and the structured content (brief and full);
 - ``supersede`` makes the hit resolve to the new note (no maybe line); forget and purge take
   the successor away (a purge leaves its text nowhere: answer, database file, WAL);
+- likeliest first: the linker's confidence in each offer, at its weakest step along a chain, so
+  newer distant guesses do not crowd out the version that replaces the hit;
 - never across namespaces or into a scope that could not replace the hit;
 - the same answer through a real storage server on loopback (``RecallNodes`` carries the
   successors; ``ListPossibleSuccessors`` is the port's RPC);
