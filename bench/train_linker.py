@@ -27,10 +27,12 @@ out-of-fold probability for every pair; ``link_at`` is the lowest threshold at w
 whose best candidate reaches it are linked to the right predecessor with precision >= 0.98, pooled
 and on every source with at least 30 gold edges; ``link_at_long`` the same, on the notes whose
 note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone, never below
-``link_at``; ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
-predecessors listed minus a quarter of abstentions on notes that replace nothing; ``subject_at``
-and ``subject_at_full`` are the 10th percentiles of the true pairs' decision-part and whole-note
-cosines (a candidate reaching either is on the note's subject: listed, never none). The final model
+``link_at``; ``subject_at`` and ``subject_at_full`` are the 10th percentiles of the true pairs'
+decision-part and whole-note cosines (a candidate reaching either is on the note's subject:
+listed, never none); ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
+predecessors listed minus a quarter of notes that replace nothing but get offers, under the rule
+the linker runs (``pair.plausible_ranked``: subject, leaving words or probability; until
+2026-12-03 it was calibrated on the probability alone, as if nothing else listed a candidate). The final model
 is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
 out-of-fold precision/recall per source).
 """
@@ -258,12 +260,34 @@ def _threshold_everywhere(by_source: dict[str, list[tuple[float, bool, bool, boo
     return max([link_threshold(pooled)] + [link_threshold(v) for v in enough])
 
 
-def abstain_threshold(dec: list[tuple[float, bool, bool, bool]], link_at: float) -> float:
+#: What one offer on a note that replaces nothing costs, in true predecessors listed.
+OFFER_COST = 0.25
+
+
+def abstain_threshold(
+    notes: list[tuple[list[float], list[list[float]], int | None]],
+    link_at: float,
+    subject_at: float,
+    subject_at_full: float,
+) -> float:
+    """The ``abstain_at`` that maximises true predecessors listed minus ``OFFER_COST`` per note
+    that replaces nothing but gets offers, under the rule the linker runs
+    (``pair.plausible_ranked``: a candidate is also listed when the note leaves its words or it
+    is on the subject, whatever its probability). ``notes``: per note, its candidates'
+    out-of-fold probabilities, their feature rows, and the gold candidate's index (None: the
+    note replaces nothing; -1: its predecessor is not among the candidates). Notes the model
+    would link are left out. A grid of 0.01."""
+    live = [(ps, rows, g) for ps, rows, g in notes if ps and max(ps) < link_at]
     best, best_t = -1e9, link_at
-    for t in sorted({round(d[0], 3) for d in dec if d[0] < link_at}, reverse=True):
-        gain = sum(1 for p, _, g, top in dec if g and top and t <= p < link_at)
-        cost = sum(1 for p, _, g, _ in dec if not g and t <= p < link_at)
-        v = gain - 0.25 * cost
+    for t in [k / 100 for k in range(99, 1, -1) if k / 100 < link_at]:
+        gain = cost = 0
+        for ps, rows, g in live:
+            listed = pl.plausible_ranked(ps, rows, t, subject_at, subject_at_full)[: pl.MAX_LISTED]
+            if g is None:
+                cost += bool(listed)
+            else:
+                gain += g in listed
+        v = gain - OFFER_COST * cost
         if v > best:
             best, best_t = v, t
     return max(0.02, best_t)
@@ -396,18 +420,22 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
     long_by_source_flags: dict[str, list[bool]] = {}
     gold_by_source: dict[str, int] = {}
+    listing: list[tuple[list[float], list[list[float]], int | None]] = []  # for abstain_at
     note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
     for name, _, entries in groups:
         for e in entries:
             ps = oof[pos : pos + len(e["rows"])].tolist()
             pos += len(e["rows"])
             by_source.setdefault(name, []).extend(decisions([e], [ps]))
+            if e["gold"] is None:
+                listing.append((ps, e["rows"], None))
+            else:  # -1: the search missed it, nothing can list it
+                listing.append((ps, e["rows"], e["cands"].index(e["gold"]) if e["gold"] in e["cands"] else -1))
             best = max(range(len(ps)), key=lambda k: ps[k])
             row = e["rows"][best]
             long_by_source_flags.setdefault(name, []).append(bool(row[note_long] or row[cand_long]))
     for name, _, entries in groups:
         gold_by_source[name] = gold_by_source.get(name, 0) + sum(1 for e in entries if e["gold"] is not None)
-    pooled = [d for v in by_source.values() for d in v]
     # precision >= the target on every source with enough gold edges, and pooled
     link_at = _threshold_everywhere(by_source)
     # the same on long documents alone: their own regime (never below link_at)
@@ -415,7 +443,6 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
         n: [d for d, lg in zip(v, long_by_source_flags[n], strict=True) if lg] for n, v in by_source.items()
     }
     link_at_long = max(link_at, _threshold_everywhere(long_by_source))
-    abstain_at = abstain_threshold(pooled, link_at)
     # the decision-part cosine above which a candidate is on the same subject: the 10th percentile of
     # the gold pairs' (with embeddings); the linker abstains rather than say none above it
     cos = pl.FEATURES.index("cos_dec")
@@ -426,6 +453,8 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     full = pl.FEATURES.index("cos_full")
     gold_full = sorted(float(r[full]) for r in gold_rows)
     subject_at_full = gold_full[len(gold_full) // 10] if gold_full else 1.0
+    # what the probability adds to the subject and leaving rules, under the rule the linker runs
+    abstain_at = abstain_threshold(listing, link_at, subject_at, subject_at_full)
 
     # the report applies each regime's threshold: a long pair below link_at_long abstains
     def regime(d: tuple[float, bool, bool, bool], long: bool) -> tuple[float, bool, bool, bool]:

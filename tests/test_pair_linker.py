@@ -280,6 +280,34 @@ def test_threshold_calibration_is_reproducible_from_its_seed() -> None:
     assert a["oof"].tolist() == b["oof"].tolist()
 
 
+def test_abstain_threshold_counts_only_what_the_probability_adds() -> None:
+    """abstain_at is calibrated under the rule the linker runs (plausible_ranked): a predecessor
+    already listed because it is on the note's subject gains nothing from a lower threshold, so
+    it does not pull the threshold down; one only the probability can list does."""
+    from bench import train_linker as tl
+    from evomem.domain.linkers.pair import FEATURES
+
+    def row(cos: float) -> list[float]:
+        r = [0.0] * len(FEATURES)
+        r[FEATURES.index("has_emb")] = 1.0
+        r[FEATURES.index("cos_dec")] = r[FEATURES.index("cos_full")] = cos
+        return r
+
+    on_subject, off_subject = row(0.8), row(0.1)
+    # 20 replacing notes whose predecessor is on the subject (p 0.10), 30 notes that replace
+    # nothing with an off-subject candidate at p 0.30
+    listed_anyway = [([0.10], [on_subject], 0) for _ in range(20)]
+    noise = [([0.30], [off_subject], None) for _ in range(30)]
+    t = tl.abstain_threshold(listed_anyway + noise, 0.98, subject_at=0.5, subject_at_full=0.5)
+    assert t > 0.30  # offering the noise gains nothing: the true ones are listed already
+    # the same predecessors off the subject: only a threshold at or below 0.10 lists them
+    by_probability = [([0.10], [off_subject], 0) for _ in range(20)]
+    t = tl.abstain_threshold(by_probability + noise, 0.98, subject_at=0.5, subject_at_full=0.5)
+    assert t <= 0.10  # 20 listed for 30 offers at a quarter each
+    # a predecessor the search missed (-1) is never listed, whatever the threshold
+    assert tl.abstain_threshold([([0.10], [off_subject], -1)] * 5 + noise, 0.98, 0.5, 0.5) > 0.30
+
+
 def test_link_threshold_reaches_the_precision() -> None:
     from bench import train_linker as tl
 

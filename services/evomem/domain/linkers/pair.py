@@ -276,6 +276,33 @@ def pair_features(
     return rows
 
 
+_LEAVE, _COS, _EMB = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")
+_JACC, _SHARED, _FULL = FEATURES.index("jacc"), FEATURES.index("shared"), FEATURES.index("cos_full")
+
+
+def plausible_ranked(
+    probs: Sequence[float],
+    rows: Sequence[Sequence[float]],
+    abstain_at: float,
+    subject_at: float,
+    subject_at_full: float,
+) -> list[int]:
+    """The candidates that may be the note's predecessor, likeliest first: the model gives it at
+    least ``abstain_at``, the note leaves its words, or it is on the note's subject (decision-part
+    cosine at least ``subject_at`` or whole-note cosine at least ``subject_at_full``; without
+    embeddings, enough shared words). Never none for a pair that may be a replacement. The
+    linker lists the first ``MAX_LISTED``; ``bench.train_linker`` calibrates ``abstain_at``
+    against this same rule."""
+
+    def same_subject(r: Sequence[float]) -> bool:
+        if r[_EMB]:
+            return r[_COS] >= subject_at or r[_FULL] >= subject_at_full
+        return r[_JACC] >= NO_EMBEDDING_JACCARD and r[_SHARED] >= math.log1p(2)
+
+    ranked = sorted(range(len(probs)), key=lambda i: -probs[i])
+    return [i for i in ranked if probs[i] >= abstain_at or rows[i][_LEAVE] > 0 or same_subject(rows[i])]
+
+
 def _tree_sum(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float]) -> float:
     """The sum of the trees' leaves for ``x``, walking the arrays (what ``_compile_trees`` compiles)."""
     total = 0.0
@@ -491,17 +518,7 @@ class PairLinker:
                 why=("names its identifier",),
                 reason="the note names the candidate's identifier",
             )
-        leave, cos, emb = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")
-        jacc, shared, full = FEATURES.index("jacc"), FEATURES.index("shared"), FEATURES.index("cos_full")
-
-        def same_subject(r: Sequence[float]) -> bool:
-            if r[emb]:
-                return r[cos] >= self.model.subject_at or r[full] >= self.model.subject_at_full
-            return r[jacc] >= NO_EMBEDDING_JACCARD and r[shared] >= math.log1p(2)
-
-        # plausible: the model is unsure, the note leaves its words, or it is on the note's subject
-        # (never none for a pair that may be a replacement)
-        plausible = [i for i in ranked if probs[i] >= self.abstain_at or rows[i][leave] > 0 or same_subject(rows[i])]
+        plausible = plausible_ranked(probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full)
         if probs[b] >= self._link_at(rows[b]):
             top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
