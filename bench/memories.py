@@ -38,7 +38,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -304,7 +306,9 @@ class EvoMemMemory:
 
     @contextlib.contextmanager
     def session(self) -> Iterator[EvoMemMemory]:
-        """A fresh database (in memory) behind the MCP server, for one scenario.
+        """A fresh database behind the MCP server, for one scenario: a file in a temporary
+        folder, as ``evomem-mcp --db`` runs (an in-memory database shares one cache between
+        connections, which serialises the two halves of the hybrid search), removed after.
 
         One database per scenario, not one namespace per scenario in a shared database: FTS5's
         bm25 statistics are table-wide, so in a shared database the ranking (of recall and of the
@@ -312,7 +316,8 @@ class EvoMemMemory:
         When it ends, ``add_timings`` can still read the service's linker timings.
         """
         assert self._current is not None, "use the memory inside 'async with'"
-        settings = self.settings()
+        folder = tempfile.mkdtemp(prefix="evomem-bench-")
+        settings = self.settings(db=f"{folder}/evomem.db")
         service = build_embedded(settings)
         self._share_embedder(service)
         if _bench_wired(self.linker):
@@ -327,6 +332,7 @@ class EvoMemMemory:
             self._current.service = None
             with contextlib.suppress(Exception):
                 service.store.close()  # type: ignore[attr-defined]
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _share_embedder(self, service: Any) -> None:
         """One loaded embedding model per memory, not one per scenario (loading it takes ~1 s, a
@@ -341,9 +347,9 @@ class EvoMemMemory:
         else:
             semantic.embedder = self._embedder  # type: ignore[union-attr]
 
-    def settings(self) -> Settings:
+    def settings(self, db: str = ":memory:") -> Settings:
         linker = "off" if _bench_wired(self.linker) else self.linker
-        kw: dict[str, Any] = {"db": ":memory:", "auto_supersede": linker or "off"}
+        kw: dict[str, Any] = {"db": db, "auto_supersede": linker or "off"}
         if CROSS_ENCODER is not None:
             kw["linker_cross_encoder"] = CROSS_ENCODER
         if has_vectors_setting():
