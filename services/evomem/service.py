@@ -397,23 +397,24 @@ class MemoryService:
         evidence = None
         if scope is not None and note.scope_evidence:
             evidence = textrules.check_span(text, note.scope_evidence, "scope_evidence")
-        possible = tuple(dict.fromkeys(self._check_id(i, "possible_supersedes") for i in note.possible_supersedes))
+        ids = [self._check_id(i, "possible_supersedes") for i in note.possible_supersedes]
+        possible = tuple(dict.fromkeys(ids))
         if len(possible) > MAX_POSSIBLE_SUPERSEDES:
             raise InvalidArgument(f"at most {MAX_POSSIBLE_SUPERSEDES} possible_supersedes")
         if len(note.possible_supersedes_why) > len(note.possible_supersedes):
             raise InvalidArgument("possible_supersedes_why: at most one reason per possible_supersedes entry")
         why: dict[str, str] = {}
-        for i, reason in zip(note.possible_supersedes, note.possible_supersedes_why, strict=False):
+        for i, reason in zip(ids, note.possible_supersedes_why, strict=False):
             clean_reason = textrules.clean_short(reason, "possible_supersedes_why", limit=MAX_REASON_CHARS) or ""
-            why.setdefault(self._check_id(i, "possible_supersedes"), clean_reason)
+            why.setdefault(i, clean_reason)
         reasons = tuple(why.get(i, "") for i in possible) if why else ()
         if len(note.possible_supersedes_confidence) > len(note.possible_supersedes):
             raise InvalidArgument("possible_supersedes_confidence: at most one per possible_supersedes entry")
         conf: dict[str, float] = {}
-        for i, c in zip(note.possible_supersedes, note.possible_supersedes_confidence, strict=False):
+        for i, c in zip(ids, note.possible_supersedes_confidence, strict=False):
             if not (isinstance(c, (int, float)) and 0.0 <= c <= 1.0):
                 raise InvalidArgument(f"possible_supersedes_confidence must be from 0 to 1, got {c!r}")
-            conf.setdefault(self._check_id(i, "possible_supersedes"), float(c))
+            conf.setdefault(i, float(c))
         confidences = tuple(conf.get(i, 0.0) for i in possible) if conf else ()
         extraction = None
         if note.extraction is not None:
