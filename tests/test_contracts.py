@@ -849,6 +849,28 @@ def test_an_abstention_over_the_linker_service_becomes_possible_supersedes(tmp_p
         db.close()
 
 
+def test_an_inferred_scope_reaches_the_pair_linker_over_the_linker_service() -> None:
+    """DecideLink carries whether the note's scope was inferred: the pair linker behind a real
+    linker service lists the default decision for a note whose scope is a guess, as in-process,
+    and rules it out when the caller gave that scope."""
+    from evomem.domain.linkers.pair import PairLinker
+
+    inner = PairLinker(None)
+    old = MemoryNode(id="N1", raw_text="The analytics-etl repo runs a mypy pre-commit hook on every commit.")
+    text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
+    remote = _linker_service(inner)
+    client = next(remote)
+    try:
+        assert client.reads_inferred_scopes
+        for inferred in (True, False):
+            here = inner.decide(text, "tests", [old], scope_inferred=inferred)
+            there = client.decide(text, "tests", [old], scope_inferred=inferred)
+            assert (there.kind, there.candidates) == (here.kind, here.candidates)
+            assert (old.id in [c for c, _ in there.candidates]) is inferred
+    finally:
+        next(remote, None)  # the generator closes the client and stops the server
+
+
 # ============================================================================ MemoryService contract
 
 

@@ -13,7 +13,11 @@ went from none to abstain and 19 listings changed) and the pair model retrained 
 probabilities and the link threshold in the evidence moved); no link target moved. Recorded
 again in the second session of 2026-12-03, when ``abstain_at`` was calibrated under the rule the
 linker runs (0.182 to 0.130): with vectors off one generated note went from none to abstain;
-nothing else moved. The other tests check each speed-up against what it replaced.
+nothing else moved. Recorded again in the third session of 2026-12-03, when a scope inferred from
+a text stopped ruling candidates out (``scope.may_list``: listed, never linked): 14 notes' searched
+candidates and 12-13 listings changed, 6 notes (vectors off) and 1 (vectors on) went from none to
+abstain; no link was made or lost and no link target moved. The other tests check each speed-up
+against what it replaced.
 """
 
 from __future__ import annotations

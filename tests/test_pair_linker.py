@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -205,6 +206,35 @@ def test_other_scope_is_never_a_candidate(linker: PairLinker) -> None:
     prod = node("Database connection pool size: 50.")
     decision = linker.decide("Database connection pool size is 10 in staging.", "staging", [prod])
     assert decision.kind == "none"
+
+
+def test_a_scope_guessed_from_the_note_lists_the_default_decision_but_never_links_it(linker: PairLinker) -> None:
+    """The note's scope was inferred from a passing mention ("only in CI"): infer_scope's fixed
+    phrases are a guess, so the unscoped decision stays a candidate the agent can confirm. Even a
+    linker that links anything (link_at 0) links a candidate in the note's own scope instead."""
+    old = node("The analytics-etl repo runs a mypy pre-commit hook on every commit.")
+    same = node("Type checking uses mypy --strict.", scope="tests")  # the note's scope: linkable
+    eager = PairLinker(linker.embedder, model=linker.model, link_at=0.0, abstain_at=0.0)
+    text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
+    alone = eager.decide(text, "tests", [old], scope_inferred=True)
+    assert alone.kind == "abstain" and [c for c, _ in alone.candidates] == [old.id]
+    both = eager.decide(text, "tests", [old, same], scope_inferred=True)
+    assert both.kind == "link" and both.proposal is not None and both.proposal.target_id == same.id
+    assert old.id in [c for c, _ in both.candidates]  # still listed beside the link
+    # the same scope given by the caller rules the default decision out
+    assert eager.decide(text, "tests", [old]).kind == "none"
+
+
+def test_a_candidates_guessed_scope_does_not_hide_it(linker: PairLinker) -> None:
+    """The candidate's scope was inferred (a long record said "in the web app" once): the
+    unscoped note that replaces it is offered it, and no linker links across the guess."""
+    old = node("Web app state: Redux Toolkit with normalised slices, decided in the web app guild.", scope="web")
+    old = replace(old, scope_source="inferred")
+    eager = PairLinker(linker.embedder, model=linker.model, link_at=0.0, abstain_at=0.0)
+    decision = eager.decide("Web app state moves from Redux Toolkit to TanStack Query.", None, [old])
+    assert decision.kind == "abstain" and [c for c, _ in decision.candidates] == [old.id]
+    explicit = replace(old, scope_source="explicit")
+    assert eager.decide("Web app state moves from Redux Toolkit to TanStack Query.", None, [explicit]).kind == "none"
 
 
 def test_same_scope_decisions_link(linker: PairLinker) -> None:

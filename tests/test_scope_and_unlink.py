@@ -6,7 +6,7 @@ import pytest
 
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import LinkDecision
-from evomem.domain.scope import compatible, infer_scope
+from evomem.domain.scope import compatible, infer_scope, may_list
 from evomem.service import MemoryService
 
 # One named case per scope family: (family, note, expected evidence).
@@ -76,6 +76,39 @@ def test_remember_records_an_inferred_scope_and_where_it_came_from(service: Memo
 def test_an_explicit_scope_wins_over_the_text(service: MemoryService):
     node = service.remember("In staging, the ledger runs on SQLite.", scope="analytics").node
     assert (node.scope, node.scope_source) == ("analytics", "explicit")
+
+
+def test_a_guessed_scope_never_rules_a_candidate_out():
+    """Scopes callers gave never meet; a difference that rests on an inferred scope, on either
+    side, leaves the candidate listable (compatible still decides what may be linked)."""
+    assert not may_list("staging", None, a_inferred=False, b_inferred=False)
+    assert not may_list("staging", "eu", a_inferred=False, b_inferred=False)
+    assert may_list("staging", None, a_inferred=True, b_inferred=False)
+    assert may_list(None, "tests", a_inferred=False, b_inferred=True)
+    assert may_list("staging", "eu", a_inferred=False, b_inferred=True)
+    assert may_list(None, "production", a_inferred=False, b_inferred=False)  # compatible
+    assert not compatible("staging", None)  # still never linked by the server
+
+
+def test_an_inferred_scope_offers_the_default_decision_and_an_explicit_one_does_not(tmp_path):
+    """The embedded default (auto-supersede off, offers on), real SQLite: a note whose scope was
+    only guessed from a passing mention is offered the unscoped decision it replaces; the same
+    note with that scope given explicitly is not (scopes callers gave never meet)."""
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
+    for given, offered in ((None, True), ("tests", False)):
+        service = build_embedded(Settings(db=str(tmp_path / f"{given}.db"), vectors="off"))
+        try:
+            old = service.remember("The analytics-etl repo runs a mypy pre-commit hook on every commit.").node
+            out = service.remember(text, scope=given)
+            assert out.node.scope == "tests"
+            assert out.node.scope_source == ("inferred" if given is None else "explicit")
+            assert (old.id in out.node.possible_supersedes) is offered
+            assert out.node.supersedes is None and service.get_node(old.id)[0].status == "active"
+        finally:
+            service.store.close()
 
 
 def test_a_staging_note_never_replaces_the_default_decision(linking_service: MemoryService):

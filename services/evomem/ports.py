@@ -145,7 +145,9 @@ class Linker(Protocol):
     """Decides whether a new note replaces one of the candidate decisions.
 
     Every linker checks status and scope itself: only active, scope-compatible candidates
-    can be linked, whatever the caller passes."""
+    can be linked, whatever the caller passes. A linker with ``reads_inferred_scopes`` also takes
+    ``decide(..., scope_inferred=)`` and may *list* (never link) a candidate whose scope differs
+    only by a scope inferred from a text (``scope.may_list``)."""
 
     name: str
     abstains: bool  # whether ``decide`` can answer abstain (the heuristic never does)

@@ -42,8 +42,8 @@ from evomem.domain.model import (
     is_valid_id,
 )
 from evomem.domain.recall import RecallQuery, Resolved, fuse
-from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import infer_scope
+from evomem.domain.scope import may_list as scope_may_list
 from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, NodeRecall, Store, Vectors
 from evomem.recalling import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
 from evomem.recalling import K_MAX as K_MAX
@@ -292,14 +292,14 @@ class MemoryService:
         if target is not None:
             link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
         elif self.linker is None and self.offerer is not None:
-            decision = self._decide_link(text, ns, note_scope, self.offerer)
+            decision = self._decide_link(text, ns, note_scope, self.offerer, scope_source == "inferred")
             offered = tuple(c for c, _ in decision.candidates)
             if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
                 offered = (decision.proposal.target_id,)
             if decision.kind in (LinkKind.LINK, LinkKind.ABSTAIN) and offered:
                 note = _offered(note, decision, offered[:MAX_OFFERED])
         elif self.linker is not None:
-            decision = self._decide_link(text, ns, note_scope, self.linker)
+            decision = self._decide_link(text, ns, note_scope, self.linker, scope_source == "inferred")
             if decision.kind is LinkKind.LINK and decision.proposal is not None:
                 proposal = decision.proposal
                 target = proposal.target_id
@@ -504,13 +504,18 @@ class MemoryService:
             extraction = textrules.check_extraction(node.raw_text, extraction)
         return self.store.set_extraction(nid, extraction, state, message)
 
-    def link_candidates(self, text: str, namespace: str, scope: str | None) -> list[MemoryNode]:
+    def link_candidates(
+        self, text: str, namespace: str, scope: str | None, scope_inferred: bool = False
+    ) -> list[MemoryNode]:
         """Active decisions in the namespace with a compatible scope: BM25 matches, and with
-        vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank."""
-        return self._link_candidates(text, namespace, scope)[0]
+        vectors the nearest notes by meaning (a paraphrase shares few words), fused by rank.
+        A scope inferred from a text, the note's (``scope_inferred``) or a candidate's, is a guess
+        and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
+        agent to confirm, never link it."""
+        return self._link_candidates(text, namespace, scope, scope_inferred)[0]
 
     def _link_candidates(
-        self, text: str, namespace: str, scope: str | None
+        self, text: str, namespace: str, scope: str | None, scope_inferred: bool = False
     ) -> tuple[list[MemoryNode], dict[str, float]]:
         """``link_candidates`` and the cosine of the note with each candidate the vector half found.
         BM25 looks for a long document's title and decision part (``decision_text.search_text``)."""
@@ -530,13 +535,20 @@ class MemoryService:
             ]
             hits = fuse(hits, vhits)[: self.config.link_candidates]
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
-        return [n for n in out if scope_compatible(scope, n.scope)], dict(near)
+        kept = [
+            n
+            for n in out
+            if scope_may_list(scope, n.scope, a_inferred=scope_inferred, b_inferred=n.scope_source == "inferred")
+        ]
+        return kept, dict(near)
 
     @staticmethod
     def _vector_search_failed(problem: str) -> None:
         log.warning("vector search failed, BM25 only: %s", problem)
 
-    def _decide_link(self, text: str, namespace: str, scope: str | None, linker: Linker) -> LinkDecision:
+    def _decide_link(
+        self, text: str, namespace: str, scope: str | None, linker: Linker, scope_inferred: bool = False
+    ) -> LinkDecision:
         # What the linker needs of the note alone (the pair linker: a long document's decision
         # part embedded) starts first, on a pool thread: it runs while the note itself is
         # embedded and the candidates are searched (onnxruntime and SQLite leave the GIL).
@@ -551,17 +563,19 @@ class MemoryService:
                 log.debug("embedding the note ahead failed: %s", exc)
             self.note_embed_ms.append((time.perf_counter() - embedding) * 1000)
         started = time.perf_counter()
-        candidates, sims = self._link_candidates(text, namespace, scope)
+        candidates, sims = self._link_candidates(text, namespace, scope, scope_inferred)
         if not candidates:
             return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")
         if pending is not None:
             wait([pending])  # ``prepare`` never raises; decide would redo what it left undone
         deciding = time.perf_counter()
+        extra: dict[str, object] = {}
+        if getattr(linker, "takes_similarities", False):  # the search's cosines: no second embedding
+            extra["similarities"] = sims
+        if getattr(linker, "reads_inferred_scopes", False):  # the note's scope is a guess (``scope.may_list``)
+            extra["scope_inferred"] = scope_inferred
         try:
-            if getattr(linker, "takes_similarities", False):  # the search's cosines: no second embedding
-                result = linker.decide(text, scope, candidates, similarities=sims)  # type: ignore[call-arg]
-            else:
-                result = linker.decide(text, scope, candidates)
+            result = linker.decide(text, scope, candidates, **extra)  # type: ignore[call-arg]
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
             log.warning("linker %s failed: %s", getattr(linker, "name", "?"), exc)
             result = LinkDecision(kind=LinkKind.NONE, reason=f"linker failed: {exc}")

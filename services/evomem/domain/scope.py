@@ -129,3 +129,13 @@ def compatible(a: str | None, b: str | None) -> bool:
     if a == b:
         return True
     return is_default(a) and is_default(b)
+
+
+def may_list(a: str | None, b: str | None, *, a_inferred: bool, b_inferred: bool) -> bool:
+    """Whether a candidate in scope ``b`` may be shown to the agent as a possible predecessor of a
+    note in scope ``a``: compatible scopes, or a difference that rests on a scope inferred from
+    either text. ``infer_scope`` is a fixed list of place phrases, and a passing mention trips it
+    ("runs only in CI", "on the test block", a long document's "in the web app"), so an inferred
+    scope is a guess: it may keep the server from linking the pair (``compatible`` decides that),
+    never from offering it. Two scopes that callers gave never meet."""
+    return compatible(a, b) or a_inferred or b_inferred

@@ -291,15 +291,25 @@ class GrpcLinker(_Client):
         resp = self._call(self._stub.ProposeLink, self._request(text, scope, candidates))
         return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+    #: ``decide`` sends ``scope_inferred``; the service's linker uses it when it reads inferred scopes.
+    reads_inferred_scopes = True
+
+    def decide(
+        self, text: str, scope: str | None, candidates: Sequence[MemoryNode], scope_inferred: bool = False
+    ) -> LinkDecision:
         """The linker's full decision (link, abstain with candidates, none), as in-process."""
-        resp = self._call(self._stub.DecideLink, self._request(text, scope, candidates))
+        resp = self._call(self._stub.DecideLink, self._request(text, scope, candidates, scope_inferred))
         return convert.decision_from_pb(resp)
 
     @staticmethod
-    def _request(text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> linker_pb2.ProposeLinkRequest:
+    def _request(
+        text: str, scope: str | None, candidates: Sequence[MemoryNode], scope_inferred: bool = False
+    ) -> linker_pb2.ProposeLinkRequest:
         return linker_pb2.ProposeLinkRequest(
-            text=text, scope=scope, candidates=[convert.node_to_pb(c) for c in candidates]
+            text=text,
+            scope=scope,
+            candidates=[convert.node_to_pb(c) for c in candidates],
+            scope_inferred=scope_inferred,
         )
 
 

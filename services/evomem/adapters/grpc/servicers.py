@@ -229,5 +229,10 @@ class LinkerServicer(linker_pb2_grpc.LinkerServiceServicer):
     def DecideLink(self, request: linker_pb2.ProposeLinkRequest, context: Ctx) -> linker_pb2.DecideLinkResponse:
         candidates = [convert.node_from_pb(c) for c in request.candidates]
         scope = request.scope if request.HasField("scope") else None
-        decision = self.linker.decide(request.text, scope, candidates)
+        if getattr(self.linker, "reads_inferred_scopes", False):  # the note's scope was a guess from its text
+            decision = self.linker.decide(  # type: ignore[call-arg]
+                request.text, scope, candidates, scope_inferred=request.scope_inferred
+            )
+        else:
+            decision = self.linker.decide(request.text, scope, candidates)
         return convert.decision_to_pb(decision, self.linker.name)

@@ -103,17 +103,24 @@ class CascadeLinker:
     def takes_similarities(self) -> bool:
         return bool(getattr(self.cheap, "takes_similarities", False))
 
+    @property
+    def reads_inferred_scopes(self) -> bool:
+        return bool(getattr(self.cheap, "reads_inferred_scopes", False))
+
     def decide(
         self,
         text: str,
         scope: str | None,
         candidates: Sequence[MemoryNode],
         similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
     ) -> LinkDecision:
+        extra: dict[str, object] = {}
         if similarities is not None and self.takes_similarities:
-            cheap = self.cheap.decide(text, scope, candidates, similarities=similarities)  # type: ignore[call-arg]
-        else:
-            cheap = self.cheap.decide(text, scope, candidates)
+            extra["similarities"] = similarities
+        if self.reads_inferred_scopes:
+            extra["scope_inferred"] = scope_inferred
+        cheap = self.cheap.decide(text, scope, candidates, **extra)  # type: ignore[call-arg]
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         if not offered or not self.needs_llm(cheap, text, scope, offered):
             return cheap

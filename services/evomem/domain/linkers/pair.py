@@ -1,7 +1,8 @@
 """The pair linker: an open-vocabulary model of "does this note replace that decision".
 
 Every active candidate with a compatible scope (the service finds them by BM25 and embeddings,
-whatever they are about) is scored as a pair (new note, candidate) by a logistic regression
+whatever they are about; a candidate whose scope differs only by a scope inferred from a text,
+``scope.may_list``, is listed but never linked) is scored as a pair (new note, candidate) by a logistic regression
 over features that name no product, component or topic (``pair_features``):
 
 - embedding similarity of the whole notes and of their decision parts (``decision_text``:
@@ -61,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
-from evomem.domain.scope import is_default
+from evomem.domain.scope import is_default, may_list
 
 if TYPE_CHECKING:
     from evomem.ports import PairScorer
@@ -468,6 +469,8 @@ class PairLinker:
     abstains = True
     #: ``decide`` takes the candidates' cosine similarities from the caller's search (no re-embedding).
     takes_similarities = True
+    #: ``decide`` takes ``scope_inferred`` and lists candidates whose scope differs only by a guess.
+    reads_inferred_scopes = True
 
     def prepare(self, text: str) -> None:
         """What ``decide`` will need of the note itself, computed now: its reading, and the
@@ -495,17 +498,28 @@ class PairLinker:
         scope: str | None,
         candidates: Sequence[MemoryNode],
         similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
     ) -> LinkDecision:
         """``similarities``: node id -> cosine of the note and that node's whole text, as the
-        service's hybrid search measured it; used instead of embedding those candidates again."""
-        nodes = [c for c in candidates if c.status == "active" and scope_compatible(scope, c.scope)]
+        service's hybrid search measured it; used instead of embedding those candidates again.
+        ``scope_inferred``: the note's ``scope`` was inferred from its text, not given.
+
+        A candidate in another scope is kept when the difference rests on an inferred scope
+        (``scope.may_list``): it may be listed for the agent, never linked."""
+        nodes = [
+            c
+            for c in candidates
+            if c.status == "active"
+            and may_list(scope, c.scope, a_inferred=scope_inferred, b_inferred=c.scope_source == "inferred")
+        ]
+        linkable = [scope_compatible(scope, c.scope) for c in nodes]
         if not nodes:
-            return LinkDecision(kind="none", reason="no active candidate with a compatible scope")
+            return LinkDecision(kind="none", reason="no active candidate")
         probs, rows = self.score(text, scope, nodes, similarities)
         ranked = sorted(range(len(nodes)), key=lambda i: -probs[i])
-        b = ranked[0]
+        b = next((i for i in ranked if linkable[i]), None)
         ref = FEATURES.index("explicit_ref")
-        named = [i for i in ranked if rows[i][ref] > 0]
+        named = [i for i in ranked if rows[i][ref] > 0 and linkable[i]]
         if len(named) == 1:
             # "Supersedes ADR 7", "This PEP replaces PEP 215": the note names one candidate's identifier
             # with a replacing verb. A link on its own, as in the scored linker.
@@ -519,7 +533,7 @@ class PairLinker:
                 reason="the note names the candidate's identifier",
             )
         plausible = plausible_ranked(probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full)
-        if probs[b] >= self._link_at(rows[b]):
+        if b is not None and probs[b] >= self._link_at(rows[b]):
             top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
                 kind="link",
@@ -528,8 +542,9 @@ class PairLinker:
                 why=tuple(self._why(probs[i], rows[i]) for i in top),
                 reason="pair model",
             )
-        if plausible and self.cross is not None:
-            crossed = self._cross(text, nodes, plausible[:MAX_LISTED], probs, rows)
+        sure = [i for i in plausible if linkable[i]][:MAX_LISTED]  # what a second reading may link
+        if sure and self.cross is not None:
+            crossed = self._cross(text, nodes, sure, probs, rows)
             if crossed is not None:
                 return crossed
         if plausible:
