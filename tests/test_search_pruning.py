@@ -107,3 +107,74 @@ def test_essential_split_keeps_the_terms_a_score_above_theta_needs() -> None:
     assert essential_split(bounds, 7.0) == 1  # mid + common can add 6 < 7: rows need "rare"
     assert essential_split(bounds, 5.0) == 2  # common alone adds 2 < 5
     assert essential_split(bounds, 1.0) == 3  # nothing can be left out
+
+
+# ----------------------------------------------------------------------------- long queries, small store
+
+OFTEN = ["decision", "record", "team", "service", "status"]  # each in about 80 % of the rows
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
+    """300 records (below ``PRUNE_ROWS``, so every match is ranked) of varied length, most of them
+    with the same few words, as a store of long decision records is."""
+    rng = random.Random(23)
+    s = SQLiteStore(tmp_path_factory.mktemp("records") / "records.db")
+    for i in range(300):
+        words = [w for w in OFTEN if rng.random() < 0.8] + [rng.choice(RARE[:200]) for _ in range(rng.randint(2, 30))]
+        rng.shuffle(words)
+        s.insert(NewNote(raw_text=f"Record {i}: " + " ".join(words) + ".", namespace="default"))
+    return s
+
+
+def _informative_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Turn the long-query path on for short queries; record whether it answered or fell back."""
+    monkeypatch.setattr(sqlite_store, "COUNT_TERMS_FROM", 4)
+    answered: list[bool] = []
+    real = SQLiteStore._search_informative
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(self, *args, **kwargs)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(SQLiteStore, "_search_informative", counted)
+    return answered
+
+
+def test_a_long_query_ranks_without_the_words_half_the_rows_have_and_answers_the_same(records, monkeypatch) -> None:
+    """Words in half the rows or more add at most 2.2e-6 each to a score (FTS5 floors their idf),
+    yet cost the most to rank: left out, the same notes come back in the same order, each score
+    lower by at most their bounds."""
+    answered = _informative_answers(monkeypatch)
+    rng = random.Random(3)
+    for _ in range(120):
+        terms = rng.sample(OFTEN, rng.randint(1, 5)) + rng.sample(RARE[:200], rng.randint(3, 20))
+        rng.shuffle(terms)
+        limit = rng.choice((5, 20))
+        got = records.search(terms, namespace="default", limit=limit)
+        want = full(records, terms, "default", limit, False)
+        assert [h.node_id for h in got] == [i for i, _ in want], terms
+        for h, (_, score) in zip(got, want, strict=True):
+            assert score - 1.5e-4 < h.score <= score + 1e-9
+    assert len(answered) == 120 and sum(answered) > 100, "the long-query path should answer most of these"
+
+
+def test_a_tie_the_common_words_could_break_ranks_the_whole_query(records, monkeypatch) -> None:
+    """Two rows alike in every other word tie without the common ones: the whole query ranks."""
+    answered = _informative_answers(monkeypatch)
+    twin = "Twin zq001 zq002 zq003 w150 w151."
+    b = records.insert(NewNote(raw_text=twin + " service status", namespace="twins"))  # first: wins a bare tie
+    a = records.insert(NewNote(raw_text=twin + " decision record", namespace="twins"))
+    terms = ["zq001", "zq002", "zq003", "w150", "decision", "record"]
+    got = [(h.node_id, h.score) for h in records.search(terms, namespace="twins", limit=2)]
+    assert answered == [False]
+    assert got == full(records, terms, "twins", 2, False) and got[0][0] == a.id and got[1][0] == b.id
+
+
+def test_only_words_most_rows_have_rank_as_they_are(records, monkeypatch) -> None:
+    answered = _informative_answers(monkeypatch)
+    got = [(h.node_id, h.score) for h in records.search(OFTEN, namespace="default", limit=10)]
+    want = full(records, OFTEN, "default", 10, False)  # its terms rarest first: the same sums, other rounding
+    assert answered == [False] and [i for i, _ in got] == [i for i, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -75,6 +76,10 @@ PRUNE_FROM = 2000
 PRUNE_ROWS = 1000
 #: and tries at most this many pruned passes before it ranks every match.
 PRUNE_PASSES = 3
+#: Below ``PRUNE_ROWS``, a query of at least this many terms (a long note's, the linker's candidate
+#: search) first counts each term's rows, and ranks without the terms in half the rows or more
+#: (``_search_informative``). A short query ranks at once: counting would cost more than it saves.
+COUNT_TERMS_FROM = 16
 
 # Small, named, recorded migrations. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[str, str]] = [
@@ -278,6 +283,17 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
+def term_rows(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+    """How many rows of the FTS table have each term (as FTS5 counts them for its idf), in one
+    statement per 100 terms."""
+    out: dict[str, int] = {}
+    for start in range(0, len(terms), 100):
+        chunk = list(terms[start : start + 100])
+        sql = "SELECT " + ", ".join("(SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?)" for _ in chunk)
+        out.update(zip(chunk, conn.execute(sql, [fts_query([t]) for t in chunk]).fetchone(), strict=True))
+    return out
+
+
 def term_bound(rows: int, hits: int) -> float:
     """The most one query term can add to any row's BM25 score, as FTS5 computes it: its idf
     (``log((rows - hits + 0.5) / (hits + 0.5))``, at least 1e-6) times ``k1 + 1``, since
@@ -429,10 +445,14 @@ class SQLiteStore:
             # exactly 0.0 to every score (its frequency is 0), so the scores are those of the
             # query without it, and a query no row matches answers nothing.
             # A table of at most ``RANK_FIRST * limit`` rows: the first ranking held every match.
-            query = fts_query(list(dict.fromkeys(terms)))
-            return self._ranked(conn, [query], namespace, limit, status, complete=rows <= RANK_FIRST * limit)
-        count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
-        hits = {t: conn.execute(count, (fts_query([t]),)).fetchone()[0] for t in dict.fromkeys(terms)}
+            unique = list(dict.fromkeys(terms))
+            complete = rows <= RANK_FIRST * limit
+            if len(unique) >= COUNT_TERMS_FROM:
+                found = self._search_informative(conn, unique, rows, namespace, limit, status, complete)
+                if found is not None:
+                    return found
+            return self._ranked(conn, [fts_query(unique)], namespace, limit, status, complete=complete)
+        hits = term_rows(conn, list(dict.fromkeys(terms)))
         # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
         # expression's order, so the same order gives the same float, and ties break alike.
         present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
@@ -443,6 +463,43 @@ class SQLiteStore:
             if found is not None:
                 return found
         return self._ranked(conn, [fts_query(present)], namespace, limit, status)
+
+    def _search_informative(
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        rows: int,
+        namespace: str,
+        limit: int,
+        status: str,
+        complete: bool,
+    ) -> list[SearchHit] | None:
+        """``search`` without the terms that are in half the rows or more; None when that cannot
+        be shown to rank as the whole query does.
+
+        Such a term has idf ``log((N - n + 0.5) / (n + 0.5)) <= 0``, which FTS5 raises to 1e-6, so
+        it adds at most ``term_bound`` = 2.2e-6 to any score; yet it is the costly part of ranking
+        long notes, since its position lists run through most of the table. (``rows``, at least
+        the table's N, makes the test safe: ``n >= rows / 2`` implies ``n >= N / 2``.) Left out,
+        every score drops by at most ``slack`` (their bounds summed) and a row with none of the
+        other terms drops out. The answer is the whole query's when every gap between two of
+        the ``limit + 1`` best rows (the last one included) and the ``limit``-th score exceed
+        ``slack``; the scores returned are lower by at most ``slack`` (under 1.5e-4)."""
+        hits = term_rows(conn, terms)
+        common = [t for t in terms if hits[t] and 2 * hits[t] >= rows]
+        kept = [t for t in terms if hits[t] and 2 * hits[t] < rows]
+        if not common:
+            return None
+        if not kept:
+            return None  # only common terms: rank them all
+        slack = sum(term_bound(rows, hits[t]) for t in common)
+        found = self._ranked(conn, [fts_query(kept)], namespace, limit + 1, status, complete=complete)
+        scores = [h.score for h in found]
+        if len(found) < limit or scores[limit - 1] <= slack:
+            return None  # rows with only common terms could rank among the best
+        if any(a - b <= slack for a, b in itertools.pairwise(scores)):
+            return None  # a near tie the common terms could break either way
+        return found[:limit]
 
     def _search_pruned(
         self,
