@@ -50,18 +50,24 @@ def full(
     return [(h.node_id, h.score) for h in found]
 
 
-def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
-    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
-    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
-    passes: list[int] = []
-    real = SQLiteStore._search_pruned
+def _answered(monkeypatch: pytest.MonkeyPatch, method: str) -> list[bool]:
+    """Spy on one of ``search``'s shortcuts: per call, whether it answered (else the search fell back)."""
+    answered: list[bool] = []
+    real = getattr(SQLiteStore, method)
 
     def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         found = real(self, *args, **kwargs)
-        passes.append(found is not None)
+        answered.append(found is not None)
         return found
 
-    monkeypatch.setattr(SQLiteStore, "_search_pruned", counted)
+    monkeypatch.setattr(SQLiteStore, method, counted)
+    return answered
+
+
+def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
+    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
+    passes = _answered(monkeypatch, "_search_pruned")
     rng = random.Random(5)
     checked = 0
     for _ in range(150):
@@ -130,16 +136,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
 def _informative_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Turn the long-query path on for short queries; record whether it answered or fell back."""
     monkeypatch.setattr(sqlite_store, "COUNT_TERMS_FROM", 4)
-    answered: list[bool] = []
-    real = SQLiteStore._search_informative
-
-    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        found = real(self, *args, **kwargs)
-        answered.append(found is not None)
-        return found
-
-    monkeypatch.setattr(SQLiteStore, "_search_informative", counted)
-    return answered
+    return _answered(monkeypatch, "_search_informative")
 
 
 def test_a_long_query_ranks_without_the_words_half_the_rows_have_and_answers_the_same(records, monkeypatch) -> None:
