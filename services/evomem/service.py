@@ -25,6 +25,7 @@ from evomem.domain.errors import (
     NotFound,
     Purged,
 )
+from evomem.domain.linkers import calling as linker_calls
 from evomem.domain.linkers.decision_text import search_text
 from evomem.domain.model import (
     Extraction,
@@ -569,13 +570,10 @@ class MemoryService:
         if pending is not None:
             wait([pending])  # ``prepare`` never raises; decide would redo what it left undone
         deciding = time.perf_counter()
-        extra: dict[str, object] = {}
-        if getattr(linker, "takes_similarities", False):  # the search's cosines: no second embedding
-            extra["similarities"] = sims
-        if getattr(linker, "reads_inferred_scopes", False):  # the note's scope is a guess (``scope.may_list``)
-            extra["scope_inferred"] = scope_inferred
-        try:
-            result = linker.decide(text, scope, candidates, **extra)  # type: ignore[call-arg]
+        try:  # with the search's cosines (no second embedding) and whether the scope is a guess
+            result = linker_calls.decide(
+                linker, text, scope, candidates, similarities=sims, scope_inferred=scope_inferred
+            )
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
             log.warning("linker %s failed: %s", getattr(linker, "name", "?"), exc)
             result = LinkDecision(kind=LinkKind.NONE, reason=f"linker failed: {exc}")

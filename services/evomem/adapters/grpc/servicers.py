@@ -14,6 +14,7 @@ from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import servicer_method
 from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import InvalidArgument, Unavailable
+from evomem.domain.linkers import calling
 from evomem.domain.model import ExtractionState
 from evomem.ports import Extractor, Linker, Store, Vectors
 from evomem.recalling import LazyPool, check_query, recall_nodes
@@ -229,10 +230,5 @@ class LinkerServicer(linker_pb2_grpc.LinkerServiceServicer):
     def DecideLink(self, request: linker_pb2.ProposeLinkRequest, context: Ctx) -> linker_pb2.DecideLinkResponse:
         candidates = [convert.node_from_pb(c) for c in request.candidates]
         scope = request.scope if request.HasField("scope") else None
-        if getattr(self.linker, "reads_inferred_scopes", False):  # the note's scope was a guess from its text
-            decision = self.linker.decide(  # type: ignore[call-arg]
-                request.text, scope, candidates, scope_inferred=request.scope_inferred
-            )
-        else:
-            decision = self.linker.decide(request.text, scope, candidates)
+        decision = calling.decide(self.linker, request.text, scope, candidates, scope_inferred=request.scope_inferred)
         return convert.decision_to_pb(decision, self.linker.name)

@@ -4,6 +4,8 @@
 - ``heuristic``: ``HeuristicLinker``, change cue + shared vocabulary (the prototype).
 - ``scored``: ``ScoredLinker``, subject + option + change cue (+ embedding); link, abstain
   or none. Its reader is ``evomem.domain.subject`` (with ``evomem.domain.catalog``).
+- ``calling``: ``decide``, a linker called with what it declares it reads (the search's
+  cosines, whether the note's scope was inferred).
 - ``cascade``: ``CascadeLinker`` and its gates, a cheap linker first and a second opinion
   (the LLM, ``evomem.adapters.llm_linker``) only when the gate opens.
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from evomem.domain.linkers import calling
 from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE
 from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scopes_compatible
@@ -115,12 +116,9 @@ class CascadeLinker:
         similarities: Mapping[str, float] | None = None,
         scope_inferred: bool = False,
     ) -> LinkDecision:
-        extra: dict[str, object] = {}
-        if similarities is not None and self.takes_similarities:
-            extra["similarities"] = similarities
-        if self.reads_inferred_scopes:
-            extra["scope_inferred"] = scope_inferred
-        cheap = self.cheap.decide(text, scope, candidates, **extra)  # type: ignore[call-arg]
+        cheap = calling.decide(
+            self.cheap, text, scope, candidates, similarities=similarities, scope_inferred=scope_inferred
+        )
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         if not offered or not self.needs_llm(cheap, text, scope, offered):
             return cheap
