@@ -50,7 +50,7 @@ from typing import Any
 
 import anyio
 
-from bench.procs import free_port, wait_until
+from bench.procs import free_ports, wait_until
 from bench.speed import _wait_health
 from bench.stats import pct
 
@@ -199,7 +199,7 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "EVOMEM_LOG_LEVEL": "WARNING", "EVOMEM_LOG_FORMAT": "text", "EVOMEM_VECTORS": "on"}
     env["PYTHONPATH"] = os.pathsep.join([str(root / "services"), str(root), env.get("PYTHONPATH", "")])
-    redis_port, grpc_port = free_port(), free_port()
+    redis_port, grpc_port, *gateway_ports = free_ports(2 + len(GATEWAY_APPS))
     procs: list[subprocess.Popen[bytes]] = []
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     try:
@@ -214,8 +214,7 @@ def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[st
         wait_until("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None)
         probe.close()
         urls = {}
-        for name, app in GATEWAY_APPS.items():
-            port = free_port()
+        for (name, app), port in zip(GATEWAY_APPS.items(), gateway_ports, strict=True):
             gw_env = {**env, "EVOMEM_STORAGE_ADDR": address, "EVOMEM_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
             gunicorn = str(Path(sys.executable).with_name("gunicorn"))
             argv = [gunicorn, "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers),

@@ -121,7 +121,7 @@ def stack(
     """Start redis, storage, the gateway, the floor and the embedded server over copies of the
     store; yield their MCP URLs, their processes and what describes them; stop them all."""
     from bench.gateway import _healthy
-    from bench.procs import free_port, wait_until
+    from bench.procs import free_ports, wait_until
     from evomem.adapters.grpc.clients import GrpcVectors
     from evomem.bootstrap import gateway_command
     from evomem.settings import Settings
@@ -139,7 +139,8 @@ def stack(
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "services"), str(ROOT), env.get("PYTHONPATH", "")])
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env |= {"EVOMEM_VECTORS": "on" if vectors else "off", "EVOMEM_AUTH_FILE": str(tokens)}
-    ports = {name: free_port() for name in ("redis", "storage", "gateway", "floor", "embedded")}
+    names = ("redis", "storage", "gateway", "floor", "embedded")
+    ports = dict(zip(names, free_ports(len(names)), strict=True))
     procs: dict[str, subprocess.Popen[bytes]] = {}
     bin_dir = Path(sys.executable).parent
 

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from bench.procs import free_port, stop_process
+from bench.procs import free_port, free_ports, stop_process
 
-__all__ = ["free_port", "stop_process"]
+__all__ = ["free_port", "free_ports", "stop_process"]

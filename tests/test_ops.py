@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from procutil import free_port, stop_process
+from procutil import free_ports, stop_process
 
 from evomem import telemetry
 from evomem.adapters.sqlite_store import SQLiteStore
@@ -166,9 +166,9 @@ def gateway_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dic
             monkeypatch.delenv(name)
     monkeypatch.setenv("EVOMEM_LOG_LEVEL", "WARNING")
     monkeypatch.setenv("EVOMEM_STORAGE_ADDR", f"127.0.0.1:{running.port}")
-    monkeypatch.setenv("EVOMEM_REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")  # down: extraction waits
+    redis_port, port = free_ports(2)
+    monkeypatch.setenv("EVOMEM_REDIS_URL", f"redis://127.0.0.1:{redis_port}/0")  # down: extraction waits
     monkeypatch.setenv("EVOMEM_VECTORS", "off")
-    port = free_port()
     app = gateway.create_app()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from procutil import free_port
 from redis_server import RedisServer
 from test_team_auth import INIT, JSON_HEADERS, TOKENS, token_file
 
@@ -122,12 +122,6 @@ def test_grpc_services_bind_loopback_and_refuse_exposure_without_a_secret(caplog
 # ---------------------------------------------------------------------------- the gateway app
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Served:
     def __init__(self, app: Any, port: int) -> None:
         import uvicorn
@@ -167,7 +161,7 @@ def serve_gateway(
 
     for var in [v for v in __import__("os").environ if v.startswith("EVOMEM_")]:
         monkeypatch.delenv(var)
-    port = _free_port()
+    port = free_port()
     env = {
         "EVOMEM_STORAGE_ADDR": f"127.0.0.1:{storage.port}",
         "EVOMEM_REDIS_URL": redis_url,

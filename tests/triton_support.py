@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.procs import free_port
+from bench.procs import free_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_REPOSITORY = ROOT / "models" / "triton-cpu"
@@ -109,7 +109,7 @@ class TritonServer:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.python = python
-        self.grpc_port, self.http_port, self.metrics_port = free_port(), free_port(), free_port()
+        self.grpc_port, self.http_port, self.metrics_port = free_ports(3)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.workdir / "tritonserver.log"
 
