@@ -127,6 +127,10 @@ def _pep_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "remembers": cost.get("remembers", 0),
                 "p50": cost.get("p50_ms"),
                 "p95": cost.get("p95_ms"),
+                "d50": cost.get("decide_p50_ms"),
+                "d95": cost.get("decide_p95_ms"),
+                "e50": cost.get("embed_p50_ms"),
+                "e95": cost.get("embed_p95_ms"),
             }
         )
     return out

@@ -787,3 +787,22 @@ def test_memoryagentbench_counts_offers_as_the_scenario_sets_do() -> None:
     links = mab_links(notes, confirmed)
     assert links["true_positive"] == 2 and links["confirmed"] == 1
     assert links["found_if_confirmed"] == 2
+
+
+def test_the_linking_table_shows_the_pep_linkers_time_decision_and_embedding(tmp_path: Path) -> None:
+    """bench.linker_table --peps: the PEP rows carry the linker's time per remember, the decision
+    alone and the note's embedding, as the scenario rows do (the speed target is read there)."""
+    from bench import linker_table
+
+    cost = {"remembers": 5, "p50_ms": 6.5, "p95_ms": 11.3, "decide_p50_ms": 1.4, "decide_p95_ms": 2.3}
+    cost |= {"embed_p50_ms": 59.0, "embed_p95_ms": 65.0}
+    pair = {"links_made": 2, "true_positive": 1, "recall_if_confirmed": 0.5, "linker_cost": cost}
+    peps = {"peps": {"peps": 5, "gold_edges": 4, "still_valid_peps": 3, "linkers": {"pair": pair}}}
+    p = tmp_path / "peps.json"
+    p.write_text(json.dumps(peps))
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps({"sets": {}}))
+    out = tmp_path / "linking.md"
+    assert linker_table.main(["--peps", str(p), "--quality", str(q), "--out", str(out)]) == 0
+    row = next(x for x in out.read_text().splitlines() if x.startswith("| peps (5) | blind | pair |"))
+    assert row.endswith("| 6.5 / 11.3 | 1.4 / 2.3 | 59.0 / 65.0 |")
