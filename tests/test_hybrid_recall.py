@@ -284,6 +284,32 @@ def test_linker_candidates_include_paraphrases(tmp_path: Path, embedder: OnnxEmb
         s.store.close()
 
 
+def test_superseded_versions_do_not_crowd_the_decision_in_force_out_of_the_linkers_neighbours(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """The vector index holds every version. A long history of notes nearer the new one than the
+    real predecessor, all superseded, filled the linker's few neighbours, which it then dropped
+    as inactive: the predecessor (no word in common) was never a candidate."""
+    from evomem.service import ServiceConfig
+
+    s = hybrid(tmp_path / "crowd.db", embedder, config=ServiceConfig(link_vector_candidates=2))
+    try:
+        old = s.remember(OLD).node
+        for t in DISTRACTORS:
+            s.remember(t)
+        prev = None
+        for db in ("MySQL", "MariaDB", "Oracle", "DB2", "SQL Server", "Firebird"):
+            prev = s.remember(f"Accounting entries are persisted in {db}.", supersedes=prev).node.id
+        s.remember("Release notes are written by the release captain.", supersedes=prev)
+        note = "Accounting entries are persisted in SQLite from now on."
+        nearest = s.vectors.nearest(note, namespace="default", limit=2)  # type: ignore[union-attr]
+        assert all(s.store.get(i).status == "superseded" for i, _ in nearest)  # type: ignore[union-attr]
+        assert old.id in [c.id for c in s.link_candidates(note, "default", None)]
+    finally:
+        s.vectors.close()  # type: ignore[union-attr]
+        s.store.close()
+
+
 def test_vec_problem_is_none_here() -> None:
     assert vec_problem() is None  # the test environment installs the vectors extra
 

@@ -128,6 +128,11 @@ class ServiceConfig:
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
 
 
+#: The linker's vector neighbours are active decisions only, but the index holds every version:
+#: the search asks it for this many times ``link_vector_candidates`` and keeps the first active ones.
+ACTIVE_NEIGHBOURS_OVERSAMPLE = 4
+
+
 def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
     """The linker's short reason for each of ``listed`` ("" where it gave none), cut to a few words."""
     why = dict(zip((c for c, _ in decision.candidates), decision.why, strict=False))
@@ -523,16 +528,23 @@ class MemoryService:
         terms = textrules.query_terms(search_text(text))
         limit, vector_limit = self.config.link_candidates, self.config.link_vector_candidates
         hits, near, problem = search_both(
-            self.store, self.vectors, self._pool, terms, text, namespace, limit, vector_limit, active_only=True
+            self.store,
+            self.vectors,
+            self._pool,
+            terms,
+            text,
+            namespace,
+            limit,
+            vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
+            active_only=True,
         )
         if problem is not None:
             self._vector_search_failed(problem)
-        nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near)])
+        nodes = self.store.get_many([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
         if near:
             vhits = [
                 SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
-                for i, sim in near
-                if i in nodes and nodes[i].status == Status.ACTIVE
+                for i, sim in self._active_nearest(near, nodes, vector_limit)
             ]
             hits = fuse(hits, vhits)[: self.config.link_candidates]
         out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
@@ -542,6 +554,24 @@ class MemoryService:
             if scope_may_list(scope, n.scope, a_inferred=scope_inferred, b_inferred=n.scope_source == "inferred")
         ]
         return kept, dict(near)
+
+    def _active_nearest(
+        self, near: Sequence[tuple[str, float]], nodes: dict[str, MemoryNode], want: int
+    ) -> list[tuple[str, float]]:
+        """The first ``want`` of ``near`` (nearest first) that are active, reading into ``nodes``
+        the ones it has not read yet, ``want`` at a time: the vector index holds every version,
+        so a long history's superseded versions would otherwise crowd the decisions in force out
+        of the linker's neighbours. A store without superseded neighbours reads nothing more."""
+        out: list[tuple[str, float]] = []
+        for start in range(0, len(near), want):
+            batch = near[start : start + want]
+            unread = [i for i, _ in batch if i not in nodes]
+            if unread:
+                nodes.update(self.store.get_many(unread))
+            out += [(i, sim) for i, sim in batch if i in nodes and nodes[i].status == Status.ACTIVE]
+            if len(out) >= want:
+                break
+        return out[:want]
 
     @staticmethod
     def _vector_search_failed(problem: str) -> None:
