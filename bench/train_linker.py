@@ -24,10 +24,13 @@ weighted to the same total weight so the generators' thousands of pairs do not d
 hand-written sets (the files under ``bench/devdata`` together weigh as much as all the generated
 data together). Calibration: grouped k-fold by scenario (fold order from ``--seed``) gives an
 out-of-fold probability for every pair; ``link_at`` is the lowest threshold at which the notes
-whose best candidate reaches it are linked to the right predecessor with precision >= 0.98, pooled
-and on every source with at least 30 gold edges; ``link_at_long`` the same, on the notes whose
-note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone, never below
-``link_at``; ``subject_at`` and ``subject_at_full`` are the 10th percentiles of the true pairs'
+whose best candidate reaches it are linked to the right predecessor with precision >= 0.98 on
+every source with at least 30 gold edges, and pooled with that precision *shown*: the 95 % upper
+bound of the error rate of the links (Clopper-Pearson) is at most 0.02, so a threshold that only
+a few links reach is not taken on their word (0 wrong needs 149 links); ``link_at_long`` the same,
+on the notes whose note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone,
+never below ``link_at`` (1.0, no link by the model, when the long pairs cannot show it);
+``subject_at`` and ``subject_at_full`` are the 10th percentiles of the true pairs'
 decision-part and whole-note cosines (a candidate reaching either is on the note's subject:
 listed, never none); ``abstain_at`` is the threshold, below ``link_at``, that maximises gold
 predecessors listed minus a quarter of notes that replace nothing but get offers, under the rule
@@ -70,6 +73,8 @@ PRECISION = 0.98
 FOLDS = 5
 L2 = 1.0
 MIN_GOLD_FOR_CALIBRATION = 30
+#: A link threshold must show its precision pooled with this one-sided confidence (``error_bound``).
+CONFIDENCE = 0.95
 LONG_DISTRACTORS = 3
 
 
@@ -239,25 +244,40 @@ def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[t
     return out
 
 
-def link_threshold(dec: list[tuple[float, bool, bool, bool]], precision: float = PRECISION) -> float:
+def error_bound(errors: int, links: int, confidence: float = CONFIDENCE) -> float:
+    """The one-sided Clopper-Pearson upper bound, at ``confidence``, of the error rate of
+    ``links`` links of which ``errors`` were wrong (0 errors in n links: ``1 - (1 - c) ** (1 / n)``)."""
+    from scipy.stats import beta
+
+    if errors >= links:
+        return 1.0
+    return float(beta.ppf(confidence, errors + 1, links - errors))
+
+
+def link_threshold(
+    dec: list[tuple[float, bool, bool, bool]], precision: float = PRECISION, *, shown: bool = False
+) -> float:
     """The lowest threshold t at which the notes whose best candidate has p >= t are linked to their
-    gold predecessor with precision >= ``precision`` (1.0 when no threshold does)."""
+    gold predecessor with precision >= ``precision`` (1.0 when no threshold does). ``shown``: the
+    links must show that precision, not only reach it: the upper bound of their error rate
+    (``error_bound``) is at most ``1 - precision``, so a handful of right links proves nothing
+    (0 wrong needs 149 links at 0.98 and 95 %)."""
     tp = fp = 0
     t = 1.0
     for p, ok, _, _ in sorted(dec, key=lambda d: -d[0]):
         tp += ok
         fp += not ok
-        if tp / (tp + fp) >= precision:
+        if tp / (tp + fp) >= precision and (not shown or error_bound(fp, tp + fp) <= 1 - precision):
             t = p
     return t
 
 
 def _threshold_everywhere(by_source: dict[str, list[tuple[float, bool, bool, bool]]]) -> float:
-    """The lowest threshold reaching the precision pooled and on every source with enough gold edges
-    (counted in these decisions)."""
+    """The lowest threshold whose links show the precision pooled (``link_threshold(shown=True)``)
+    and reach it on every source with enough gold edges (counted in these decisions)."""
     pooled = [d for v in by_source.values() for d in v]
     enough = [v for v in by_source.values() if sum(1 for d in v if d[2]) >= MIN_GOLD_FOR_CALIBRATION]
-    return max([link_threshold(pooled)] + [link_threshold(v) for v in enough])
+    return max([link_threshold(pooled, shown=True)] + [link_threshold(v) for v in enough])
 
 
 #: What one offer on a note that replaces nothing costs, in true predecessors listed.

@@ -16,8 +16,12 @@ linker runs (0.182 to 0.130): with vectors off one generated note went from none
 nothing else moved. Recorded again in the third session of 2026-12-03, when a scope inferred from
 a text stopped ruling candidates out (``scope.may_list``: listed, never linked): 14 notes' searched
 candidates and 12-13 listings changed, 6 notes (vectors off) and 1 (vectors on) went from none to
-abstain; no link was made or lost and no link target moved. The other tests check each speed-up
-against what it replaced.
+abstain; no link was made or lost and no link target moved. Recorded again in the fourth session
+of 2026-12-03 for two changes on purpose: the linker's vector neighbours skip superseded versions
+(``ACTIVE_NEIGHBOURS_OVERSAMPLE``: with vectors on, one note searched one candidate more and one
+in another order) and ``link_at_long`` must be shown by enough links (1.0 now: the evidence of
+the explicit-reference links names the new threshold); no decision, listing or target moved.
+The other tests check each speed-up against what it replaced.
 """
 
 from __future__ import annotations

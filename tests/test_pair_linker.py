@@ -349,6 +349,23 @@ def test_link_threshold_reaches_the_precision() -> None:
     assert tl.link_threshold(dec, 0.95) == t
 
 
+def test_a_link_threshold_must_be_shown_by_enough_links() -> None:
+    """Two right links at the top reach precision 1.0 but show nothing: pooled, a threshold is
+    taken only where the links' error bound (Clopper-Pearson, 95 %) is within 1 - precision. The
+    same two pairs among 200 right ones set it; with no more evidence the regime never links."""
+    from bench import train_linker as tl
+
+    few = [(0.99, True, True, True), (0.985, True, True, True), (0.5, False, True, False)]
+    assert tl.link_threshold(few) == 0.985  # reached, not shown
+    assert tl.link_threshold(few, shown=True) == 1.0
+    many = few + [(0.9 - i / 1000, True, True, True) for i in range(200)]
+    assert tl.link_threshold(many, shown=True) == many[-1][0]  # 202 right links, not the wrong one below
+    assert tl.link_threshold(few + many[3:100], shown=True) == 1.0  # 99 right links show less than 0.98
+    assert tl.error_bound(0, 149) <= 0.02 < tl.error_bound(0, 148)
+    # pooled shown, per source only reached: a source's own few links do not veto the pooled one
+    assert tl._threshold_everywhere({"a": many, "b": few}) == tl.link_threshold(many + few, shown=True)
+
+
 # ---------------------------------------------------------------------------- offered with auto-supersede off
 
 OFFER_OLD = "The payments team deploys the billing API every Tuesday after the change review."

@@ -25,14 +25,16 @@ cross-validated precision and recall). The model is gradient-boosted trees (or a
 regression); inference is plain Python, a few hundred comparisons per pair.
 
 Three outcomes: ``link`` when the best pair's probability reaches ``link_at`` (calibrated for
-precision >= 0.98 on development data; ``link_at_long`` when the note or that candidate is a long
-document, calibrated on those pairs alone, because long records of one domain look alike and the
-model's confidence means less there); ``abstain`` with up to 3 likely predecessors when the
-best reaches ``abstain_at``, a candidate's words stand in a leaving position of the note,
-or it is on the note's subject (decision-part cosine at least ``subject_at``, or whole-note
-cosine at least ``subject_at_full``: each the 10th percentile of the true pairs' in development
-data; the second catches long records whose decision parts were read apart, a revision whose
-Decision section is short against a record whose is long); ``none`` otherwise.
+precision >= 0.98 on development data, shown by enough links: the 95 % bound of their error rate
+within 0.02; ``link_at_long`` when the note or that candidate is a long document, calibrated on
+those pairs alone, because long records of one domain look alike and the model's confidence means
+less there; 1.0 while those pairs are too few to show the precision, so a long record links only on
+an explicit reference and the model lists its likely predecessors); ``abstain`` with up to 3 likely
+predecessors when the best reaches ``abstain_at``, a candidate's words stand in a leaving position
+of the note, or it is on the note's subject (decision-part cosine at least ``subject_at``, or
+whole-note cosine at least ``subject_at_full``: each the 10th percentile of the true pairs' in
+development data; the second catches long records whose decision parts were read apart, a revision
+whose Decision section is short against a record whose is long); ``none`` otherwise.
 
 An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
 passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
