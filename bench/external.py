@@ -365,7 +365,7 @@ def run_peps(
             "runtime_s": round(time.perf_counter() - started, 3),
             # links the gold set does not have, with what the linker read (a reader can judge them)
             "wrong_links": [
-                {"new": n, "old": o, "evidence": run.link_evidence.get(n, [])[:3]} for n, o in sorted(pred - set(gold))
+                {"new": n, "old": o, "evidence": run.link_evidence.get(n, [])} for n, o in sorted(pred - set(gold))
             ],
         }
         for n, o in sorted(pred | set(gold)):
