@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -246,12 +247,30 @@ def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[t
 
 def error_bound(errors: int, links: int, confidence: float = CONFIDENCE) -> float:
     """The one-sided Clopper-Pearson upper bound, at ``confidence``, of the error rate of
-    ``links`` links of which ``errors`` were wrong (0 errors in n links: ``1 - (1 - c) ** (1 / n)``)."""
-    from scipy.stats import beta
-
+    ``links`` links of which ``errors`` were wrong: the rate p at which ``errors`` or fewer
+    would happen with probability ``1 - confidence`` (0 errors in n links: ``1 - (1 - c) ** (1 / n)``).
+    Bisection on the binomial tail (plain Python: the tests run without scipy)."""
     if errors >= links:
         return 1.0
-    return float(beta.ppf(confidence, errors + 1, links - errors))
+    alpha = 1.0 - confidence
+
+    def at_most(p: float) -> float:  # P(X <= errors), X ~ Binomial(links, p); falls as p grows
+        logs = [
+            math.lgamma(links + 1) - math.lgamma(i + 1) - math.lgamma(links - i + 1)
+            + (i * math.log(p) if i else 0.0) + (links - i) * math.log1p(-p)
+            for i in range(errors + 1)
+        ]  # fmt: skip
+        top = max(logs)
+        return math.exp(top) * sum(math.exp(v - top) for v in logs)
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if at_most(mid) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def link_threshold(
