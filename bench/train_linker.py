@@ -100,6 +100,9 @@ def load_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _scope(note: dict[str, Any]) -> str | None:
+    """The note's scope as the shipped model was trained: given, or inferred from the whole text
+    (``remember`` now reads a long document's decision part, ``scope.infer_note_scope``; a
+    retraining that does the same moved ``link_at`` to 0.993, see docs/ARCHITECTURE.md)."""
     if note.get("scope"):
         return str(note["scope"])
     inferred = infer_scope(note["text"])

@@ -6,7 +6,7 @@ import pytest
 
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import LinkDecision
-from evomem.domain.scope import compatible, infer_scope, may_list
+from evomem.domain.scope import compatible, infer_note_scope, infer_scope, may_list
 from evomem.service import MemoryService
 
 # One named case per scope family: (family, note, expected evidence).
@@ -55,6 +55,39 @@ def test_component_names_are_not_scopes(text):
 def test_ci_as_a_place_is_the_tests_scope():
     got = infer_scope("In CI, the ledger tests run on SQLite.")
     assert got is not None and got.scope == "tests" and got.evidence == "In CI"
+
+
+RECORD = """# ADR 12: Queue for order events
+
+## Context
+Load tests in staging showed the synchronous calls time out under peak traffic. {filler}
+
+## Decision
+{decision}
+
+## Consequences
+The on-call rota for the broker moves to the platform team.
+"""
+
+
+def test_a_long_record_is_scoped_by_its_decision_not_by_its_background(tmp_path) -> None:
+    """A long document's context names a place in passing ("Load tests in staging"): the
+    decision applies everywhere, so remember stores it unscoped. The same record whose
+    decision is for staging is scoped; a short note is read whole, as before."""
+    from evomem.adapters.sqlite_store import SQLiteStore
+
+    filler = "The order, billing and shipping services call each other over HTTP. " * 20
+    everywhere = RECORD.format(filler=filler, decision="Order events go through RabbitMQ with quorum queues.")
+    staging = RECORD.format(filler=filler, decision="In staging, order events go through RabbitMQ first.")
+    assert infer_scope(everywhere) is not None  # the whole text names staging in passing
+    assert infer_note_scope(everywhere) is None
+    got = infer_note_scope(staging)
+    assert got is not None and got.scope == "staging" and got.evidence == "In staging"
+    assert infer_note_scope("In staging, the cache is Redis.") == infer_scope("In staging, the cache is Redis.")
+    svc = MemoryService(SQLiteStore(tmp_path / "s.db"))
+    assert svc.remember(everywhere).node.scope is None
+    stored = svc.remember(staging).node
+    assert (stored.scope, stored.scope_source) == ("staging", "inferred")
 
 
 def test_default_scope_is_unscoped_or_production():

@@ -43,7 +43,7 @@ from evomem.domain.model import (
     is_valid_id,
 )
 from evomem.domain.recall import RecallQuery, Resolved, fuse
-from evomem.domain.scope import infer_scope
+from evomem.domain.scope import infer_note_scope
 from evomem.domain.scope import may_list as scope_may_list
 from evomem.ports import ExtractionJob, Extractor, JobQueue, Linker, NodeRecall, Store, Vectors
 from evomem.recalling import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
@@ -273,7 +273,7 @@ class MemoryService:
         scope_source = "explicit" if note_scope else None
         scope_evidence = None
         if note_scope is None and self.config.infer_scope:
-            inferred = infer_scope(text)
+            inferred = infer_note_scope(text)
             if inferred is not None:
                 note_scope, scope_source, scope_evidence = inferred.scope, "inferred", inferred.evidence
         target = None if supersedes in (None, "") else self._check_id(supersedes, "supersedes")
