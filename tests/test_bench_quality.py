@@ -714,11 +714,24 @@ def test_the_linking_table_pools_dev_and_blind_sets_apart(tmp_path: Path) -> Non
     assert sum(1 for x in lines if x.startswith("| b1 (3) | blind |")) == 2
 
 
+def _linking_table(tmp_path: Path, **reports: dict) -> list[str]:
+    """bench.linker_table run on these reports (``mab``, ``peps``) and no scenario set: its lines."""
+    from bench import linker_table
+
+    q = tmp_path / "q.json"
+    q.write_text(json.dumps({"sets": {}}))
+    args = ["--quality", str(q), "--out", str(tmp_path / "linking.md")]
+    for name, report in reports.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(report))
+        args += [f"--{name}", str(tmp_path / f"{name}.json")]
+    assert linker_table.main(args) == 0
+    return (tmp_path / "linking.md").read_text().splitlines()
+
+
 def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -> None:
     """bench.linker_table --mab: each fact-consolidation size is a blind set (external data); its ODR
     is the first active hit's on the overwritten facts' questions, beside flat-dates', and, being
     another ODR than the scenario sets', it stays out of the pooled rows."""
-    from bench import linker_table
 
     def mem(obsolete: int, questions: int, links: dict | None = None) -> dict:
         # the judge's outcomes say 0 obsolete: the table reads the first active hit
@@ -751,13 +764,7 @@ def test_the_linking_table_adds_memoryagentbench_as_blind_sets(tmp_path: Path) -
             }
         }
     }
-    m = tmp_path / "mab.json"
-    m.write_text(json.dumps(mab))
-    q = tmp_path / "q.json"
-    q.write_text(json.dumps({"sets": {}}))
-    out = tmp_path / "linking.md"
-    assert linker_table.main(["--mab", str(m), "--quality", str(q), "--out", str(out)]) == 0
-    lines = out.read_text().splitlines()
+    lines = _linking_table(tmp_path, mab=mab)
     pair = next(x for x in lines if x.startswith("| mab-sh_6k (455 facts) | blind | pair |"))
     assert "| 0.125 (0.250) | 1.000 | 0.200 |" in pair  # ODR 1/8 (flat-dates 2/8), precision 2/2, recall 2/10
     assert "| 0 / 0 | — | — |" in pair  # no offers, no still-valid count in MAB
@@ -792,17 +799,10 @@ def test_memoryagentbench_counts_offers_as_the_scenario_sets_do() -> None:
 def test_the_linking_table_shows_the_pep_linkers_time_decision_and_embedding(tmp_path: Path) -> None:
     """bench.linker_table --peps: the PEP rows carry the linker's time per remember, the decision
     alone and the note's embedding, as the scenario rows do (the speed target is read there)."""
-    from bench import linker_table
 
     cost = {"remembers": 5, "p50_ms": 6.5, "p95_ms": 11.3, "decide_p50_ms": 1.4, "decide_p95_ms": 2.3}
     cost |= {"embed_p50_ms": 59.0, "embed_p95_ms": 65.0}
     pair = {"links_made": 2, "true_positive": 1, "recall_if_confirmed": 0.5, "linker_cost": cost}
     peps = {"peps": {"peps": 5, "gold_edges": 4, "still_valid_peps": 3, "linkers": {"pair": pair}}}
-    p = tmp_path / "peps.json"
-    p.write_text(json.dumps(peps))
-    q = tmp_path / "q.json"
-    q.write_text(json.dumps({"sets": {}}))
-    out = tmp_path / "linking.md"
-    assert linker_table.main(["--peps", str(p), "--quality", str(q), "--out", str(out)]) == 0
-    row = next(x for x in out.read_text().splitlines() if x.startswith("| peps (5) | blind | pair |"))
+    row = next(x for x in _linking_table(tmp_path, peps=peps) if x.startswith("| peps (5) | blind | pair |"))
     assert row.endswith("| 6.5 / 11.3 | 1.4 / 2.3 | 59.0 / 65.0 |")
