@@ -324,7 +324,7 @@ def abstain_threshold(
     for t in [k / 100 for k in range(99, 1, -1) if k / 100 < link_at]:
         gain = cost = 0
         for ps, rows, g in live:
-            listed = pl.plausible_ranked(ps, rows, t, subject_at, subject_at_full)[: pl.MAX_LISTED]
+            listed = pl.listed(pl.plausible_ranked(ps, rows, t, subject_at, subject_at_full), rows)
             if g is None:
                 cost += bool(listed)
             else:

@@ -195,6 +195,28 @@ def test_long_document_without_an_identifier_is_still_read(linker: PairLinker) -
     assert_links_or_abstains(linker, new, old, distractors())
 
 
+def test_the_list_keeps_a_place_for_the_closest_plausible_candidate() -> None:
+    """``pair.listed``: the model's likeliest first; the last of ``MAX_LISTED`` places goes to the
+    plausible candidate nearest by the decision-part cosine (by shared words without embeddings)
+    when the model ranks it lower; nothing changes when it is already listed or when few are."""
+    from evomem.domain.linkers.pair import MAX_LISTED, listed
+
+    def row(cos: float, jacc: float = 0.0, emb: bool = True) -> list[float]:
+        r = [0.0] * len(FEATURES)
+        r[FEATURES.index("has_emb")] = 1.0 if emb else 0.0
+        r[FEATURES.index("cos_dec")] = cos
+        r[FEATURES.index("jacc")] = jacc
+        return r
+
+    rows = [row(0.5), row(0.4), row(0.45), row(0.7), row(0.3)]
+    assert MAX_LISTED == 3
+    assert listed([0, 1, 2, 3, 4], rows) == [0, 1, 3]
+    assert listed([3, 0, 1, 2, 4], rows) == [3, 0, 1]  # already first
+    assert listed([0, 1, 3], rows) == [0, 1, 3]
+    words = [row(0.0, 0.2, emb=False), row(0.0, 0.1, emb=False), row(0.0, 0.1, emb=False), row(0.0, 0.6, emb=False)]
+    assert listed([0, 1, 2, 3], words) == [0, 1, 3]
+
+
 def test_partial_change(linker: PairLinker) -> None:
     old = node("Logs and metrics both ship to Datadog.")
     new = "Metrics move to Grafana Cloud; logs stay on Datadog."

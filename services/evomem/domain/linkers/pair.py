@@ -294,8 +294,9 @@ def plausible_ranked(
     least ``abstain_at``, the note leaves its words, or it is on the note's subject (decision-part
     cosine at least ``subject_at`` or whole-note cosine at least ``subject_at_full``; without
     embeddings, enough shared words). Never none for a pair that may be a replacement. The
-    linker lists the first ``MAX_LISTED``; ``bench.train_linker`` calibrates ``abstain_at``
-    against this same rule."""
+    linker lists ``MAX_LISTED`` of them (``listed``); ``bench.train_linker`` calibrates
+    ``abstain_at`` against this same rule (the shipped model's ``abstain_at`` was calibrated
+    when the list was the first ``MAX_LISTED``)."""
 
     def same_subject(r: Sequence[float]) -> bool:
         if r[_EMB]:
@@ -304,6 +305,28 @@ def plausible_ranked(
 
     ranked = sorted(range(len(probs)), key=lambda i: -probs[i])
     return [i for i in ranked if probs[i] >= abstain_at or rows[i][_LEAVE] > 0 or same_subject(rows[i])]
+
+
+def listed(plausible: Sequence[int], rows: Sequence[Sequence[float]]) -> list[int]:
+    """The ``MAX_LISTED`` candidates an abstention shows, from ``plausible`` (likeliest first):
+    the model's likeliest, with the last place kept for the plausible candidate closest to the
+    note by meaning (decision-part cosine; without embeddings, shared words) when the model ranks
+    it lower. The model's order among candidates it thinks unlikely is weak where it never
+    learned the wording: a restated fact with a new value ("The employer of Ann is Vohul" after
+    "... is Tenzuzu") restates the candidate's names and brings few new ones, which the model
+    reads as a follow-up, so it ranked the true predecessor below other people's facts."""
+    top = list(plausible[:MAX_LISTED])
+    if len(plausible) <= MAX_LISTED:
+        return top
+
+    def close(i: int) -> float:
+        r = rows[i]
+        return r[_COS] if r[_EMB] else r[_JACC]
+
+    nearest = max(plausible, key=close)
+    if nearest not in top:
+        top[-1] = nearest
+    return top
 
 
 def _tree_sum(trees: Sequence[Mapping[str, Sequence[float]]], x: Sequence[float]) -> float:
@@ -550,7 +573,7 @@ class PairLinker:
             if crossed is not None:
                 return crossed
         if plausible:
-            top = plausible[:MAX_LISTED]
+            top = listed(plausible, rows)
             return LinkDecision(
                 kind="abstain",
                 candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
