@@ -466,12 +466,16 @@ def test_cronista_outage_uses_up_no_attempts(stack: Stack) -> None:
     client = connect(stack.redis.url)
     stack.stop_cronista()
     node_id = gateway.remember(note(4)).node.id
-    config = WorkerConfig(visibility_ms=300, max_attempts=2)
+    # Renewed every visibility / 3: 1.5 s leaves a second of slack before a renewal is late (at
+    # 300 ms, a renewal 200 ms late on a loaded 2-core CI machine let the second worker reclaim it).
+    config = WorkerConfig(visibility_ms=1500, max_attempts=2)
     first = redis_worker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-one"))
     second = redis_worker(stack.worker_service(timeout_s=0.5), client, replace(config, consumer="w-two"))
+    started = time.monotonic()
     with worker_thread(first), worker_thread(second):
-        # Many visibility timeouts pass while the cronista is down.
+        # Several failures, and two visibility timeouts at least, pass while the cronista is down.
         assert wait_until(lambda: first.counts["failed"] + second.counts["failed"] >= 3)
+        time.sleep(max(0.0, started + 2 * config.visibility_ms / 1000 - time.monotonic()))
         [entry] = client.xpending_range(STREAM, GROUP, "-", "+", 10)
         assert entry["times_delivered"] == 1
         assert client.xlen(DEAD_STREAM) == 0
