@@ -535,9 +535,14 @@ def test_storage_process_backfills_and_serves_vectors(tmp_path: Path) -> None:
         assert [i for i, _ in near] == [old.id]
         assert client.name.startswith("all-MiniLM-L6-v2")
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired as exc:  # say what the process logged, and whether it exited
+            logged = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+            pytest.fail(f"storage had not stopped 60 s after SIGTERM (exit: {proc.poll()}); it logged:\n{logged}")
         assert proc.returncode == 0, err
         assert "vectors all-MiniLM-L6-v2" in err
+        assert "storage stopped: drained in" in err
     finally:
         client.close()
         if proc.poll() is None:

@@ -18,6 +18,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -574,12 +575,21 @@ class GrpcService:
                 running.set_serving(False)
 
     def stop(self) -> None:
+        """Drain the server, wait for the background work, close: each step logged with its time,
+        so a slow stop says which step was slow."""
+        started = time.monotonic()
         self._stopping.set()
         if self.running is not None:
             self.running.stop()
+        drained = time.monotonic()
         for thread in self._threads:  # exiting while onnxruntime loads the model would abort
             thread.join(GRACE_S)
+        joined = time.monotonic()
         self._close()
+        log.info(
+            "%s stopped: drained in %.1f s, background work in %.1f s, closed in %.1f s",
+            self.kind, drained - started, joined - drained, time.monotonic() - joined,
+        )  # fmt: skip
 
     def _close(self) -> None:
         for close in self.close:
