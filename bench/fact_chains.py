@@ -1,7 +1,7 @@
 """Development diagnostics for the linker in one big store: generated fact chains, and scenario sets
 pooled into one scenario.
 
-    python -m bench.fact_chains chains --out /tmp/chains.jsonl            # 3,099 facts, seed 1
+    python -m bench.fact_chains chains --out /tmp/chains.jsonl            # 2,948 facts, seed 1
     python -m bench.fact_chains pool bench/devdata/dev-f.jsonl --out /tmp/devf-pooled.jsonl
     python -m bench.quality --out /tmp/run --linkers pair --data chains=/tmp/chains.jsonl \\
         --memories evomem-auto:pair,evomem-auto:pair+confirm

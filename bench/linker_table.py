@@ -78,16 +78,24 @@ def _quality_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "hidden": hidden.get("hidden", 0),
                     "valid": hidden.get("total", 0),
                     "gate": cost.get("llm_gate") if key == "pair" else None,
-                    "remembers": cost.get("remembers", 0),
-                    "p50": cost.get("p50_ms"),
-                    "p95": cost.get("p95_ms"),
-                    "d50": cost.get("decide_p50_ms"),
-                    "d95": cost.get("decide_p95_ms"),
-                    "e50": cost.get("embed_p50_ms"),
-                    "e95": cost.get("embed_p95_ms"),
+                    **_times(cost),
                 }
             )
     return out
+
+
+def _times(cost: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's ``linker_cost`` as the table's time columns: remembers, linker, decision and note
+    embedding p50 / p95 (None where the run did not measure one)."""
+    return {
+        "remembers": cost.get("remembers", 0),
+        "p50": cost.get("p50_ms"),
+        "p95": cost.get("p95_ms"),
+        "d50": cost.get("decide_p50_ms"),
+        "d95": cost.get("decide_p95_ms"),
+        "e50": cost.get("embed_p50_ms"),
+        "e95": cost.get("embed_p95_ms"),
+    }
 
 
 def _pep_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -124,13 +132,7 @@ def _pep_entries(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "valid": peps.get("still_valid_peps", 0),
                 # the PEP test counts no gate: the pair linker's abstentions are where the cascade asks
                 "gate": ab.get("total", 0) if key == "pair" else None,
-                "remembers": cost.get("remembers", 0),
-                "p50": cost.get("p50_ms"),
-                "p95": cost.get("p95_ms"),
-                "d50": cost.get("decide_p50_ms"),
-                "d95": cost.get("decide_p95_ms"),
-                "e50": cost.get("embed_p50_ms"),
-                "e95": cost.get("embed_p95_ms"),
+                **_times(cost),
             }
         )
     return out
