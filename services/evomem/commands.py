@@ -31,11 +31,10 @@ DESCRIPTIONS = {
 
 def serve_grpc(kind: str, settings: Settings) -> None:
     from evomem.bootstrap import BUILDERS
-    from evomem.runtime import wait_for_signal
+    from evomem.runtime import serve_until_signal
 
     service = BUILDERS[kind](settings)
-    service.start()
-    wait_for_signal(service.stop)
+    serve_until_signal(service.start, service.stop)
 
 
 def serve_worker(settings: Settings) -> None:

@@ -64,12 +64,30 @@ def install_stop_signals(stop: threading.Event, doing: str = "shutting down") ->
     return restore
 
 
-def wait_for_signal(on_stop: Callable[[], None]) -> None:
-    """Block until SIGTERM/SIGINT, then run ``on_stop`` (graceful drain)."""
+#: How often a waiting main thread wakes to run a signal handler that another thread received.
+SIGNAL_POLL_S = 0.5
+
+
+def wait_until_set(stop: threading.Event) -> None:
+    """Block the main thread until ``stop`` is set, waking every ``SIGNAL_POLL_S``.
+
+    The kernel may deliver SIGTERM to any thread of the process (gRPC's, onnxruntime's). Python
+    then only flags it, and runs the handler when the main thread next executes bytecode: a main
+    thread in an unbounded ``Event.wait()`` never does, and the process ignores SIGTERM until it
+    is killed. Waking on a short timeout lets the handler run within ``SIGNAL_POLL_S``."""
+    while not stop.wait(SIGNAL_POLL_S):
+        pass
+
+
+def serve_until_signal(start: Callable[[], object], on_stop: Callable[[], None]) -> None:
+    """Install the SIGTERM/SIGINT handlers, ``start``, block until a signal, then ``on_stop``
+    (graceful drain). The handlers come first, so a signal that arrives while the service
+    starts (or just after it reports SERVING) is a clean stop, not Python's default exit."""
     stop = threading.Event()
     restore = install_stop_signals(stop)
     try:
-        stop.wait()
+        start()
+        wait_until_set(stop)
     finally:
         restore()
     on_stop()
