@@ -96,7 +96,7 @@ bench-linking:
 		--mab bench/results/linking/mab.json --out bench/results/linking.md --note "$$(cat bench/linking_note.md)"
 
 # dev-f (bench/devdata) came after the shipped pair model was trained: run whole, it is out of sample
-# for it. Once make train-linker has seen it, it belongs in LINKING_DEV_SETS (its odd half held out).
+# for it. Once it is in bench/train_linker.py TRAINING_SETS, it belongs in LINKING_DEV_SETS (its odd half held out).
 LINKING_UNSEEN_DEV = --data dev-f=bench/devdata/dev-f.jsonl
 bench-linking-sets: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results/linking --no-progress --limit $(BENCH_LINKING_LIMIT) \
