@@ -23,7 +23,10 @@ in another order) and ``link_at_long`` must be shown by enough links (1.0 now: t
 the explicit-reference links names the new threshold); no decision, listing or target moved.
 Recorded again in the same session when an abstention's last listed place went to the closest
 plausible candidate (``pair.listed``): with vectors on, one generated note lists a candidate the
-note leaves, at cosine 0.76, instead of one at 0.44.
+note leaves, at cosine 0.76, instead of one at 0.44. Recorded again on 2026-12-04 when only a
+record's declaration ("ADR-12 supersedes ADR-7.", ``pair.declares``) became a link on its own: the
+one explicit-reference link here is such a declaration; its reason, why and evidence now say so,
+and no decision, listing or target moved.
 The other tests check each speed-up against what it replaced.
 """
 
@@ -83,7 +86,7 @@ def test_compiled_trees_add_up_to_the_walked_trees_to_the_bit() -> None:
 
 
 def _refers_before(note: pair._Read, ident: str | None) -> bool:
-    """``_refers`` as it was: every sentence of the note, the pattern compiled each call."""
+    """``refers`` as it was: every sentence of the note, the pattern compiled each call."""
     if ident is None or ident == note.ident:
         return False
     prefix, num = ident.split()
@@ -108,7 +111,7 @@ def test_an_explicit_reference_is_found_as_before() -> None:
     found = 0
     for r in reads:
         for ident in idents:
-            assert pair._refers(r, ident) == _refers_before(r, ident), (r.text[:60], ident)
+            assert pair.refers(r, ident) == _refers_before(r, ident), (r.text[:60], ident)
             found += _refers_before(r, ident)
     assert found >= 3
 

@@ -180,6 +180,59 @@ def test_long_document_with_sections(linker: PairLinker) -> None:
     assert decision.proposal is not None and decision.proposal.target_id == old.id
 
 
+def _record(ident: str, title: str, body: str) -> str:
+    filler = "The working group reviewed incident reports, costs and the on-call load before deciding. " * 14
+    return f"{ident}: {title}\n\nStatus: Accepted\n\n## Context\n{filler}\n\n## Decision\n{body}\n"
+
+
+RFC_OLD = _record("RFC 40", "Nightly exports", "Exports run nightly at 02:00 and land in the cold bucket.")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Supersedes RFC 40.",
+        "Replaces: RFC-40",
+        "This RFC replaces RFC 40.",
+        "This working agreement hereby supersedes RFC 40 in full.",
+        "RFC 52 obsoletes RFC 40.",
+    ],
+)
+def test_a_record_that_declares_it_replaces_another_links_to_it(linker: PairLinker, sentence: str) -> None:
+    new = _record("RFC 52", "Hourly exports", f"{sentence} Exports now run every hour and land in the warm bucket.")
+    old = node(RFC_OLD)
+    decision = linker.decide(new, None, [*distractors(), old])
+    assert decision.kind == "link", (sentence, decision)
+    assert decision.proposal is not None and decision.proposal.target_id == old.id
+    assert decision.reason == "the note declares it replaces the candidate"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "If the board agrees, hourly exports would replace RFC 40's nightly run.",  # a modal, a condition
+        "For the billing tenant only, this RFC replaces RFC 40.",  # a restriction before the verb
+        "- Replacing RFC 40 with a streaming export was considered and set aside.",  # an alternative
+        "RFC 31 replaces RFC 40 in the archive index.",  # another record is the subject
+    ],
+)
+def test_a_record_that_only_mentions_replacing_another_lists_it_first_without_linking(
+    linker: PairLinker, sentence: str
+) -> None:
+    """A sentence that names a record with a replacing verb but is not the record's own
+    declaration (on dev-g such mentions were supersessions in about half the cases) is no link on
+    its own: the named record is listed first, for the agent to confirm."""
+    new = _record("RFC 52", "Hourly exports", f"{sentence} Exports now run every hour and land in the warm bucket.")
+    old = node(RFC_OLD)
+    decision = linker.decide(new, None, [*distractors(), old])
+    assert decision.reason != "the note declares it replaces the candidate", (sentence, decision)
+    if decision.kind == "link":  # only the model may link it, at its own calibrated threshold
+        assert decision.reason == "pair model"
+    else:
+        assert decision.kind == "abstain", decision
+        assert decision.candidates[0][0] == old.id
+
+
 def test_long_document_decision_parts() -> None:
     status_only = "Title: Cache eviction\n\nStatus: accepted\n\nWe evict with LRU at 2 GB per node.\n\n" + "x " * 800
     assert dt.decision_part(status_only).startswith("accepted")
