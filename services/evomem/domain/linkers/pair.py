@@ -222,8 +222,8 @@ def _declare_pattern(ident: str) -> re.Pattern[str]:
     condition, no restriction before it, no list of alternatives ("- Replacing ADR 12 with X")."""
     prefix, num = ident.split()
     return re.compile(
-        r"^[\s*_>#|-]*(?:(?:(?:this|the\s+present)\s+(?:[\w-]+\s+){1,3}?|"
-        r"(?P<own>[A-Za-z]{2,8}[-\s:#_]{0,3}\d{1,5})\s+)(?:hereby\s+)?)?"
+        r"^[\s*_>#|-]*(?:(?P<own>[A-Za-z]{2,8}[-\s:#_]{0,3}\d{1,5})\s*[:.]?\s+)?"
+        r"(?:(?:this|the\s+present)\s+(?:[\w-]+\s+){1,3}?)?(?:hereby\s+)?"
         rf"(?:supersedes|replaces|obsoletes)\s*:?\s*(?:the\s+)?(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})"
         rf"0*{num}\b",
         re.I,
