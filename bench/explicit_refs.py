@@ -23,9 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.train_linker import BLIND
 from evomem.domain.linkers import pair as pl
-
-BLIND = ("bench/blind", "data/external")
 
 
 def fires(scenarios: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
