@@ -26,7 +26,10 @@ plausible candidate (``pair.listed``): with vectors on, one generated note lists
 note leaves, at cosine 0.76, instead of one at 0.44. Recorded again on 2026-12-04 when only a
 record's declaration ("ADR-12 supersedes ADR-7.", ``pair.declares``) became a link on its own: the
 one explicit-reference link here is such a declaration; its reason, why and evidence now say so,
-and no decision, listing or target moved.
+and no decision, listing or target moved. Recorded again on 2026-12-06 when the pair model became
+monotone histogram boosting with the frame features (``pair.frame``) and dev-f in its training
+data: no link was made or lost and no target moved; with vectors off and on one note each went
+from abstain to none, and 4 (off) and 16 (on) listings changed order or members.
 The other tests check each speed-up against what it replaced.
 """
 

@@ -677,3 +677,37 @@ def test_cross_encoder_reads_a_long_documents_decision_part() -> None:
     )
     assert "We keep the ledger in SQLite from now on." in cross_text(body)
     assert len(cross_text(body)) < len(body)
+
+
+# ------------------------------------------------------------------ frame alignment
+
+
+def test_frame_reads_a_restated_fact_with_a_new_value() -> None:
+    """A note that repeats the candidate's words in order with one value swapped: most words
+    kept, the leading ones exactly, and what was dropped is a value."""
+    from evomem.domain.linkers.pair import frame, read
+
+    kept, prefix, values = frame(read("Pepper weighs 11.9 kg."), read("Pepper weighs 11.2 kg."))
+    assert (kept, prefix, values) == (0.75, 0.5, 1.0)
+
+
+def test_frame_tells_a_swapped_subject_and_a_swapped_relation_from_a_new_value() -> None:
+    """Another person with the same value keeps as many words but not the leading ones; another
+    relation of the same thing drops a common word, not only a value."""
+    from evomem.domain.linkers.pair import frame, read
+
+    value = frame(read("Team Falcon sits in room 2.08."), read("Team Falcon sits in room 3.14."))
+    subject = frame(read("Dagny lives in Odense."), read("Quorra lives in Odense."))
+    relation = frame(read("Widget Pro version: 3.3"), read("Widget Pro price: $49."))
+    assert value[2] == 1.0 and value[1] > subject[1] == 0.0
+    assert relation[2] < 1.0
+
+
+def test_frame_is_zero_for_long_parts_and_for_unrelated_notes() -> None:
+    """Nothing to align: a decision part over FRAME_WORDS words is not aligned at all, and two
+    notes with no word in common keep nothing."""
+    from evomem.domain.linkers.pair import FRAME_WORDS, frame, read
+
+    long = read(" ".join(f"word{i}" for i in range(FRAME_WORDS + 1)) + ".")
+    assert frame(long, read("word1 word2 is here.")) == (0.0, 0.0, 0.0)
+    assert frame(read("The cafe opens at 8."), read("Backups run nightly on Sundays."))[:2] == (0.0, 0.0)
