@@ -19,7 +19,9 @@ note's gold ``supersedes``. Every note kind is replayed (decision, context, dist
 scope notes), so most rows are negatives. Blind data (``bench/blind``, ``shared/data/external``)
 is refused.
 
-Training: logistic regression with L2 (Newton steps, numpy; training only), each source file
+Training: ``--model``: gradient-boosted trees (``gbt``), histogram boosting with monotone
+constraints (``hgb``, ``MONOTONE``: what ``make train-linker`` ships) or logistic regression with L2
+(``lr``: Newton steps, numpy; training only), each source file
 weighted to the same total weight so the generators' thousands of pairs do not drown the
 hand-written sets (the files under ``bench/devdata`` together weigh as much as all the generated
 data together). Calibration: grouped k-fold by scenario (fold order from ``--seed``) gives an
@@ -227,7 +229,7 @@ MONOTONE = {
     "cov_cand": 1, "leave_hit": 1, "leave_hit_dist": 1, "back_hit": 1, "explicit_ref": 1, "margin": 1,
     "frame_kept": 1, "frame_prefix": 1, "frame_value": 1,
 }  # fmt: skip
-HGB = {"max_iter": 300, "learning_rate": 0.1, "max_leaf_nodes": 15, "min_samples_leaf": 40, "l2_regularization": 1.0}
+HGB = {"max_iter": 200, "learning_rate": 0.1, "max_leaf_nodes": 8, "min_samples_leaf": 40, "l2_regularization": 1.0}
 
 
 def fit_hgb(x: Any, y: Any, w: Any, seed: int) -> Any:

@@ -14,6 +14,9 @@ over features that name no product, component or topic (``pair_features``):
   the candidate's names restated outside one, new names the note brings;
 - a revert ("back to X") to a word of the candidate's chain, a change cue, a hedge;
 - an explicit reference to the candidate's identifier ("supersedes ADR-12");
+- the frame (``frame``): how far a short note repeats the candidate's words in order with a value
+  swapped ("Pepper weighs 11.9 kg." after "Pepper weighs 11.2 kg."), its leading words kept, and
+  whether what it dropped are names or values;
 - recency and search rank among the candidates, scope, and lengths.
 
 A record that *declares* it replaces exactly one candidate ("Supersedes ADR 7." as a header line,
@@ -26,8 +29,13 @@ cases, the declarations in 36 of 36 (``python -m bench.explicit_refs``).
 
 The weights live in ``pair_model.json`` next to this module, written by
 ``bench/train_linker.py`` with what they were trained on (files and sha256, seed, thresholds,
-cross-validated precision and recall). The model is gradient-boosted trees (or a logistic
-regression); inference is plain Python, a few hundred comparisons per pair.
+cross-validated precision and recall). The model is boosted trees (or a logistic regression);
+inference is plain Python, a few hundred comparisons per pair. The shipped trees are histogram
+boosting with monotone constraints (``train_linker.MONOTONE``): the probability may only rise with
+the evidence that the two notes share a subject (cosines, shared words, the frame) or that the note
+leaves the candidate, so a fold cannot teach the trees a pocket of unrelated pairs to link (the
+unconstrained trees gave p 0.99 to pairs such as a release note against another project's
+deprecation).
 
 Three outcomes: ``link`` when the best pair's probability reaches ``link_at`` (calibrated for
 precision >= 0.98 on development data, shown by enough links: the 95 % bound of their error rate
