@@ -711,3 +711,24 @@ def test_frame_is_zero_for_long_parts_and_for_unrelated_notes() -> None:
     long = read(" ".join(f"word{i}" for i in range(FRAME_WORDS + 1)) + ".")
     assert frame(long, read("word1 word2 is here.")) == (0.0, 0.0, 0.0)
     assert frame(read("The cafe opens at 8."), read("Backups run nightly on Sundays."))[:2] == (0.0, 0.0)
+
+
+def test_shipped_model_is_monotone_where_its_training_says() -> None:
+    """The shipped trees were fitted with monotone constraints (``train_linker.MONOTONE``): raising
+    a same-subject or leaving feature, all else equal, never lowers the probability, and raising
+    the distance to the closest candidate never raises it. Checked on random feature rows."""
+    from bench.train_linker import MONOTONE
+
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert data.get("fit") == "hgb" and data["monotone"] == MONOTONE
+    model = PairModel.load()
+    rng = random.Random(5)
+    for _ in range(200):
+        row = [rng.random() for _ in FEATURES]
+        row[FEATURES.index("bias")] = 1.0
+        for name, sign in MONOTONE.items():
+            k = FEATURES.index(name)
+            lo, hi = sorted((rng.random(), rng.random()))
+            a, b = list(row), list(row)
+            a[k], b[k] = lo, hi
+            assert sign * (model.prob(b) - model.prob(a)) >= -1e-12, (name, lo, hi)
