@@ -286,7 +286,8 @@ def _prob(beta: Any, mean: Any, scale: Any, b0: float, x: Any) -> Any:
 
 
 def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[tuple[float, bool, bool, bool]]:
-    """Per note: (best p, best is gold, note has a gold edge, gold among the top 3)."""
+    """Per note: (best p, best is gold, note has a gold edge, gold among the model's first 3; what the
+    linker lists is ``served_offers``'s, which ``calibrate``'s report uses)."""
     out = []
     for e, ps in zip(entries, probs, strict=True):
         order = sorted(range(len(ps)), key=lambda k: -ps[k])
@@ -383,11 +384,16 @@ def abstain_threshold(
     return max(0.02, best_t)
 
 
-def metrics(dec: list[tuple[float, bool, bool, bool]], link_at: float, abstain_at: float, gold_total: int) -> dict:
+def metrics(
+    dec: list[tuple[float, bool, bool, bool]], link_at: float, offers: list[tuple[bool, bool]], gold_total: int
+) -> dict:
+    """Links, abstentions and recall if confirmed of per-note decisions. ``offers``: per note,
+    whether the linker abstains (it does not link and some candidate is plausible) and whether
+    the gold predecessor is among the candidates it lists (``served_offers``)."""
     links = [d for d in dec if d[0] >= link_at]
     tp = sum(d[1] and d[2] for d in links)
-    abst = [d for d in dec if abstain_at <= d[0] < link_at]
-    listed = sum(1 for d in abst if d[2] and d[3])
+    abst = [d for d, (abstains, _) in zip(dec, offers, strict=True) if abstains]
+    listed = sum(1 for d, (abstains, gold) in zip(dec, offers, strict=True) if abstains and d[2] and gold)
     return {
         "notes": len(dec),
         "gold": gold_total,
@@ -398,6 +404,27 @@ def metrics(dec: list[tuple[float, bool, bool, bool]], link_at: float, abstain_a
         "abstentions_no_gold": sum(1 for d in abst if not d[2]),
         "recall_if_confirmed": round((tp + listed) / gold_total, 4) if gold_total else None,
     }
+
+
+def served_offers(
+    notes: Sequence[tuple[list[float], list[list[float]], int | None]],
+    linked: Sequence[bool],
+    abstain_at: float,
+    subject_at: float,
+    subject_at_full: float,
+) -> list[tuple[bool, bool]]:
+    """Per note, what the linker does when it does not link: whether it abstains (a candidate is
+    plausible, ``pair.plausible_ranked``) and whether the gold predecessor is among the
+    candidates it lists (``pair.listed``). ``notes``: each note's probabilities, feature rows and
+    gold index (None: replaces nothing; -1: the search missed it)."""
+    out = []
+    for (ps, rows, g), link in zip(notes, linked, strict=True):
+        if link:
+            out.append((False, False))
+            continue
+        plausible = pl.plausible_ranked(ps, rows, abstain_at, subject_at, subject_at_full)
+        out.append((bool(plausible), g is not None and g >= 0 and g in pl.listed(plausible, rows)))
+    return out
 
 
 def load_sources(files: Sequence[Path], gen_seeds: int) -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
@@ -512,17 +539,16 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
     long_by_source_flags: dict[str, list[bool]] = {}
     gold_by_source: dict[str, int] = {}
-    listing: list[tuple[list[float], list[list[float]], int | None]] = []  # for abstain_at
+    listing_by_source: dict[str, list[tuple[list[float], list[list[float]], int | None]]] = {}
     note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
     for name, _, entries in groups:
         for e in entries:
             ps = oof[pos : pos + len(e["rows"])].tolist()
             pos += len(e["rows"])
             by_source.setdefault(name, []).extend(decisions([e], [ps]))
-            if e["gold"] is None:
-                listing.append((ps, e["rows"], None))
-            else:  # -1: the search missed it, nothing can list it
-                listing.append((ps, e["rows"], e["cands"].index(e["gold"]) if e["gold"] in e["cands"] else -1))
+            # the gold candidate's index (-1: the search missed it, nothing can list it)
+            gold_index = None if e["gold"] is None else e["cands"].index(e["gold"]) if e["gold"] in e["cands"] else -1
+            listing_by_source.setdefault(name, []).append((ps, e["rows"], gold_index))
             best = max(range(len(ps)), key=lambda k: ps[k])
             row = e["rows"][best]
             long_by_source_flags.setdefault(name, []).append(bool(row[note_long] or row[cand_long]))
@@ -546,6 +572,7 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
     gold_full = sorted(float(r[full]) for r in gold_rows)
     subject_at_full = gold_full[len(gold_full) // 10] if gold_full else 1.0
     # what the probability adds to the subject and leaving rules, under the rule the linker runs
+    listing = [n for v in listing_by_source.values() for n in v]
     abstain_at = abstain_threshold(listing, link_at, subject_at, subject_at_full)
 
     # the report applies each regime's threshold: a long pair below link_at_long abstains
@@ -553,8 +580,22 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gb
         return (min(d[0], link_at - 1e-9), *d[1:]) if long and d[0] < link_at_long else d  # type: ignore[return-value]
 
     shown = {n: [regime(d, lg) for d, lg in zip(v, long_by_source_flags[n], strict=True)] for n, v in by_source.items()}
-    report = {name: metrics(shown[name], link_at, abstain_at, gold_by_source[name]) for name in shown}
-    report["all"] = metrics([d for v in shown.values() for d in v], link_at, abstain_at, sum(gold_by_source.values()))
+    # abstentions and listings under the rule the linker runs (before 2026-12-06: the probability
+    # between abstain_at and link_at, and the model's first 3, which left out what the subject and
+    # leaving rules list)
+    offers = {
+        n: served_offers(
+            listing_by_source[n], [d[0] >= link_at for d in shown[n]], abstain_at, subject_at, subject_at_full
+        )
+        for n in shown
+    }
+    report = {name: metrics(shown[name], link_at, offers[name], gold_by_source[name]) for name in shown}
+    report["all"] = metrics(
+        [d for v in shown.values() for d in v],
+        link_at,
+        [o for n in shown for o in offers[n]],
+        sum(gold_by_source.values()),
+    )
     return {
         "x": x,
         "y": y,

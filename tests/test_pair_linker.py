@@ -413,6 +413,36 @@ def test_abstain_threshold_counts_only_what_the_probability_adds() -> None:
     assert tl.abstain_threshold([([0.10], [off_subject], -1)] * 5 + noise, 0.98, 0.5, 0.5) > 0.30
 
 
+def test_training_report_counts_offers_as_the_linker_makes_them() -> None:
+    """The out-of-fold report counts an abstention where the linker abstains: a candidate on the
+    note's subject is listed whatever its probability, an off-subject one below abstain_at is not,
+    a linked note offers nothing, and the gold must be among the candidates the linker lists
+    (``pair.listed``: the model's first, the last place to the closest by meaning)."""
+    from bench import train_linker as tl
+    from evomem.domain.linkers.pair import FEATURES
+
+    def row(cos: float) -> list[float]:
+        r = [0.0] * len(FEATURES)
+        r[FEATURES.index("has_emb")] = 1.0
+        r[FEATURES.index("cos_dec")] = r[FEATURES.index("cos_full")] = cos
+        return r
+
+    notes = [
+        ([0.05], [row(0.8)], 0),  # on the subject at p 0.05: listed, the gold
+        ([0.05], [row(0.1)], 0),  # off the subject below abstain_at: none
+        ([0.99], [row(0.9)], 0),  # linked: no offer
+        # four candidates likelier than the gold, which is the closest by meaning: last place
+        ([0.5, 0.4, 0.3, 0.2, 0.05], [row(0.3), row(0.3), row(0.3), row(0.3), row(0.95)], 4),
+        ([0.5], [row(0.1)], None),  # replaces nothing, plausible by probability: an offer
+    ]
+    linked = [False, False, True, False, False]
+    got = tl.served_offers(notes, linked, abstain_at=0.2, subject_at=0.5, subject_at_full=0.5)
+    assert got == [(True, True), (False, False), (False, False), (True, True), (True, False)]
+    dec = [(ps[0], False, g is not None, False) for ps, _, g in notes]
+    m = tl.metrics(dec, 0.98, got, gold_total=4)
+    assert (m["abstentions"], m["abstentions_no_gold"], m["recall_if_confirmed"]) == (3, 1, 0.5)
+
+
 def test_link_threshold_reaches_the_precision() -> None:
     from bench import train_linker as tl
 
