@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = tl.build_groups(sources, linker, args.seed)
     if cache is not None:
         tl._write_vector_cache(cache, embedder.name, linker._vectors)
-    cal = tl.calibrate(sources, groups, args.seed, "gbt")
+    cal = tl.calibrate(sources, groups, args.seed)  # the shipped pair model's kind (train_linker's default)
     rows = pairs(sources, groups, cal["oof"], args.seed)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as fh:

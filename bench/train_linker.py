@@ -20,7 +20,7 @@ scope notes), so most rows are negatives. Blind data (``bench/blind``, ``shared/
 is refused.
 
 Training: ``--model``: gradient-boosted trees (``gbt``), histogram boosting with monotone
-constraints (``hgb``, ``MONOTONE``: what ``make train-linker`` ships) or logistic regression with L2
+constraints (``hgb``, ``MONOTONE``: the default, what ``make train-linker`` ships) or logistic regression with L2
 (``lr``: Newton steps, numpy; training only), each source file
 weighted to the same total weight so the generators' thousands of pairs do not drown the
 hand-written sets (the files under ``bench/devdata`` together weigh as much as all the generated
@@ -245,7 +245,9 @@ def export_hgb(est: Any) -> tuple[float, list[dict[str, list[float]]]]:
     """The fitted histogram trees as ``pair.PairModel``'s arrays (a leaf's value already carries the
     learning rate, so the model's ``rate`` is 1) and the baseline as the intercept. A sample goes
     left when its value is at most the node's threshold, as in ``PairModel``; the features are never
-    missing, so the trees' side for missing values is not used."""
+    missing, so the trees' side for missing values is not used. It reads scikit-learn's private
+    predictor arrays (``_predictors``, ``_baseline_prediction``; the version is pinned below 2), and
+    ``main`` checks the exported trees against ``predict_proba`` before it writes them."""
     trees = []
     for (pred,) in est._predictors:
         nodes = pred.nodes
@@ -498,7 +500,7 @@ def build_groups(
     return groups
 
 
-def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "gbt") -> dict[str, Any]:
+def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hgb") -> dict[str, Any]:
     """Weights, grouped k-fold out-of-fold probabilities (fold order from ``seed``), the two
     thresholds and the out-of-fold metrics per source (see the module docstring)."""
     import numpy as np
@@ -665,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--model",
         choices=("gbt", "hgb", "lr"),
-        default="gbt",
+        default="hgb",
         help="gradient-boosted trees, histogram boosting with monotone constraints (MONOTONE), or logistic regression",
     )
     ap.add_argument("--dump", default="", help="write the out-of-fold decisions (development data) to this file")
