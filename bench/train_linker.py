@@ -287,15 +287,13 @@ def _prob(beta: Any, mean: Any, scale: Any, b0: float, x: Any) -> Any:
     return 1 / (1 + np.exp(-(z @ beta + b0)))
 
 
-def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[tuple[float, bool, bool, bool]]:
-    """Per note: (best p, best is gold, note has a gold edge, gold among the model's first 3; what the
-    linker lists is ``served_offers``'s, which ``calibrate``'s report uses)."""
+def decisions(entries: list[dict[str, Any]], probs: list[list[float]]) -> list[tuple[float, bool, bool]]:
+    """Per note: (best p, best is gold, note has a gold edge); what the linker lists when it does
+    not link is ``served_offers``'s."""
     out = []
     for e, ps in zip(entries, probs, strict=True):
-        order = sorted(range(len(ps)), key=lambda k: -ps[k])
-        best = order[0]
-        top3 = {e["cands"][k] for k in order[: pl.MAX_LISTED]}
-        out.append((ps[best], e["cands"][best] == e["gold"], e["gold"] is not None, e["gold"] in top3))
+        best = max(range(len(ps)), key=lambda k: ps[k])
+        out.append((ps[best], e["cands"][best] == e["gold"], e["gold"] is not None))
     return out
 
 
@@ -327,9 +325,7 @@ def error_bound(errors: int, links: int, confidence: float = CONFIDENCE) -> floa
     return hi
 
 
-def link_threshold(
-    dec: list[tuple[float, bool, bool, bool]], precision: float = PRECISION, *, shown: bool = False
-) -> float:
+def link_threshold(dec: list[tuple[float, bool, bool]], precision: float = PRECISION, *, shown: bool = False) -> float:
     """The lowest threshold t at which the notes whose best candidate has p >= t are linked to their
     gold predecessor with precision >= ``precision`` (1.0 when no threshold does). ``shown``: the
     links must show that precision, not only reach it: the upper bound of their error rate
@@ -337,7 +333,7 @@ def link_threshold(
     (0 wrong needs 149 links at 0.98 and 95 %)."""
     tp = fp = 0
     t = 1.0
-    for p, ok, _, _ in sorted(dec, key=lambda d: -d[0]):
+    for p, ok, _ in sorted(dec, key=lambda d: -d[0]):
         tp += ok
         fp += not ok
         if tp / (tp + fp) >= precision and (not shown or error_bound(fp, tp + fp) <= 1 - precision):
@@ -345,7 +341,7 @@ def link_threshold(
     return t
 
 
-def _threshold_everywhere(by_source: dict[str, list[tuple[float, bool, bool, bool]]]) -> float:
+def _threshold_everywhere(by_source: dict[str, list[tuple[float, bool, bool]]]) -> float:
     """The lowest threshold whose links show the precision pooled (``link_threshold(shown=True)``)
     and reach it on every source with enough gold edges (counted in these decisions)."""
     pooled = [d for v in by_source.values() for d in v]
@@ -387,7 +383,7 @@ def abstain_threshold(
 
 
 def metrics(
-    dec: list[tuple[float, bool, bool, bool]], link_at: float, offers: list[tuple[bool, bool]], gold_total: int
+    dec: list[tuple[float, bool, bool]], link_at: float, offers: list[tuple[bool, bool]], gold_total: int
 ) -> dict:
     """Links, abstentions and recall if confirmed of per-note decisions. ``offers``: per note,
     whether the linker abstains (it does not link and some candidate is plausible) and whether
@@ -538,7 +534,7 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
             oof[te] = _prob(beta, mean, scale, b0, x[te].copy())
     # per note decisions from the out-of-fold probabilities
     pos = 0
-    by_source: dict[str, list[tuple[float, bool, bool, bool]]] = {}
+    by_source: dict[str, list[tuple[float, bool, bool]]] = {}
     long_by_source_flags: dict[str, list[bool]] = {}
     gold_by_source: dict[str, int] = {}
     listing_by_source: dict[str, list[tuple[list[float], list[list[float]], int | None]]] = {}
@@ -578,7 +574,7 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
     abstain_at = abstain_threshold(listing, link_at, subject_at, subject_at_full)
 
     # the report applies each regime's threshold: a long pair below link_at_long abstains
-    def regime(d: tuple[float, bool, bool, bool], long: bool) -> tuple[float, bool, bool, bool]:
+    def regime(d: tuple[float, bool, bool], long: bool) -> tuple[float, bool, bool]:
         return (min(d[0], link_at - 1e-9), *d[1:]) if long and d[0] < link_at_long else d  # type: ignore[return-value]
 
     shown = {n: [regime(d, lg) for d, lg in zip(v, long_by_source_flags[n], strict=True)] for n, v in by_source.items()}

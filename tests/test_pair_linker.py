@@ -438,7 +438,7 @@ def test_training_report_counts_offers_as_the_linker_makes_them() -> None:
     linked = [False, False, True, False, False]
     got = tl.served_offers(notes, linked, abstain_at=0.2, subject_at=0.5, subject_at_full=0.5)
     assert got == [(True, True), (False, False), (False, False), (True, True), (True, False)]
-    dec = [(ps[0], False, g is not None, False) for ps, _, g in notes]
+    dec = [(ps[0], False, g is not None) for ps, _, g in notes]
     m = tl.metrics(dec, 0.98, got, gold_total=4)
     assert (m["abstentions"], m["abstentions_no_gold"], m["recall_if_confirmed"]) == (3, 1, 0.5)
 
@@ -447,7 +447,7 @@ def test_link_threshold_reaches_the_precision() -> None:
     from bench import train_linker as tl
 
     rng = random.Random(11)
-    dec = [(p, rng.random() < p, True, True) for p in (rng.random() for _ in range(400))]
+    dec = [(p, rng.random() < p, True) for p in (rng.random() for _ in range(400))]
     t = tl.link_threshold(dec, 0.95)
     links = [d for d in dec if d[0] >= t]
     assert links and sum(d[1] for d in links) / len(links) >= 0.95
@@ -460,10 +460,10 @@ def test_a_link_threshold_must_be_shown_by_enough_links() -> None:
     same two pairs among 200 right ones set it; with no more evidence the regime never links."""
     from bench import train_linker as tl
 
-    few = [(0.99, True, True, True), (0.985, True, True, True), (0.5, False, True, False)]
+    few = [(0.99, True, True), (0.985, True, True), (0.5, False, True)]
     assert tl.link_threshold(few) == 0.985  # reached, not shown
     assert tl.link_threshold(few, shown=True) == 1.0
-    many = few + [(0.9 - i / 1000, True, True, True) for i in range(200)]
+    many = few + [(0.9 - i / 1000, True, True) for i in range(200)]
     assert tl.link_threshold(many, shown=True) == many[-1][0]  # 202 right links, not the wrong one below
     assert tl.link_threshold(few + many[3:100], shown=True) == 1.0  # 99 right links show less than 0.98
     assert tl.error_bound(0, 149) <= 0.02 < tl.error_bound(0, 148)

@@ -173,10 +173,11 @@ class _Read:
 def read(text: str) -> _Read:
     part = dt.decision_part(text)
     ident = _ident_of(text[:120])
+    words = dt.tokens(part)
     return _Read(
         text=text,
         part=part,
-        toks=frozenset(dt.content(dt.tokens(part))),
+        toks=frozenset(dt.content(words)),
         dist=frozenset(dt.distinctive(part)),
         leaving=frozenset(dt.leaving_windows(part)),
         back_to=frozenset(dt.back_to_windows(part)),
@@ -191,18 +192,13 @@ def read(text: str) -> _Read:
         long=len(text) > dt.SHORT_NOTE_CHARS,
         ref_sents=_sentences_with(_REF_VERB_RE, text),
         decl_sents=_sentences_with(_DECL_VERB_RE, text),
-        seq=_frame_words(part),
+        seq=tuple(words) if len(words) <= FRAME_WORDS else (),
     )
 
 
 #: A decision part of more words than this is not aligned word by word (``frame``: a restated
 #: fact is a sentence or two; aligning two long records costs milliseconds and says little).
 FRAME_WORDS = 60
-
-
-def _frame_words(part: str) -> tuple[str, ...]:
-    words = dt.tokens(part)
-    return tuple(words) if len(words) <= FRAME_WORDS else ()
 
 
 def frame(note: _Read, cand: _Read) -> tuple[float, float, float]:
