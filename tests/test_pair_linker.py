@@ -471,6 +471,41 @@ def test_a_link_threshold_must_be_shown_by_enough_links() -> None:
     assert tl._threshold_everywhere({"a": many, "b": few}) == tl.link_threshold(many + few, shown=True)
 
 
+def test_a_link_threshold_holds_on_every_source_at_once() -> None:
+    """Precision is not monotone in the threshold: a source whose own lowest threshold is low can
+    be below the target higher up, where another source sets it. The threshold is the lowest at
+    which the pooled links show the precision and every source with enough gold edges reaches it,
+    all at that threshold (the highest of each one's own lowest, as before 2026-12-06, would link
+    source a at precision 0.5 here)."""
+    from bench import train_linker as tl
+
+    # a: right at 0.99, wrong at 0.98, then 100 right links from 0.90: its own lowest is ~0.80
+    a = [(0.99, True, True), (0.98, False, True)] + [(0.90 - i / 1000, True, True) for i in range(100)]
+    # b: 300 right links from 0.999 to 0.97, then 10 wrong: its own lowest is ~0.955
+    b = [(0.999 - i / 10000, True, True) for i in range(300)] + [(0.96 - i / 1000, False, True) for i in range(10)]
+    old = max(tl.link_threshold(a + b, shown=True), tl.link_threshold(a), tl.link_threshold(b))
+    assert 0.96 < old < 0.98  # where a links its 0.98 error with one right link
+    t = tl._threshold_everywhere({"a": a, "b": b})
+    for source in (a, b):
+        links = [ok for p, ok, _ in source if p >= t]
+        assert not links or sum(links) / len(links) >= 0.98
+    assert t > 0.98  # above a's error, where b's right links alone still show the precision
+
+
+def test_a_long_records_error_does_not_hold_short_links_back() -> None:
+    """Long documents have their own threshold, never below the short one: a long note's wrong
+    best candidate at the top keeps long pairs from linking, not short ones."""
+    from bench import train_linker as tl
+
+    short = [(0.999 - i / 10000, True, True) for i in range(300)]
+    long = [(0.9995, False, True)] + [(0.9 - i / 1000, True, True) for i in range(40)]
+    by_source = {"short records": short, "long records": long}
+    flags = {"short records": [False] * len(short), "long records": [True] * len(long)}
+    link_at, link_at_long = tl.regime_thresholds(by_source, flags)
+    assert link_at < 0.98 and link_at_long == 1.0
+    assert tl._threshold_everywhere(by_source) == 1.0  # one regime for all: nothing links
+
+
 # ---------------------------------------------------------------------------- offered with auto-supersede off
 
 OFFER_OLD = "The payments team deploys the billing API every Tuesday after the change review."
