@@ -7,14 +7,14 @@
 
 The pair dataset. For every scenario of every development file (default: ``bench/data/odr.jsonl``,
 ``vdr.jsonl``, ``para.jsonl``, every ``bench/devdata/*.jsonl``) and of the generated sets
-(``bench.scenarios`` and ``bench.paraphrase`` with ``--gen-seeds``), the notes are replayed in
-order as the service would see them: for note i the candidates are the earlier notes still active
-under the gold links (a note a gold edge replaced is superseded), and once more as if no link had
-been made (every earlier note active: the state after abstentions nobody confirmed), with three long notes of
-other scenarios remembered first (seeded; see ``build_groups``), in a compatible scope (the
-note's scope field, else the scope the service infers from its text), ranked by BM25 fused with
-the embedding similarity (reciprocal rank, as the service's hybrid search), the first 20. Each
-(note, candidate) pair is one row of ``pair_features``; its label is 1 when the candidate is the
+(``bench.scenarios`` and ``bench.paraphrase`` with ``--gen-seeds``), the notes are remembered in
+order into a real embedded service (``replay``), once with the gold links made after each
+replacing note (``supersede``: a replaced note is superseded) and once as if no link had been made
+(every earlier note active: the state after abstentions nobody confirmed), with three long notes of
+other scenarios remembered first (seeded; see ``build_groups``); a note's candidates are the ones
+the service's own search gives its linker (BM25 on the note's search text fused with its embedding
+neighbours, active, in a compatible scope, the scope the service infers when the note has none).
+Each (note, candidate) pair is one row of ``pair_features``; its label is 1 when the candidate is the
 note's gold ``supersedes``. Every note kind is replayed (decision, context, distractor, noise,
 scope notes), so most rows are negatives. Blind data (``bench/blind``, ``shared/data/external``)
 is refused.
@@ -25,13 +25,14 @@ constraints (``hgb``, ``MONOTONE``: the default, what ``make train-linker`` ship
 weighted to the same total weight so the generators' thousands of pairs do not drown the
 hand-written sets (the files under ``bench/devdata`` together weigh as much as all the generated
 data together). Calibration: grouped k-fold by scenario (fold order from ``--seed``) gives an
-out-of-fold probability for every pair; ``link_at`` is the lowest threshold at which the notes
-whose best candidate reaches it are linked to the right predecessor with precision >= 0.98 on
-every source with at least 30 gold edges, and pooled with that precision *shown*: the 95 % upper
-bound of the error rate of the links (Clopper-Pearson) is at most 0.02, so a threshold that only
-a few links reach is not taken on their word (0 wrong needs 149 links); ``link_at_long`` the same,
-on the notes whose note or best candidate is a long document (over ``SHORT_NOTE_CHARS``) alone,
-never below ``link_at`` (1.0, no link by the model, when the long pairs cannot show it);
+out-of-fold probability for every pair; ``link_at`` is the lowest threshold at which, all at once,
+the notes whose best candidate reaches it are linked to the right predecessor with precision >= 0.98
+on every source with at least 30 gold edges, and pooled and on the hand-written development files
+as a family with that precision *shown*: the 95 % upper bound of the error rate of the links
+(Clopper-Pearson) is at most 0.02, so a threshold that only a few links reach is not taken on their
+word (0 wrong needs 149 links); it is set on the notes whose note and best candidate are short;
+``link_at_long`` the same on the notes whose note or best candidate is a long document (over
+``SHORT_NOTE_CHARS``), never below ``link_at``; 1.0 (no link by the model) where no threshold holds;
 ``subject_at`` and ``subject_at_full`` are the 10th percentiles of the true pairs'
 decision-part and whole-note cosines (a candidate reaching either is on the note's subject:
 listed, never none); ``abstain_at`` is the threshold, below ``link_at``, that maximises gold

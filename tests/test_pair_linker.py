@@ -385,6 +385,38 @@ def test_threshold_calibration_is_reproducible_from_its_seed() -> None:
     assert a["oof"].tolist() == b["oof"].tolist()
 
 
+def test_training_replays_a_scenario_with_the_candidates_the_service_gives() -> None:
+    """The pair data is what the served linker sees: each note's candidates are the ones the
+    embedded service's own search gives (its BM25, its scope inference), in its order; with the
+    gold links made, a replaced note is no longer a candidate and a candidate knows its chain."""
+    from bench import scenarios as scen
+    from bench import train_linker as tl
+    from evomem.bootstrap import build_embedded
+    from evomem.settings import Settings
+
+    scenario = scen.generate(1, 5)[0]
+    feats = PairLinker(None, model=PairModel(kind="lr", link_at=1.0, abstain_at=1.0))
+    entries = {e["note"]: e for e in tl.replay(scenario, feats, linked=False)}
+    service = build_embedded(Settings(db=":memory:", auto_supersede="off", vectors="off"))
+    ids: dict[str, int] = {}
+    compared = 0
+    for n in sorted(scenario["notes"], key=lambda n: n["i"]):
+        scope = n["scope"]
+        searched = service.link_candidates(n["text"], tl.REPLAY_NAMESPACE, scope)
+        if searched:
+            assert entries[n["i"]]["cands"] == [ids[c.id] for c in searched]
+            compared += 1
+        ids[service.remember(n["text"], scope=scope, namespace=tl.REPLAY_NAMESPACE).node.id] = n["i"]
+    assert compared >= 3
+    edges = [(n["supersedes"], n["i"]) for n in scenario["notes"] if n["supersedes"] is not None]
+    chained = tl.replay(scenario, feats, linked=True)
+    after = [(old, e) for old, new in edges for e in chained if e["note"] > new]
+    assert after and all(old not in e["cands"] for old, e in after)
+    # unlinked, the replaced notes stay candidates
+    assert any(old in u["cands"] for old, new in edges for u in entries.values() if u["note"] > new)
+    assert any(r[FEATURES.index("cand_chained")] == 1.0 for e in chained for r in e["rows"])
+
+
 def test_abstain_threshold_counts_only_what_the_probability_adds() -> None:
     """abstain_at is calibrated under the rule the linker runs (plausible_ranked): a predecessor
     already listed because it is on the note's subject gains nothing from a lower threshold, so
