@@ -82,7 +82,7 @@ BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out b
 BENCH_LINKING_LIMIT ?= 0
 EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
 LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
-LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-e dev-long dev-f
+LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-e dev-long dev-f dev-h dev-i
 LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
 LINKING_BLIND = $(foreach f,$(sort $(wildcard bench/blind/blind-*.jsonl)),--data $(basename $(notdir $(f)))=$(f))
 # The PEP chains run first and alone: their linker times are the speed target's (p95 per remember on

@@ -75,7 +75,7 @@ DEVDATA = ROOT / "bench/devdata"
 #: The bench/devdata sets the model is trained on, by name: a new file there stays evaluation data
 #: (out of sample, run whole by the linking table) until it is added here, so rerunning
 #: ``make train-linker`` reproduces the shipped model. ``--data`` adds a file for one run.
-TRAINING_SETS = ("dev-a", "dev-b", "dev-c", "dev-d", "dev-e", "dev-long", "dev-f")
+TRAINING_SETS = ("dev-a", "dev-b", "dev-c", "dev-d", "dev-e", "dev-long", "dev-f", "dev-h", "dev-i")
 BLIND = ("bench/blind", "data/external")
 CANDIDATES = 20
 PRECISION = 0.98
