@@ -64,6 +64,7 @@ from evomem.domain.errors import EvoMemError
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair as pl
 from evomem.domain.model import MemoryNode
+from evomem.service import ServiceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = [
@@ -77,7 +78,6 @@ DEVDATA = ROOT / "bench/devdata"
 #: ``make train-linker`` reproduces the shipped model. ``--data`` adds a file for one run.
 TRAINING_SETS = ("dev-a", "dev-b", "dev-c", "dev-d", "dev-e", "dev-long", "dev-f", "dev-h", "dev-i")
 BLIND = ("bench/blind", "data/external")
-CANDIDATES = 20
 PRECISION = 0.98
 FOLDS = 5
 L2 = 1.0
@@ -189,8 +189,7 @@ def replay(
             gold = n.get("supersedes")
             ranked = searched[-1] if len(searched) > asked else []
             if ranked:  # the service calls the linker only with candidates
-                note_scope = got.node.scope
-                rows = features.features(got.node.raw_text, note_scope, ranked)
+                rows = features.features(got.node.raw_text, got.node.scope, ranked)
                 labels = [int(gold is not None and c.id == node_of.get(gold)) for c in ranked]
                 out.append(
                     {
@@ -198,7 +197,7 @@ def replay(
                         "kind": n.get("kind"),
                         "gold": gold,
                         "gold_in": gold is not None and any(labels),
-                        "cands": [index_of.get(c.id, -(10**6)) for c in ranked],
+                        "cands": [index_of[c.id] for c in ranked],  # every candidate was remembered here
                         "rows": rows,
                         "labels": labels,
                     }
@@ -388,13 +387,14 @@ def _threshold_everywhere(
     threshold), and no family had to show anything: the generated sets' hundreds of right links
     showed the precision for the written files' few."""
     families = families or {}
-    gold: dict[str, int] = {}
-    for n, v in by_source.items():
-        g = sum(1 for d in v if d[2])
-        gold[n] = g
+    source_gold: dict[str, int] = {n: sum(1 for d in v if d[2]) for n, v in by_source.items()}
+    family_gold: dict[str, int] = {}
+    for n, g in source_gold.items():
         if n in families:
-            gold[f"family:{families[n]}"] = gold.get(f"family:{families[n]}", 0) + g
-    per = {n: [0, 0] for n, g in gold.items() if g >= MIN_GOLD_FOR_CALIBRATION}  # right, wrong
+            family_gold[families[n]] = family_gold.get(families[n], 0) + g
+    # right and wrong links so far, of each source and family with enough gold edges
+    per_source = {n: [0, 0] for n, g in source_gold.items() if g >= MIN_GOLD_FOR_CALIBRATION}
+    per_family = {f: [0, 0] for f, g in family_gold.items() if g >= MIN_GOLD_FOR_CALIBRATION}
     events = sorted(((d[0], n, d[1]) for n, v in by_source.items() for d in v), key=lambda e: -e[0])
     tp = fp = 0
     t = 1.0
@@ -405,13 +405,14 @@ def _threshold_everywhere(
             _, n, ok = events[i]
             tp += ok
             fp += not ok
-            for key in (n, f"family:{families[n]}" if n in families else None):
-                if key in per:
-                    per[key][0 if ok else 1] += 1
+            for counts in (per_source.get(n), per_family.get(families.get(n, ""))):
+                if counts is not None:
+                    counts[0 if ok else 1] += 1
             i += 1
-        if tp / (tp + fp) < PRECISION or any(r + w and r / (r + w) < PRECISION for r, w in per.values()):
+        linking = [(r, w) for r, w in (*per_source.values(), *per_family.values()) if r + w]
+        if tp / (tp + fp) < PRECISION or any(r / (r + w) < PRECISION for r, w in linking):
             continue
-        shown = [(tp, fp)] + [(r, w) for k, (r, w) in per.items() if k.startswith("family:") and r + w]
+        shown = [(tp, fp)] + [(r, w) for r, w in per_family.values() if r + w]
         if all(error_bound(w, r + w) <= 1 - PRECISION for r, w in shown):
             t = p
     return t
@@ -848,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
             "hyperparameters": {"gbt": GBT, "hgb": HGB}.get(args.model, {"l2": L2}),
             "precision_target": PRECISION,
             "embedder": getattr(embedder, "name", None),
-            "candidates_per_note": CANDIDATES,
+            "candidates_per_note": ServiceConfig().link_candidates,  # what the replay's search gives
             "sources": {name: meta for name, _, meta in sources},
             "pairs": len(y),
             "positives": int(y.sum()),
