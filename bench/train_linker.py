@@ -194,6 +194,7 @@ def replay(
                 out.append(
                     {
                         "note": i,
+                        "linked": linked,
                         "kind": n.get("kind"),
                         "gold": gold,
                         "gold_in": gold is not None and any(labels),
@@ -581,13 +582,31 @@ def build_groups(
     return groups
 
 
+def earlier_versions(notes: Sequence[dict[str, Any]], gold: int | None) -> set[int]:
+    """The notes the gold predecessor itself replaced, transitively: the earlier versions of its
+    chain (still active in a replay without links; a link to one hides nothing in force, but it is
+    not the link the note asks for)."""
+    by_i = {n["i"]: n for n in notes}
+    out: set[int] = set()
+    cur = by_i.get(gold) if gold is not None else None
+    while cur is not None and cur.get("supersedes") is not None and cur["supersedes"] not in out:
+        out.add(cur["supersedes"])
+        cur = by_i.get(cur["supersedes"])
+    return out
+
+
+def _family(meta: dict[str, Any]) -> str:
+    """A source's calibration family: ``written`` for a hand-written file under bench/devdata,
+    ``generated`` for the generators' frozen files and generated sets."""
+    return "written" if str(meta.get("file", "")).startswith("bench/devdata") else "generated"
+
+
 def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hgb") -> dict[str, Any]:
     """Weights, grouped k-fold out-of-fold probabilities (fold order from ``seed``), the two
     thresholds and the out-of-fold metrics per source (see the module docstring)."""
     import numpy as np
 
-    written = {name for name, _, meta in sources if "file" in meta and meta["file"].startswith("bench/devdata")}
-    family = {name: ("written" if name in written else "generated") for name, _, _ in sources}
+    family = {name: _family(meta) for name, _, meta in sources}
     family_sources = {f: sum(1 for v in family.values() if v == f) for f in set(family.values())}
     xs, ys, ws, gid = [], [], [], []
     per_source_rows: dict[str, int] = {}
@@ -688,8 +707,14 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
 
 
 def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
-    """Out-of-fold decisions of the development files (never blind data) for reading errors."""
+    """Out-of-fold decisions of the development files (never blind data), one JSON line per
+    replayed note: for reading errors, and for ``bench.pair_curves`` (precision against recall by
+    family and regime). ``family`` is the calibration's (``written``: a hand-written file under
+    bench/devdata; ``generated``), ``long`` the regime (the note or its best candidate is a long
+    document: ``link_at_long`` applies), ``linked`` which replay it came from (``replay``)."""
     items = {name: its for name, its, _ in sources}
+    family = {name: _family(meta) for name, _, meta in sources}
+    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
     pos = 0
     with open(path, "w", encoding="utf-8") as fh:
         for name, k, entries in groups:
@@ -700,9 +725,18 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
                 ps = oof[pos : pos + len(e["rows"])].tolist()
                 pos += len(e["rows"])
                 order = sorted(range(len(ps)), key=lambda j: -ps[j])
+                best = e["rows"][order[0]]
                 row = {
                     "source": name,
+                    "family": family[name],
                     "scenario": k,
+                    "linked": e["linked"],
+                    "long": bool(best[note_long] or best[cand_long]),
+                    "note_i": e["note"],
+                    "best_i": e["cands"][order[0]],
+                    "gold_i": e["gold"],
+                    # the best candidate is an earlier version of the gold predecessor's chain
+                    "earlier": e["cands"][order[0]] in earlier_versions(items[name][k]["notes"], e["gold"]),
                     "note": notes[e["note"]]["text"],
                     "kind": e["kind"],
                     "gold": notes[e["gold"]]["text"] if e["gold"] is not None else None,
