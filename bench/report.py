@@ -276,6 +276,20 @@ def main(argv: list[str] | None = None) -> int:
         "blind data (never read while changing a linker; aggregates only).\n\n",
     )
     text += section(
+        "Why the pair linker lists: its links out of fold (`make linker-curves`)",
+        r / "linking" / "pair-curves.md",
+        "Development data only. The pair model's out-of-fold links at every threshold, by family and "
+        "regime; where no threshold shows precision 0.98 on the hand-written files, `link_at` is 1.0 and "
+        "the linker lists its likely predecessors instead of linking (the table above).\n\n"
+        "![precision against recall, out of fold](../bench/results/linking/pair-curves.png)\n\n",
+    )
+    text += section(
+        "Would more hand-written data help? (`make linker-learning`)",
+        r / "linking" / "pair-learning.md",
+        "The same model trained on a share of the hand-written scenarios, judged on the same out-of-fold "
+        "notes.\n\n",
+    )
+    text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",
         r / "peps.md",
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
