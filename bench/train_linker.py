@@ -140,14 +140,34 @@ def _replay_service(linker: pl.PairLinker) -> Any:
     return service
 
 
+class _Recorder:
+    """The replay service's offerer (the one ``build_embedded`` wires with ``--auto-supersede
+    off``), recording the candidates the service's search handed it on each remember: the
+    ``Linker`` port's ``decide`` gets them, in the service's order. Everything else is the
+    offerer's own. (Until 2026-12-06 the replay wrapped the service's private candidate search.)"""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.searched: list[list[MemoryNode]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode], **extra: Any) -> Any:
+        self.searched.append(list(candidates))
+        return self.inner.decide(text, scope, candidates, **extra)
+
+
 def replay(
     scenario: dict[str, Any], linker: pl.PairLinker, *, linked: bool = True, distractors: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
     """One entry per note that had candidates: its candidates' rows, labels and the gold index.
 
     The notes are remembered in order into a real embedded service (``_replay_service``), and
-    each note's candidates are the ones its own candidate search gave the linker (the service's
-    ``_link_candidates``: BM25 on the note's search text fused with its embedding neighbours,
+    each note's candidates are the ones its own candidate search gave the linker (``_Recorder``;
+    the service's ``link_candidates``: BM25 on the note's search text fused with its embedding neighbours,
     active notes of a compatible scope, the scope the service infers when the note has none),
     scored with the store as the linker's lookup (a candidate's history). Until 2026-12-06 the
     replay ranked the candidates itself (its own BM25 over the raw texts, the note's scope
@@ -160,15 +180,9 @@ def replay(
     abstained on and not confirmed). ``distractors``: texts remembered before the scenario's
     notes (never a gold predecessor; candidate ``-k`` is ``distractors[k - 1]``)."""
     service = _replay_service(linker)
-    searched: list[list[MemoryNode]] = []
-    search = service._link_candidates
-
-    def spy(text: str, namespace: str, scope: str | None, scope_inferred: bool = False) -> Any:
-        found = search(text, namespace, scope, scope_inferred)
-        searched.append(found[0])
-        return found
-
-    service._link_candidates = spy
+    recorder = _Recorder(service.offerer)
+    service.offerer = recorder
+    searched = recorder.searched
     features = pl.PairLinker(linker.embedder, model=linker.model, lookup=service.store, cache_size=linker.cache_size)
     features._vectors = linker._vectors  # one vector cache for every replay
     node_of: dict[int, str] = {}  # note index -> node id
