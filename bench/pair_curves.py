@@ -20,7 +20,7 @@ applies) this writes:
 - at precision 0.90, 0.95 and 0.98 (point estimates): the lowest threshold that reaches it and
   what links there;
 - ``shown``: the lowest threshold at which the 95 % upper bound of the links' error rate
-  (``train_linker.error_bound``, Clopper-Pearson) is at most 0.02, the rule ``link_at`` is set
+  (``calibration.error_bound``, Clopper-Pearson) is at most 0.02, the rule ``link_at`` is set
   by; none when no threshold shows it;
 - of the wrong links, how many went to an earlier version of the right chain (``earlier``: the
   gold predecessor's own predecessors, still active in the replay without links; such a link
@@ -48,7 +48,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.train_linker import PRECISION, error_bound, load_jsonl
+from bench.calibration import PRECISION, error_bound
+from bench.train_linker import load_jsonl
 
 FAMILIES = ("written", "generated")
 REGIMES = ("short", "long")

@@ -17,11 +17,12 @@ a row's logit does not depend on how far it is padded). The fp32 graph is not co
 Calibration (``calibrate``): the ``calib`` pairs (scenarios never trained on), scored by the int8
 graph through the runtime adapter (``OnnxPairScorer``, one pair at a time), as the linker asks:
 only on notes the pair model did not link, its first 3 candidates, each scored
-``logit(pair model p) + weight * encoder logit``, the best one linked from ``link_score``:
-the lowest score at which those notes are linked to their gold predecessor with precision >=
-0.98, pooled and on every source with at least ``MIN_GOLD`` gold notes, for the weight that
-links the most (``calibrate``; with a two-fold check of the same choice). Written to
-``pins.json`` with the numbers it was set from.
+``logit(pair model p) + weight * encoder logit``, the best one linked from ``link_score``: the
+lowest score at which those links hold the pair model's own rule (``bench.calibration``:
+precision 0.98 pooled and on every source with enough gold notes, all at once, and shown by the
+95 % bound pooled and on the hand-written development files as a family; ``inf``, never linking,
+where no score does), for the weight that links the most (with a two-fold check of the same
+choice). Written to ``pins.json`` with the numbers it was set from.
 """
 
 from __future__ import annotations
@@ -41,12 +42,11 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "scripts")]
 import numpy as np  # noqa: E402
 from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
+from bench.calibration import PRECISION, _threshold_everywhere  # noqa: E402  (the pair model's rule)
 from evomem.adapters.pinned import sha256_file  # noqa: E402
 from evomem.domain.linkers.pair import MAX_LISTED, _logit  # noqa: E402  (the linker's own score)
 
 MODEL_NAME = "pair-cross-minilm-1"
-PRECISION = 0.98
-MIN_GOLD = 30
 WEIGHTS = (0.5, 1.0, 2.0, 4.0)  # the encoder's logit next to the pair model's (its logit)
 ASKED = MAX_LISTED  # the pair linker asks the encoder about at most this many plausible candidates
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
@@ -102,18 +102,6 @@ def arrays(tok: Any, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
     return out
 
 
-def _threshold(decisions: list[tuple[float, bool]], precision: float = PRECISION) -> float | None:
-    """The lowest score t at which decisions scoring >= t are right with ``precision`` (None: none is)."""
-    tp = fp = 0
-    best = None
-    for z, ok in sorted(decisions, key=lambda d: -d[0]):
-        tp += ok
-        fp += not ok
-        if tp / (tp + fp) >= precision:
-            best = z
-    return best
-
-
 def _unsure(calib: list[dict[str, Any]], gbt_link_at: float) -> tuple[list[list[dict[str, Any]]], int]:
     """The calibration notes the pair model does not link (its best stays below ``gbt_link_at``),
     each as its pairs; and how many it does link."""
@@ -124,17 +112,18 @@ def _unsure(calib: list[dict[str, Any]], gbt_link_at: float) -> tuple[list[list[
     return unsure, len(entries) - len(unsure)
 
 
-def _decisions(notes: list[list[dict[str, Any]]], weight: float) -> dict[str, list[tuple[float, bool]]]:
+def _decisions(notes: list[list[dict[str, Any]]], weight: float) -> dict[str, list[tuple[float, bool, bool]]]:
     """Per source: for each note, the best combined score among the pairs the linker asks about
-    (the pair model's first ``ASKED``) and whether that candidate is the gold predecessor."""
-    out: dict[str, list[tuple[float, bool]]] = {}
+    (the pair model's first ``ASKED``), whether that candidate is the gold predecessor, and
+    whether the note has one."""
+    out: dict[str, list[tuple[float, bool, bool]]] = {}
     for rows in notes:
         asked = [r for r in rows if r["rank"] < ASKED]
         if not asked:
             continue
         scores = [_logit(r["gbt"]) + weight * r["logit"] for r in asked]
         k = max(range(len(asked)), key=lambda i: scores[i])
-        out.setdefault(rows[0]["source"], []).append((scores[k], bool(asked[k]["label"])))
+        out.setdefault(rows[0]["source"], []).append((scores[k], bool(asked[k]["label"]), bool(rows[0]["gold"])))
     return out
 
 
@@ -146,11 +135,19 @@ def _gold(notes: list[list[dict[str, Any]]]) -> dict[str, int]:
     return gold
 
 
-def _link_score(by_source: dict[str, list[tuple[float, bool]]], gold: dict[str, int]) -> float:
-    """The lowest score reaching the precision pooled and on every source with ``MIN_GOLD`` gold notes."""
-    pooled = [d for v in by_source.values() for d in v]
-    ts = [_threshold(pooled)] + [_threshold(v) for s, v in by_source.items() if gold.get(s, 0) >= MIN_GOLD]
-    return max(ts) if ts and all(t is not None for t in ts) else math.inf  # type: ignore[type-var]
+def family(source: str) -> str:
+    """A calibration source's family, as ``train_linker`` files it: ``written`` for a hand-written
+    file under bench/devdata, ``generated`` otherwise."""
+    return "written" if (ROOT / "bench/devdata" / f"{source}.jsonl").exists() else "generated"
+
+
+def _link_score(by_source: dict[str, list[tuple[float, bool, bool]]]) -> float:
+    """The lowest score at which the links hold the pair model's rule (``bench.calibration``):
+    precision 0.98 pooled and on every source with enough gold notes, all at once, and *shown*
+    pooled and on the hand-written files as a family; ``math.inf`` (never links) where no score
+    does. Until 2026-12-06 it was the highest of each source's own lowest threshold, reached, not
+    shown, the rule the pair model dropped that day."""
+    return _threshold_everywhere(by_source, {s: family(s) for s in by_source}, none=math.inf)
 
 
 def calibrate(calib: list[dict[str, Any]], gbt_link_at: float, seed: int = 7) -> dict[str, Any]:
@@ -163,12 +160,11 @@ def calibrate(calib: list[dict[str, Any]], gbt_link_at: float, seed: int = 7) ->
     gold = _gold(unsure)
 
     def fit(notes: list[list[dict[str, Any]]]) -> tuple[float, float, int]:
-        g = _gold(notes)
         best = (WEIGHTS[0], math.inf, -1)
         for w in WEIGHTS:
             dec = _decisions(notes, w)
-            t = _link_score(dec, g)
-            tp = sum(ok for v in dec.values() for z, ok in v if z >= t)
+            t = _link_score(dec)
+            tp = sum(ok for v in dec.values() for z, ok, _ in v if z >= t)
             if tp > best[2]:
                 best = (w, t, tp)
         return best
@@ -183,13 +179,13 @@ def calibrate(calib: list[dict[str, Any]], gbt_link_at: float, seed: int = 7) ->
     for train, test in ((a, b), (b, a)):
         w, t, _ = fit(train)
         for v in _decisions(test, w).values():
-            hits = [ok for z, ok in v if z >= t]
+            hits = [ok for z, ok, _ in v if z >= t]
             two_fold["links"] += len(hits)
             two_fold["right"] += sum(hits)
     report = {}
     dec = _decisions(unsure, weight)
     for s, v in [*sorted(dec.items()), ("all", [d for vs in dec.values() for d in vs])]:
-        links = [ok for z, ok in v if z >= link_score]
+        links = [ok for z, ok, _ in v if z >= link_score]
         g = sum(gold.values()) if s == "all" else gold.get(s, 0)
         report[s] = {
             "unsure_notes": len(v),

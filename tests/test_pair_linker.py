@@ -476,31 +476,31 @@ def test_training_report_counts_offers_as_the_linker_makes_them() -> None:
 
 
 def test_link_threshold_reaches_the_precision() -> None:
-    from bench import train_linker as tl
+    from bench import calibration as cal
 
     rng = random.Random(11)
     dec = [(p, rng.random() < p, True) for p in (rng.random() for _ in range(400))]
-    t = tl.link_threshold(dec, 0.95)
+    t = cal.link_threshold(dec, 0.95)
     links = [d for d in dec if d[0] >= t]
     assert links and sum(d[1] for d in links) / len(links) >= 0.95
-    assert tl.link_threshold(dec, 0.95) == t
+    assert cal.link_threshold(dec, 0.95) == t
 
 
 def test_a_link_threshold_must_be_shown_by_enough_links() -> None:
     """Two right links at the top reach precision 1.0 but show nothing: pooled, a threshold is
     taken only where the links' error bound (Clopper-Pearson, 95 %) is within 1 - precision. The
     same two pairs among 200 right ones set it; with no more evidence the regime never links."""
-    from bench import train_linker as tl
+    from bench import calibration as cal
 
     few = [(0.99, True, True), (0.985, True, True), (0.5, False, True)]
-    assert tl.link_threshold(few) == 0.985  # reached, not shown
-    assert tl.link_threshold(few, shown=True) == 1.0
+    assert cal.link_threshold(few) == 0.985  # reached, not shown
+    assert cal.link_threshold(few, shown=True) == 1.0
     many = few + [(0.9 - i / 1000, True, True) for i in range(200)]
-    assert tl.link_threshold(many, shown=True) == many[-1][0]  # 202 right links, not the wrong one below
-    assert tl.link_threshold(few + many[3:100], shown=True) == 1.0  # 99 right links show less than 0.98
-    assert tl.error_bound(0, 149) <= 0.02 < tl.error_bound(0, 148)
+    assert cal.link_threshold(many, shown=True) == many[-1][0]  # 202 right links, not the wrong one below
+    assert cal.link_threshold(few + many[3:100], shown=True) == 1.0  # 99 right links show less than 0.98
+    assert cal.error_bound(0, 149) <= 0.02 < cal.error_bound(0, 148)
     # pooled shown, per source only reached: a source's own few links do not veto the pooled one
-    assert tl._threshold_everywhere({"a": many, "b": few}) == tl.link_threshold(many + few, shown=True)
+    assert cal._threshold_everywhere({"a": many, "b": few}) == cal.link_threshold(many + few, shown=True)
 
 
 def test_a_link_threshold_holds_on_every_source_at_once() -> None:
@@ -509,15 +509,15 @@ def test_a_link_threshold_holds_on_every_source_at_once() -> None:
     which the pooled links show the precision and every source with enough gold edges reaches it,
     all at that threshold (the highest of each one's own lowest, as before 2026-12-06, would link
     source a at precision 0.5 here)."""
-    from bench import train_linker as tl
+    from bench import calibration as cal
 
     # a: right at 0.99, wrong at 0.98, then 100 right links from 0.90: its own lowest is ~0.80
     a = [(0.99, True, True), (0.98, False, True)] + [(0.90 - i / 1000, True, True) for i in range(100)]
     # b: 300 right links from 0.999 to 0.97, then 10 wrong: its own lowest is ~0.955
     b = [(0.999 - i / 10000, True, True) for i in range(300)] + [(0.96 - i / 1000, False, True) for i in range(10)]
-    old = max(tl.link_threshold(a + b, shown=True), tl.link_threshold(a), tl.link_threshold(b))
+    old = max(cal.link_threshold(a + b, shown=True), cal.link_threshold(a), cal.link_threshold(b))
     assert 0.96 < old < 0.98  # where a links its 0.98 error with one right link
-    t = tl._threshold_everywhere({"a": a, "b": b})
+    t = cal._threshold_everywhere({"a": a, "b": b})
     for source in (a, b):
         links = [ok for p, ok, _ in source if p >= t]
         assert not links or sum(links) / len(links) >= 0.98
@@ -527,6 +527,7 @@ def test_a_link_threshold_holds_on_every_source_at_once() -> None:
 def test_a_long_records_error_does_not_hold_short_links_back() -> None:
     """Long documents have their own threshold, never below the short one: a long note's wrong
     best candidate at the top keeps long pairs from linking, not short ones."""
+    from bench import calibration as cal
     from bench import train_linker as tl
 
     short = [(0.999 - i / 10000, True, True) for i in range(300)]
@@ -535,7 +536,7 @@ def test_a_long_records_error_does_not_hold_short_links_back() -> None:
     flags = {"short records": [False] * len(short), "long records": [True] * len(long)}
     link_at, link_at_long = tl.regime_thresholds(by_source, flags)
     assert link_at < 0.98 and link_at_long == 1.0
-    assert tl._threshold_everywhere(by_source) == 1.0  # one regime for all: nothing links
+    assert cal._threshold_everywhere(by_source) == 1.0  # one regime for all: nothing links
 
 
 # ---------------------------------------------------------------------------- offered with auto-supersede off
