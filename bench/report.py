@@ -286,8 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     text += section(
         "Would more hand-written data help? (`make linker-learning`)",
         r / "linking" / "pair-learning.md",
-        "The same model trained on a share of the hand-written scenarios, judged on the same out-of-fold "
-        "notes.\n\n",
+        "The same model trained on a share of the hand-written scenarios, judged on the same out-of-fold notes.\n\n",
     )
     text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",

@@ -742,10 +742,13 @@ def test_cross_encoder_below_its_threshold_leaves_the_abstention(linker: PairLin
     assert old.id in [c for c, _ in decision.candidates]
 
 
-def test_an_uncalibrated_cross_encoder_never_links(linker: PairLinker) -> None:
+def test_an_uncalibrated_cross_encoder_never_links_and_is_not_run(linker: PairLinker) -> None:
+    """``link_score`` inf: no score showed the precision on development data (the shipped encoder
+    since 2026-12-06), so the encoder could never link, and reading the pairs would only cost time."""
     old = node("Standup is at 10:00 in the small meeting room.")
     scorer = _Scorer({old.raw_text: 50.0}, link_score=math.inf)
     assert _unsure(linker, scorer).decide("Standup moves to 9:30 from Monday.", None, [old]).kind == "abstain"
+    assert scorer.asked == []
 
 
 def test_a_failing_cross_encoder_loses_only_its_reading(linker: PairLinker) -> None:

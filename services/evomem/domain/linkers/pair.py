@@ -54,7 +54,8 @@ whose Decision section is short against a record whose is long); ``none`` otherw
 An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
 passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
 each listed candidate together with the note, and the best one links when
-``logit(p) + weight * its logit`` reaches its calibrated ``link_score`` (``_cross``).
+``logit(p) + weight * its logit`` reaches its calibrated ``link_score`` (``_cross``; not run at all
+when the calibration found none, ``inf``: the shipped encoder since 2026-12-06).
 
 Cost on long documents: a text's reading (``_Read``: decision part, its tokens and windows, the
 sentences with a replacing verb that ``refers`` searches) and its vectors are cached by text
@@ -705,13 +706,15 @@ class PairLinker:
         failure only loses this second reading."""
         assert self.cross is not None
         try:
-            z = self.cross.logits([(cross_text(text), cross_text(nodes[i].raw_text)) for i in top])
             weight, link_score = float(self.cross.weight), float(self.cross.link_score)
+            if not math.isfinite(link_score):  # calibrated to never link (no score showed the precision)
+                return None  # so the encoder is not run: it could only cost time
+            z = self.cross.logits([(cross_text(text), cross_text(nodes[i].raw_text)) for i in top])
         except Exception:
             return None
         combined = [_logit(probs[i]) + weight * z[k] for k, i in enumerate(top)]
         j = max(range(len(top)), key=lambda k: combined[k])
-        if not combined[j] >= link_score:  # also when link_score is inf (no threshold reached the precision)
+        if not combined[j] >= link_score:
             return None
         b = top[j]
         order = [b, *(i for i in top if i != b)]
