@@ -40,25 +40,17 @@ FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 def note_rows(groups: list[Any], oof: Any, family: dict[str, str]) -> list[dict[str, Any]]:
     """Per replayed note, what ``pair_curves.curve`` reads: best probability, right or not, gold."""
-    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
-    out, pos = [], 0
-    for name, _, entries in groups:
-        for e in entries:
-            ps = oof[pos : pos + len(e["rows"])].tolist()
-            pos += len(e["rows"])
-            best = max(range(len(ps)), key=lambda k: ps[k])
-            row = e["rows"][best]
-            out.append(
-                {
-                    "family": family[name],
-                    "long": bool(row[note_long] or row[cand_long]),
-                    "top": [[ps[best], ""]],
-                    "ok": e["cands"][best] == e["gold"],
-                    "gold_i": e["gold"],
-                    "earlier": False,
-                }
-            )
-    return out
+    return [
+        {
+            "family": family[name],
+            "long": long,
+            "top": [[ps[best], ""]],
+            "ok": e["cands"][best] == e["gold"],
+            "gold_i": e["gold"],
+            "earlier": False,
+        }
+        for name, _, e, ps, best, long in tl.per_note(groups, oof)
+    ]
 
 
 Fitter = Callable[[Any, Any, Any, int], Callable[[Any], Any]]
@@ -90,10 +82,7 @@ def learning(
             gid.extend([g] * len(e["rows"]))
     x, y, gid_a = np.array(xs), np.array(ys, dtype=float), np.array(gid)
     names = np.array([groups[g][0] for g in gid])
-    rng = random.Random(seed)
-    order = list(range(len(groups)))
-    rng.shuffle(order)
-    fold = {g: k % tl.FOLDS for k, g in enumerate(order)}  # train_linker.calibrate's folds
+    fold = tl.fold_of(len(groups), seed)  # train_linker.calibrate's folds
     fold_a = np.array([fold[g] for g in gid_a])
     draw = random.Random(seed + 1)
     share = {g: draw.random() for g in range(len(groups))}  # a written scenario is in every share above it

@@ -51,7 +51,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -525,6 +525,29 @@ def _family(meta: dict[str, Any]) -> str:
     return "written" if str(meta.get("file", "")).startswith("bench/devdata") else "generated"
 
 
+def fold_of(n_groups: int, seed: int) -> dict[int, int]:
+    """Each group's (scenario's) fold of the grouped k-fold: the groups in an order drawn from
+    ``seed``, dealt round the ``FOLDS`` folds."""
+    order = list(range(n_groups))
+    random.Random(seed).shuffle(order)
+    return {g: k % FOLDS for k, g in enumerate(order)}
+
+
+def per_note(groups: list[Any], oof: Any) -> Iterator[tuple[str, int, dict[str, Any], list[float], int, bool]]:
+    """Each replayed note with its candidates' out-of-fold probabilities (``oof``, in the rows'
+    order): (source, scenario index, entry, probabilities, best candidate's index, whether the
+    note or that candidate is a long document: the regime ``link_at_long`` applies to)."""
+    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
+    pos = 0
+    for name, k, entries in groups:
+        for e in entries:
+            ps = oof[pos : pos + len(e["rows"])].tolist()
+            pos += len(e["rows"])
+            best = max(range(len(ps)), key=lambda j: ps[j])
+            row = e["rows"][best]
+            yield name, k, e, ps, best, bool(row[note_long] or row[cand_long])
+
+
 def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hgb") -> dict[str, Any]:
     """Weights, grouped k-fold out-of-fold probabilities (fold order from ``seed``), the two
     thresholds and the out-of-fold metrics per source (see the module docstring)."""
@@ -545,10 +568,7 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
                 ws.append(1000.0 / per_source_rows[name] / family_sources[family[name]])
                 gid.append(g)
     x, y, w, gid_a = np.array(xs), np.array(ys, dtype=float), np.array(ws), np.array(gid)
-    rng = random.Random(seed)
-    order = list(range(len(groups)))
-    rng.shuffle(order)
-    fold = {g: k % FOLDS for k, g in enumerate(order)}
+    fold = fold_of(len(groups), seed)
     fold_a = np.array([fold[g] for g in gid_a])
     oof = np.zeros(len(y))
     for k in range(FOLDS):
@@ -561,23 +581,16 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
             beta, mean, scale, b0 = fit(x[tr], y[tr], w[tr])
             oof[te] = _prob(beta, mean, scale, b0, x[te].copy())
     # per note decisions from the out-of-fold probabilities
-    pos = 0
     by_source: dict[str, list[tuple[float, bool, bool]]] = {}
     long_by_source_flags: dict[str, list[bool]] = {}
     gold_by_source: dict[str, int] = {}
     listing_by_source: dict[str, list[tuple[list[float], list[list[float]], int | None]]] = {}
-    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
-    for name, _, entries in groups:
-        for e in entries:
-            ps = oof[pos : pos + len(e["rows"])].tolist()
-            pos += len(e["rows"])
-            by_source.setdefault(name, []).extend(decisions([e], [ps]))
-            # the gold candidate's index (-1: the search missed it, nothing can list it)
-            gold_index = None if e["gold"] is None else e["cands"].index(e["gold"]) if e["gold"] in e["cands"] else -1
-            listing_by_source.setdefault(name, []).append((ps, e["rows"], gold_index))
-            best = max(range(len(ps)), key=lambda k: ps[k])
-            row = e["rows"][best]
-            long_by_source_flags.setdefault(name, []).append(bool(row[note_long] or row[cand_long]))
+    for name, _, e, ps, _, long in per_note(groups, oof):
+        by_source.setdefault(name, []).extend(decisions([e], [ps]))
+        # the gold candidate's index (-1: the search missed it, nothing can list it)
+        gold_index = None if e["gold"] is None else e["cands"].index(e["gold"]) if e["gold"] in e["cands"] else -1
+        listing_by_source.setdefault(name, []).append((ps, e["rows"], gold_index))
+        long_by_source_flags.setdefault(name, []).append(long)
     for name, _, entries in groups:
         gold_by_source[name] = gold_by_source.get(name, 0) + sum(1 for e in entries if e["gold"] is not None)
     link_at, link_at_long = regime_thresholds(by_source, long_by_source_flags, family)
@@ -638,36 +651,30 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
     document: ``link_at_long`` applies), ``linked`` which replay it came from (``replay``)."""
     items = {name: its for name, its, _ in sources}
     family = {name: _family(meta) for name, _, meta in sources}
-    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
-    pos = 0
     with open(path, "w", encoding="utf-8") as fh:
-        for name, k, entries in groups:
+        for name, k, e, ps, best, long in per_note(groups, oof):
             notes = {n["i"]: n for n in items[name][k]["notes"]}
             for j in range(1, LONG_DISTRACTORS + 1):
                 notes[-j] = {"text": "(a long note of another scenario)"}
-            for e in entries:
-                ps = oof[pos : pos + len(e["rows"])].tolist()
-                pos += len(e["rows"])
-                order = sorted(range(len(ps)), key=lambda j: -ps[j])
-                best = e["rows"][order[0]]
-                row = {
-                    "source": name,
-                    "family": family[name],
-                    "scenario": k,
-                    "linked": e["linked"],
-                    "long": bool(best[note_long] or best[cand_long]),
-                    "note_i": e["note"],
-                    "best_i": e["cands"][order[0]],
-                    "gold_i": e["gold"],
-                    # the best candidate is an earlier version of the gold predecessor's chain
-                    "earlier": e["cands"][order[0]] in earlier_versions(items[name][k]["notes"], e["gold"]),
-                    "note": notes[e["note"]]["text"],
-                    "kind": e["kind"],
-                    "gold": notes[e["gold"]]["text"] if e["gold"] is not None else None,
-                    "top": [[round(ps[j], 3), notes[e["cands"][j]]["text"]] for j in order[:3]],
-                    "ok": e["cands"][order[0]] == e["gold"],
-                }
-                fh.write(json.dumps(row) + "\n")
+            order = sorted(range(len(ps)), key=lambda j: -ps[j])  # best first: order[0] == best
+            row = {
+                "source": name,
+                "family": family[name],
+                "scenario": k,
+                "linked": e["linked"],
+                "long": long,
+                "note_i": e["note"],
+                "best_i": e["cands"][best],
+                "gold_i": e["gold"],
+                # the best candidate is an earlier version of the gold predecessor's chain
+                "earlier": e["cands"][best] in earlier_versions(items[name][k]["notes"], e["gold"]),
+                "note": notes[e["note"]]["text"],
+                "kind": e["kind"],
+                "gold": notes[e["gold"]]["text"] if e["gold"] is not None else None,
+                "top": [[round(ps[j], 3), notes[e["cands"][j]]["text"]] for j in order[:3]],
+                "ok": e["cands"][best] == e["gold"],
+            }
+            fh.write(json.dumps(row) + "\n")
 
 
 def _read_vector_cache(path: Path, key: str | None) -> dict[str, list[float]]:
