@@ -63,7 +63,9 @@ def load(path: Path | str) -> list[dict[str, Any]]:
     rows = load_jsonl(Path(path))
     for r in rows:
         if not {"family", "long", "earlier"} <= r.keys():
-            raise SystemExit(f"{path}: not a dump of this version of bench.train_linker (no family/long); rerun --dump")
+            raise SystemExit(
+                f"{path}: not a dump of this version of bench.train_linker (no family, long or earlier); rerun --dump"
+            )
     return rows
 
 
