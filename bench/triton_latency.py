@@ -6,7 +6,7 @@
 ``model.onnx``): on the CPU, ``make triton-cpu`` (PyTriton's tritonserver, the Python-backend
 mirror of models/triton) or ``scripts/serve_triton_cpu.py`` on a repository made with
 ``scripts/make_models.py --cronista-dir``. Notes are the held-out labelled notes
-(bench/cronista/eval_notes.jsonl), each extracted once, one at a time, after a warm-up; the
+(lab/cronista/eval_notes.jsonl), each extracted once, one at a time, after a warm-up; the
 numbers are p50 and p95 over those calls. Triton is also called from 8 threads at once (its
 dynamic batcher merges them), reported as notes per second. ``triton`` pads each request to a
 length bucket (``LENGTH_BUCKETS``, what production does); ``triton-unbucketed`` sends each note

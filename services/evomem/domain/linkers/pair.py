@@ -24,11 +24,11 @@ A record that *declares* it replaces exactly one candidate ("Supersedes ADR 7." 
 candidate's identifier with a replacing verb ("NATS would replace ADR-7's broker", "For the EU
 only, this record replaces DG-5", "- Replacing ADR-12 with X" among the alternatives) is a feature
 of the model and puts that candidate first in the list, never a link by itself: on development
-records written to test it (bench/devdata dev-g), such a mention was a supersession in 21 of 41
-cases, the declarations in 36 of 36 (``python -m bench.explicit_refs``).
+records written to test it (lab/devdata dev-g), such a mention was a supersession in 21 of 41
+cases, the declarations in 36 of 36 (``python -m lab.explicit_refs``).
 
 The weights live in ``pair_model.json`` next to this module, written by
-``bench/train_linker.py`` with what they were trained on (files and sha256, seed, thresholds,
+``lab/train_linker.py`` with what they were trained on (files and sha256, seed, thresholds,
 cross-validated precision and recall). The model is boosted trees (or a logistic regression);
 inference is plain Python, a few hundred comparisons per pair. The shipped trees are histogram
 boosting with monotone constraints (``train_linker.MONOTONE``): the probability may only rise with
@@ -394,7 +394,7 @@ def plausible_ranked(
     least ``abstain_at``, the note leaves its words, or it is on the note's subject (decision-part
     cosine at least ``subject_at`` or whole-note cosine at least ``subject_at_full``; without
     embeddings, enough shared words). Never none for a pair that may be a replacement. The
-    linker lists ``MAX_LISTED`` of them (``listed``); ``bench.train_linker`` calibrates
+    linker lists ``MAX_LISTED`` of them (``listed``); ``lab.train_linker`` calibrates
     ``abstain_at`` against this same rule (the shipped model's ``abstain_at`` was calibrated
     when the list was the first ``MAX_LISTED``)."""
 
