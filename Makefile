@@ -211,8 +211,8 @@ FORCE:
 SECRETS_DIR ?= secrets
 secrets: $(VENV)/bin/activate
 	@mkdir -p $(SECRETS_DIR)
-	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
-	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
+	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
+	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.cli.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
 	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/tokens.toml
 
 images: base-images wheelhouse

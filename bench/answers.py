@@ -37,10 +37,10 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 COMPONENTS = ["ledger", "billing", "search", "queue", "cache", "auth", "metrics", "backups", "mailer", "exports"]
 CHOICES = [

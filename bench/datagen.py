@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import new_id
 
 COMPONENTS = [
@@ -162,8 +162,8 @@ def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = 
     """
     import numpy as np
 
-    from evomem.adapters.embedding import OnnxEmbedder
-    from evomem.adapters.vector_index import VectorIndex
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
     from evomem.bootstrap import vectors_problem
 
     if vectors_problem() is not None:

@@ -188,7 +188,7 @@ def _healthy(url: str) -> bool:
 
 GATEWAY_APPS = {  # name -> the gunicorn app; the order they are measured in
     "steps": "bench.gateway_steps:create_app()",
-    "recall_nodes": "evomem.entrypoints.gateway:create_app()",
+    "recall_nodes": "evomem.entrypoints.mcp.gateway:create_app()",
 }
 
 

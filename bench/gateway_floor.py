@@ -3,7 +3,7 @@
     gunicorn -k uvicorn_worker.UvicornWorker "bench.gateway_floor:create_app()"
 
 Everything a gateway request crosses before and after a tool runs, built by the gateway's own
-``evomem.entrypoints.gateway.http_front``: gunicorn and its uvicorn workers, the
+``evomem.entrypoints.mcp.gateway.http_front``: gunicorn and its uvicorn workers, the
 MCP SDK's streamable HTTP (stateless), the bearer-token check against the same token file
 (``EVOMEM_AUTH_FILE``), the rate-limit middleware, the Host/Origin checks, the strict argument
 check and the per-call log line and metrics (``StrictMCPServer``, ``telemetry.instrumented``).
@@ -22,10 +22,12 @@ NOOP_ANSWER = "ok"
 
 
 def create_app() -> Any:
-    from evomem import __version__, logs, telemetry
+    from evomem import __version__
     from evomem.bootstrap import build_gate
-    from evomem.entrypoints.gateway import http_front
-    from evomem.entrypoints.mcp_tools import INSTRUCTIONS, StrictMCPServer
+    from evomem.entrypoints.mcp import telemetry
+    from evomem.entrypoints.mcp.gateway import http_front
+    from evomem.entrypoints.mcp.server import INSTRUCTIONS, StrictMCPServer
+    from evomem.ops import logs
     from evomem.settings import Settings
 
     settings = Settings.from_env()

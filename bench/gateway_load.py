@@ -78,7 +78,7 @@ def store(workdir: Path, notes: int) -> tuple[Path, bool]:
 
 
 def token_file(path: Path) -> Path:
-    from evomem.auth import digest
+    from evomem.security.tokens import digest
 
     path.write_text(
         f'[[tokens]]\nname = "bench"\nsha256 = "{digest(TOKEN)}"\nrole = "writer"\nnamespaces = ["default"]\n'

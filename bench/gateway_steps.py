@@ -2,7 +2,7 @@
 
     gunicorn -k uvicorn_worker.UvicornWorker "bench.gateway_steps:create_app()"
 
-The same app as ``evomem.entrypoints.gateway:create_app()``, except that its ``MemoryService``
+The same app as ``evomem.entrypoints.mcp.gateway:create_app()``, except that its ``MemoryService``
 recalls with ``LocalRecall`` over its gRPC ports: search (SearchNodes), nearest (NearestNodes)
 and their nodes (GetNodes), heads (GetHeads), the kept nodes (GetNodes) and a chain per result
 (GetChain), each a round trip. ``bench/gateway.py --recall-paths`` measures it against the
@@ -16,8 +16,8 @@ from typing import Any
 
 def create_app() -> Any:
     from evomem import bootstrap
-    from evomem.entrypoints import gateway
-    from evomem.recalling import LocalRecall
+    from evomem.app.recall import LocalRecall
+    from evomem.entrypoints.mcp import gateway
 
     build = bootstrap.build_gateway
 

@@ -50,7 +50,7 @@ from mcp import Client
 from bench.bm25 import BM25
 from bench.judge import Item
 from evomem.bootstrap import build_embedded
-from evomem.entrypoints.mcp_tools import build_mcp_server
+from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.settings import AUTO_SUPERSEDE, Settings
 
 K = 5
@@ -108,7 +108,7 @@ PAIR_MODEL: str | None = None
 def _pair_linker(service: Any, cross: bool) -> Any:
     """The pair linker (``evomem.domain.linkers.pair``) as ``--auto-supersede scored`` wires the
     scored one: the service's embedder and the store's ``get_many``."""
-    from evomem.adapters.onnx_pair import OnnxPairScorer
+    from evomem.adapters.models.onnx_pair import OnnxPairScorer
     from evomem.domain.linkers.pair import PairLinker, PairModel
 
     model = PairModel.load(PAIR_MODEL) if PAIR_MODEL else None

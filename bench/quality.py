@@ -58,7 +58,7 @@ from bench.memories import (
     has_vectors_setting,
 )
 from bench.stats import mcnemar_exact, summary, wilson
-from evomem.adapters.pinned import sha256_file
+from evomem.adapters.models.pinned import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"

@@ -60,7 +60,7 @@ STARTUP_NOTE = (
     "module compiled from source at each start (this environment sets `PYTHONDONTWRITEBYTECODE=1` and an "
     "editable checkout has no `.pyc`), which an installed wheel never does. The `lazy start` rows run from "
     "cached bytecode: `main ee6feaf` is the tree before the lazy start, `this tree` after it (the arguments "
-    "checked by `entrypoints/arguments.py` instead of jsonschema, settings without pydantic-settings, the "
+    "checked by `entrypoints/mcp/arguments.py` instead of jsonschema, settings without pydantic-settings, the "
     "pair linker built at the first `remember`). On this shared 2-core machine the client-side figure moves "
     "by more than the change: the two own runs were minutes apart while the load average went from 6 to 18 "
     "(their floors 2.40 and 1.35 s), and the two same-run pairs (`--baseline`, three commands rotating over "

@@ -29,8 +29,8 @@ import anyio
 
 from bench import datagen
 from bench.stats import summary
-from evomem.adapters.sqlite_driver import sqlite as store_sqlite
-from evomem.adapters.sqlite_store import _BM25, fts_query
+from evomem.adapters.sqlite.driver import sqlite as store_sqlite
+from evomem.adapters.sqlite.store import _BM25, fts_query
 from evomem.domain.text import query_terms
 
 QUERIES = [
@@ -94,8 +94,8 @@ def fts_insert_floor(db: Path, notes: list[str]) -> list[float]:
 def vector_floor(db: Path, queries: list[str], rounds: int) -> dict[str, list[float]]:
     """What hybrid recall adds, alone: embedding the query, and the vector search (binary
     scan of the namespace + int8 rescoring) for the same fan-out recall uses at k=5."""
-    from evomem.adapters.embedding import OnnxEmbedder
-    from evomem.adapters.vector_index import VectorIndex
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
 
     embedder = OnnxEmbedder()
     embedder.load()

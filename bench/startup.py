@@ -84,9 +84,10 @@ def work(kind: str, db: str | None = None) -> None:
 
         call: tuple[str, dict] = ("noop", {})
     else:
-        from evomem import bootstrap, logs
-        from evomem.entrypoints import cli
-        from evomem.entrypoints.mcp_tools import build_mcp_server
+        from evomem import bootstrap
+        from evomem.entrypoints.cli import mcp as cli
+        from evomem.entrypoints.mcp.server import build_mcp_server
+        from evomem.ops import logs
 
         settings = cli.settings_from_args(["--db", str(db)])
         logs.configure("WARNING", "text")

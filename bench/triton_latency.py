@@ -48,9 +48,9 @@ def timed(extract, texts: list[str]) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evomem.adapters.onnx_cronista import DEFAULT_MODEL_DIR, OnnxCronista
-    from evomem.adapters.triton_client import TritonModel
-    from evomem.adapters.triton_cronista import TritonCronista
+    from evomem.adapters.models.onnx_cronista import DEFAULT_MODEL_DIR, OnnxCronista
+    from evomem.adapters.models.triton import TritonModel
+    from evomem.adapters.models.triton_cronista import TritonCronista
     from evomem.domain.cronista import LiteCronista
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "lab")]
 
 import numpy as np  # noqa: E402
 
-from evomem.adapters import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
 from lab import cronista_data as data  # noqa: E402
 from lab.cronista_eval import FIELDS, exact, token_f1  # noqa: E402
 

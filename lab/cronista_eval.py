@@ -232,7 +232,7 @@ def _fp32_dir(fp32: Path, tmp: Path) -> Path:
     """A model folder holding the fp32 graph (its sha256 taken from the committed pins)."""
     import shutil
 
-    from evomem.adapters import onnx_cronista as oc
+    from evomem.adapters.models import onnx_cronista as oc
 
     pins = json.loads((oc.DEFAULT_MODEL_DIR / "pins.json").read_text())
     tmp.mkdir(parents=True, exist_ok=True)
@@ -245,7 +245,7 @@ def _fp32_dir(fp32: Path, tmp: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from evomem.adapters.onnx_cronista import OnnxCronista
+    from evomem.adapters.models.onnx_cronista import OnnxCronista
     from evomem.domain.cronista import LiteCronista
 
     notes = data.load_notes(args.eval)
@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{name}: done ({time.time() - t0:.0f}s)", file=sys.stderr, flush=True)
     report["seconds"] = round(time.time() - t0, 1)
     report["load"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    from evomem.adapters import onnx_cronista
+    from evomem.adapters.models import onnx_cronista
 
     report["decode"] = onnx_cronista.DECODE
     return report

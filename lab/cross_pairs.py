@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hold-out", action="append", default=[], help="leave out the odd half of this source")
     ap.add_argument("--vector-cache", default="", help="the embeddings file of lab.train_linker (read and updated)")
     args = ap.parse_args(argv)
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
     linker = pl.PairLinker(embedder, model=pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)

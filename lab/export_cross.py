@@ -42,7 +42,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "lab")]
 import numpy as np  # noqa: E402
 from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
-from evomem.adapters.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.pinned import sha256_file  # noqa: E402
 from evomem.domain.linkers.pair import MAX_LISTED, _logit  # noqa: E402  (the linker's own score)
 from lab.calibration import PRECISION, _threshold_everywhere  # noqa: E402  (the pair model's rule)
 
@@ -90,7 +90,7 @@ def build_graph(w: dict[str, np.ndarray]) -> bytes:
 
 
 def arrays(tok: Any, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
-    from evomem.adapters.onnx_pair import pair_ids
+    from evomem.adapters.models.onnx_pair import pair_ids
 
     rows = [pair_ids(tok.encode(a).ids[1:-1], tok.encode(b).ids[1:-1]) for a, b in pairs]
     width = max(len(ids) for ids, _ in rows)
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(texts) != len(calib):
         raise SystemExit(f"{args.pairs} has {len(texts)} calibration pairs, {args.calib} {len(calib)}")
     (out / "pins.json").write_text(json.dumps({"model": MODEL_NAME, "sha256": {}}) + "\n")
-    from evomem.adapters.onnx_pair import OnnxPairScorer
+    from evomem.adapters.models.onnx_pair import OnnxPairScorer
 
     scorer = OnnxPairScorer(out, verify=False)
     t0 = time.perf_counter()

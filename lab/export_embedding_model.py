@@ -16,7 +16,7 @@ It needs torch, which production never does, so run it in its own environment:
 
 Writes, for each variant, ``<out>/all-MiniLM-L6-v2-onnx-<variant>/`` with ``model.onnx``,
 ``tokenizer.json`` (copied from the package) and ``evomem-model.json`` (name, dim, pooling,
-sha256, cosine against sentence-transformers). ``evomem.adapters.embedding.OnnxEmbedder``
+sha256, cosine against sentence-transformers). ``evomem.adapters.models.embedding.OnnxEmbedder``
 loads such a folder (``model_dir=`` or ``EVOMEM_EMBEDDING_MODEL_DIR``). Nothing is downloaded:
 the weights come from the installed package, and HF_HUB_OFFLINE is set before any import.
 """

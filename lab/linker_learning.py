@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vector-cache", default="", help="as train_linker's")
     ap.add_argument("--out", default="bench/results/linking/pair-learning", help="writes OUT.json and OUT.md")
     args = ap.parse_args(argv)
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
     linker = pl.PairLinker(embedder, model=pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)

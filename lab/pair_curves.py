@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(rows)
     grid = None
     if args.cross:
-        from evomem.adapters.onnx_pair import OnnxPairScorer
+        from evomem.adapters.models.onnx_pair import OnnxPairScorer
         from evomem.domain.linkers.pair import cross_text
 
         picked = cross_rows(rows)

@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT / "lab"), str(ROOT / "services"), str(ROOT)]
 import numpy as np  # noqa: E402
 import train_cronista as tc  # noqa: E402
 
-from evomem.adapters.onnx_pair import MAX_TOKENS, pair_ids  # noqa: E402
+from evomem.adapters.models.onnx_pair import MAX_TOKENS, pair_ids  # noqa: E402
 
 BUCKETS = (32, 48, 64, 96, 128)
 TOKENIZER = ROOT / "services/evomem/adapters/models/all-MiniLM-L6-v2/tokenizer.json"

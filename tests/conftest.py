@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.linkers.heuristic import HeuristicLinker
-from evomem.service import MemoryService, ServiceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))

@@ -13,11 +13,11 @@ import pytest
 from mcp import Client
 
 import bench.answers
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
-from evomem.entrypoints.mcp_tools import INSTRUCTIONS, build_mcp_server
-from evomem.entrypoints.schemas import ANSWER_MAX_BYTES, PAGE_CHARS
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.mcp.answers import ANSWER_MAX_BYTES, PAGE_CHARS
+from evomem.entrypoints.mcp.server import INSTRUCTIONS, build_mcp_server
 from tests.test_mcp_transports import stdio_params
 
 pytestmark = pytest.mark.anyio

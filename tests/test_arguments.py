@@ -1,4 +1,4 @@
-"""The in-house argument checker (``evomem.entrypoints.arguments``) agrees with ``jsonschema``.
+"""The in-house argument checker (``evomem.entrypoints.mcp.arguments``) agrees with ``jsonschema``.
 
 Every published input schema (the embedded tools and, with auth on, the admin's ``audit``),
 checked with a seeded mix of valid and hostile arguments: the same violations (keyword and
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from evomem.entrypoints import arguments
-from evomem.entrypoints.mcp_tools import build_mcp_server
+from evomem.entrypoints.mcp import arguments
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 VALUES: list[Any] = [
     "x", "", "true", "5", 0, 1, -1, 5, 100, 101, 2.0, 2.5, -0.5, 2**70, 1e308, True, False, None,

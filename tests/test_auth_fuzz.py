@@ -23,7 +23,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from test_team_auth import INIT, JSON_HEADERS, TOKENS, Server, start_server, stop, token_file
 
-from evomem.auth import digest
+from evomem.security.tokens import digest
 
 REQUESTS = 10_000
 CONCURRENCY = 8

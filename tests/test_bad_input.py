@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain import text as textrules
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument, InvalidText
 from evomem.domain.model import new_id
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
-from evomem.entrypoints import cli
+from evomem.entrypoints.cli import mcp as cli
 from evomem.settings import Settings, SettingsError, env_names
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))

@@ -72,6 +72,6 @@ def test_each_configuration_launches_evomem(kind: str, entry: dict[str, Any], tm
     argv[db] = str(tmp_path / Path(argv[db]).name)
     out = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    from evomem.entrypoints.cli import settings_from_args
+    from evomem.entrypoints.cli.mcp import settings_from_args
 
     assert settings_from_args(args[1:]).db_path() == str(Path.home() / args[args.index("--db") + 1][2:])

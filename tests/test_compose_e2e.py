@@ -462,7 +462,7 @@ def probe(hc: Any, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int,
 
 def test_probe_grpc_health(capsys: pytest.CaptureFixture[str]) -> None:
     """The hand-written HTTP/2 Check against a real grpcio server with the health service."""
-    from evomem.adapters.grpc.server import create_server
+    from evomem.entrypoints.grpc.server import create_server
 
     hc = load_healthcheck()
     server = create_server("127.0.0.1:0", lambda s: None, ("evomem.v1.StorageService",), metrics=False)

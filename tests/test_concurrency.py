@@ -17,9 +17,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.service import MemoryService
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService
 
 ROOT_TEXT = "The ledger stores balances in Postgres."
 

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcLinker, GrpcStore
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import CronistaServicer, LinkerServicer, StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import Extractor, Linker, Store
 from evomem.domain import cronista
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import (
@@ -57,8 +57,8 @@ from evomem.domain.model import (
     Status,
     new_id,
 )
-from evomem.ports import Extractor, Linker, Store
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import CronistaServicer, LinkerServicer, StorageServicer
 from evomem.v1 import cronista_pb2_grpc, linker_pb2_grpc, storage_pb2_grpc
 
 UNKNOWN_ID = new_id(0)  # well-formed, never stored

@@ -20,8 +20,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import SQLiteStore
 
 NOTES = 1000
 ROUNDS = 5
@@ -31,9 +31,9 @@ WRITER = r"""
 import os
 import signal
 import sys
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.cronista import LiteCronista
-from evomem.service import MemoryService
+from evomem.app.memory import MemoryService
 
 db, n, die_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 service = MemoryService(SQLiteStore(db), extractor=LiteCronista())

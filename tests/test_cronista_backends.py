@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evomem.bootstrap import build_cronista
-from evomem.runtime import ConfigError
+from evomem.ops.runtime import ConfigError
 from evomem.settings import Settings
 
 LEDGER = "We moved the ledger to SQLite because Postgres was overkill for a single writer."

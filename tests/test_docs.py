@@ -27,8 +27,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from evomem.entrypoints.cli import FLAGS, parser
-from evomem.entrypoints.mcp_tools import build_mcp_server
+from evomem.entrypoints.cli.mcp import FLAGS, parser
+from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.settings import PREFIX, describe, env_names
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evomem.adapters.embedding import (
+from evomem.adapters.models.embedding import (
     DIM,
     INSTALL_HINT,
     EmbeddingModelUnavailable,
@@ -28,7 +28,7 @@ from evomem.adapters.embedding import (
     OnnxEmbedder,
     resolve_model_files,
 )
-from evomem.ports import Embedder
+from evomem.app.ports import Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA = "pip install 'evomem-mcp'"
@@ -84,7 +84,7 @@ def test_constructing_loads_nothing_and_imports_nothing_heavy() -> None:
         """
         import json, sys, time
         t = time.perf_counter()
-        from evomem.adapters.embedding import OnnxEmbedder
+        from evomem.adapters.models.embedding import OnnxEmbedder
         e = OnnxEmbedder()
         ms = (time.perf_counter() - t) * 1000
         heavy = [m for m in ("onnxruntime", "tokenizers", "numpy", "torch", "transformers") if m in sys.modules]
@@ -143,7 +143,7 @@ def test_real_model_loads_offline_without_torch_or_network() -> None:
         socket.socket.connect = no_network
         socket.socket.connect_ex = no_network
         socket.create_connection = no_network
-        from evomem.adapters.embedding import OnnxEmbedder
+        from evomem.adapters.models.embedding import OnnxEmbedder
         e = OnnxEmbedder()
         v = e.encode(["we moved the ledger to SQLite"])
         print(json.dumps({
@@ -251,7 +251,7 @@ def test_hashing_fake_is_the_same_in_another_process() -> None:
     """blake2b, not hash(): PYTHONHASHSEED must not change the vectors."""
     code = """
         import json
-        from evomem.adapters.embedding import HashingEmbedder
+        from evomem.adapters.models.embedding import HashingEmbedder
         print(json.dumps(HashingEmbedder(64).encode(["the ledger moved to SQLite"])[0].tolist()))
     """
     here = HashingEmbedder(64).encode(["the ledger moved to SQLite"])[0]

@@ -33,7 +33,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain import text as textrules
 from evomem.domain.model import new_id
 from tests.test_mcp_transports import EVOMEM_MCP, _wait_for_url, _wait_healthy, stdio_params

@@ -15,13 +15,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from evomem.adapters.grpc.clients import GrpcStore
-from evomem.adapters.grpc.peer_auth import TlsFiles
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.bootstrap import grpc_listen_peer, grpc_peer
 from evomem.domain.errors import EvoMemError
-from evomem.runtime import ConfigError
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.ops.runtime import ConfigError
+from evomem.security.peer import TlsFiles
 from evomem.settings import Settings
 from evomem.v1 import storage_pb2_grpc
 

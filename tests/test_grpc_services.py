@@ -28,13 +28,14 @@ from prometheus_client import REGISTRY
 
 from evomem import bootstrap
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import CronistaServicer, StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain import cronista
 from evomem.domain.errors import Conflict, EmptyNote, EvoMemError, NotFound, Unavailable
 from evomem.domain.model import Extraction, LinkProvenance, NewNote, new_id
-from evomem.entrypoints import gateway, services
+from evomem.entrypoints.cli import service as services
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import CronistaServicer, StorageServicer
+from evomem.entrypoints.mcp import gateway
 from evomem.settings import Settings, SettingsError
 from evomem.v1 import common_pb2, cronista_pb2, cronista_pb2_grpc, storage_pb2, storage_pb2_grpc
 

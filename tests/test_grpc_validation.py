@@ -19,14 +19,14 @@ import grpc
 import pytest
 from mcp import Client
 
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import GRPC_STATUS
 from evomem.domain.model import new_id
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.v1 import common_pb2, storage_pb2, storage_pb2_grpc
 
 UNKNOWN_ID = new_id(0)

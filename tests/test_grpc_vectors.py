@@ -30,20 +30,20 @@ import pytest
 from procutil import free_port, stop_process
 
 from evomem import bootstrap
-from evomem.adapters.embedding import OnnxEmbedder
 from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import MAX_NEAREST, StorageServicer
-from evomem.adapters.semantic import SemanticIndex
-from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.adapters.vector_index import VectorIndex
+from evomem.adapters.models.embedding import OnnxEmbedder
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.adapters.vectors.index import VectorIndex
+from evomem.adapters.vectors.semantic import SemanticIndex
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import Store, Vectors
 from evomem.bootstrap import VECTOR_MIN_SIMILARITY, build_gateway, start_background, vectors_problem
 from evomem.domain import text as textrules
 from evomem.domain.errors import MODEL_LOADING, InvalidArgument, Unavailable
 from evomem.domain.model import MemoryNode, NewNote
-from evomem.entrypoints import gateway
-from evomem.ports import Store, Vectors
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import MAX_NEAREST, StorageServicer
+from evomem.entrypoints.mcp import gateway
 from evomem.settings import Settings, SettingsError
 from evomem.v1 import storage_pb2, storage_pb2_grpc
 

@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.recall import heads_until_k
 from evomem.domain.model import NewNote
 from evomem.domain.recall import select_hits
 from evomem.domain.text import query_terms
-from evomem.recalling import heads_until_k
 
 
 @pytest.fixture(scope="module")

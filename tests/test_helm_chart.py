@@ -38,8 +38,8 @@ import yaml
 from helm_python.chart import Chart, lint
 from helm_python.errors import HelmError
 
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService
+from evomem.app.memory import MemoryService
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART_DIR = ROOT / "charts" / "evomem"

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.embedding import OnnxEmbedder
-from evomem.adapters.semantic import MAX_EMBED_CHARS, SemanticIndex
-from evomem.adapters.sqlite_driver import sqlite, vec_problem
-from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.adapters.vector_index import VectorIndex
+from evomem.adapters.models.embedding import OnnxEmbedder
+from evomem.adapters.sqlite.driver import sqlite, vec_problem
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.adapters.vectors.index import VectorIndex
+from evomem.adapters.vectors.semantic import MAX_EMBED_CHARS, SemanticIndex
+from evomem.app.memory import MemoryService
 from evomem.bootstrap import build_embedded, start_background, vectors_problem
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import SearchHit
 from evomem.domain.recall import fuse
-from evomem.service import MemoryService
 from evomem.settings import Settings
 
 pytestmark = pytest.mark.skipif(
@@ -290,7 +290,7 @@ def test_superseded_versions_do_not_crowd_the_decision_in_force_out_of_the_linke
     """The vector index holds every version. A long history of notes nearer the new one than the
     real predecessor, all superseded, filled the linker's few neighbours, which it then dropped
     as inactive: the predecessor (no word in common) was never a candidate."""
-    from evomem.service import ServiceConfig
+    from evomem.app.memory import ServiceConfig
 
     s = hybrid(tmp_path / "crowd.db", embedder, config=ServiceConfig(link_vector_candidates=2))
     try:

@@ -20,15 +20,15 @@ from mcp import Client
 from redis_server import RedisServer
 
 from evomem.adapters.grpc.clients import GrpcStore
-from evomem.adapters.grpc.server import create_server
-from evomem.adapters.grpc.servicers import StorageServicer
 from evomem.adapters.redis_queue import STREAM, RedisQueue
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Conflict, Purged
 from evomem.domain.model import InsertOutcome
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.grpc.server import create_server
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.v1 import storage_pb2_grpc
 
 NOTE = "We picked Postgres for the ledger because we need transactions."

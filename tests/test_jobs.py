@@ -1,4 +1,4 @@
-"""The worker's job-settling policy (``evomem.jobs``) without Redis: a fake ``JobSource``.
+"""The worker's job-settling policy (``evomem.app.jobs``) without Redis: a fake ``JobSource``.
 
 The store (a real SQLite file) and the cronista (the real lite one, or a failing wrapper)
 are real; only the queue is an in-memory fake that records what the policy asked of it.
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.jobs import ExtractionWorker, WorkerConfig
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import ClaimedJob, JobSource, QueueLost, QueueUnavailable
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import Extraction, ExtractionState, NewNote
-from evomem.jobs import ExtractionWorker, WorkerConfig
-from evomem.ports import ClaimedJob, JobSource, QueueLost, QueueUnavailable
-from evomem.service import MemoryService, ServiceConfig
 
 TEXT = "We moved the ledger from MySQL to Postgres because replication lag hit 30 seconds."
 

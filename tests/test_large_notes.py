@@ -5,7 +5,7 @@ Notes of 100 kB, 300 kB, 600 kB and 1 MiB (the default ``--max-note-bytes``) go 
 
 - stdio: ``evomem-mcp --db PATH`` spawned as an MCP client launches it;
 - the embedded streamable HTTP server: ``evomem-mcp --transport http --port 0``;
-- the gateway: ``evomem.entrypoints.gateway.create_app()`` (stateless streamable HTTP, the app
+- the gateway: ``evomem.entrypoints.mcp.gateway.create_app()`` (stateless streamable HTTP, the app
   gunicorn serves) on uvicorn, over a real storage gRPC server on loopback and a real Redis.
 
 The client refuses server-sent events over 1 MiB, so an answer that repeated a 600 kB note, or
@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
-from evomem.entrypoints.schemas import ANSWER_MAX_BYTES, DEFAULT_NOTE_CHARS, PAGE_CHARS
+from evomem.entrypoints.mcp.answers import ANSWER_MAX_BYTES, DEFAULT_NOTE_CHARS, PAGE_CHARS
 from tests.test_grpc_services import storage_server
 from tests.test_mcp_transports import HttpServer, http_server, stdio_params  # noqa: F401  (http_server: a fixture)
 
@@ -183,7 +183,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
 async def test_large_notes_through_the_gateway(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_logging: None
 ) -> None:
-    from evomem.entrypoints import gateway
+    from evomem.entrypoints.mcp import gateway
     from tests.redis_server import RedisServer
 
     redis = RedisServer(tmp_path / "redis").start()

@@ -11,7 +11,7 @@ from contextlib import closing
 
 import pytest
 
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
 from evomem.domain import subject
 from evomem.domain import text as textrules
 from evomem.domain.linkers import vocabulary as vocab

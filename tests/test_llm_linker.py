@@ -23,6 +23,7 @@ from evomem.adapters.llm_linker import (
     LLMLinker,
     build_grammar,
 )
+from evomem.app.ports import Linker
 from evomem.domain.linkers.cascade import CascadeLinker, pair_unsure, unsure_or_cued
 from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.domain.linkers.pair import PairLinker
@@ -30,7 +31,6 @@ from evomem.domain.linkers.scored import ScoredLinker
 from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode, Status, new_id
 from evomem.domain.scope import compatible as scopes_compatible
-from evomem.ports import Linker
 from tests.llama_support import (
     FakeChatServer,
     LlamaServer,
@@ -457,8 +457,8 @@ def test_behind_the_scored_linker_a_change_it_cannot_read_goes_to_the_llm(fake):
 
 
 def test_the_service_records_an_llm_link(store, fake):
+    from evomem.app.memory import MemoryService
     from evomem.domain.cronista import LiteCronista
-    from evomem.service import MemoryService
 
     service = MemoryService(store, extractor=LiteCronista(), linker=None)
     first = service.remember(OLD_TEXT).node

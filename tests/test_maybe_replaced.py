@@ -32,17 +32,17 @@ import grpc
 import pytest
 from mcp import Client
 
-from evomem.adapters import sqlite_store
 from evomem.adapters.grpc.clients import GrpcStore
-from evomem.adapters.grpc.servicers import StorageServicer
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import MIGRATIONS, SQLiteStore
+from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import MIGRATIONS, SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import LinkDecision, NewNote
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.entrypoints.schemas import recall_answer
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.entrypoints.mcp.answers import recall_answer
+from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.v1 import storage_pb2_grpc
 
 OLD = "We keep the invoices in Postgres because the accountants query them with psql."

@@ -28,8 +28,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from evomem import __version__
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService
+from evomem.app.memory import MemoryService
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters import sqlite_store
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
-from evomem.service import MemoryService
+from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
+from evomem.app.memory import MemoryService
 
 
 def migrations_table(path: Path) -> list[tuple[int, str, int]]:

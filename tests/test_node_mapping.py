@@ -2,7 +2,7 @@
 the SQL table, the proto messages and the MCP view.
 
 The SQL columns and the protobuf conversion are derived from the dataclass fields
-(``evomem.adapters.node_codec``), so a field added to ``MemoryNode`` is stored and sent with no
+(``evomem.adapters.sqlite.codec``), so a field added to ``MemoryNode`` is stored and sent with no
 other edit to the mapping, but it still needs a migration, a proto field and a place in the
 hand-written MCP view. These tests fail until all of them agree, except where
 ``VIEW_DIFFERENCES`` says why the public view shows a field another way.
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from evomem.adapters.grpc import convert
-from evomem.adapters.node_codec import NODE_COLUMNS, NODE_SQL, field_kinds, node_to_row
-from evomem.adapters.sqlite_driver import sqlite
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, field_kinds, node_to_row
+from evomem.adapters.sqlite.driver import sqlite
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -30,7 +30,7 @@ from evomem.domain.model import (
     new_id,
 )
 from evomem.domain.recall import Match, RecallQuery, Successor
-from evomem.entrypoints.schemas import full_node, link_fields
+from evomem.entrypoints.mcp.answers import full_node, link_fields
 from evomem.v1 import common_pb2, storage_pb2
 
 # Dataclass fields the MCP view shows under another name or shape, with the reason.

@@ -30,13 +30,13 @@ from test_cronista import (  # noqa: E402  (the lite contract's helpers; tests/ 
     summary_is_source_sentences_in_order,
 )
 
-from evomem.adapters import onnx_cronista as oc  # noqa: E402
-from evomem.adapters.onnx_cronista import CronistaModelUnavailable, OnnxCronista  # noqa: E402
-from evomem.adapters.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.models.onnx_cronista import CronistaModelUnavailable, OnnxCronista  # noqa: E402
+from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.app.memory import MemoryService  # noqa: E402
+from evomem.app.ports import Extractor  # noqa: E402
 from evomem.domain.cronista import SUMMARY_MAX_CHARS  # noqa: E402
 from evomem.domain.model import Extraction  # noqa: E402
-from evomem.ports import Extractor  # noqa: E402
-from evomem.service import MemoryService  # noqa: E402
 
 FIELDS = ("trigger", "change", "alternatives_tried", "consequences")
 NAME = "onnx/cronista-minilm-1"
@@ -226,7 +226,7 @@ def test_it_loads_offline_without_torch():
         "import sys, socket\n"
         "def refuse(*a, **k): raise OSError('network disabled in this test')\n"
         "socket.socket.connect = refuse\n"
-        "from evomem.adapters.onnx_cronista import OnnxCronista\n"
+        "from evomem.adapters.models.onnx_cronista import OnnxCronista\n"
         "ex = OnnxCronista().extract('We picked Redis for the cache since it is fast.')\n"
         "assert ex.change, ex\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
@@ -283,7 +283,7 @@ def test_a_padded_batch_gives_each_row_what_it_gets_alone(cronista):
 def test_padding_a_row_to_any_length_bucket_leaves_its_logits_bit_identical(cronista, text):
     """What the Triton client's length buckets rely on: the int8 graph masks padding positions
     before it quantizes an activation, so zeros padding never moves a row's quantization range."""
-    from evomem.adapters.triton_client import LENGTH_BUCKETS
+    from evomem.adapters.models.triton import LENGTH_BUCKETS
 
     rows = [w.ids for w in oc.windows(cronista._tokenizer, text)]
     ids, mask = oc.batch_arrays(rows)

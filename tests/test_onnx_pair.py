@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.onnx_pair import (
+from evomem.adapters.models.onnx_pair import (
     DEFAULT_MODEL_DIR,
     MAX_TOKENS,
     OnnxPairScorer,

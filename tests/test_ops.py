@@ -7,7 +7,7 @@
   latency and the ids, and never the note text;
 - the gateway app (``gateway.create_app()`` under uvicorn, over a real storage gRPC server):
   the same /metrics, and /readyz turns 503 when storage goes away;
-- ``readiness`` and the call wrapper (``evomem.telemetry``) directly, for the cases a real
+- ``readiness`` and the call wrapper (``evomem.entrypoints.mcp.telemetry``) directly, for the cases a real
   process cannot be made to show on demand (a model that is still loading, a failing database).
 """
 
@@ -32,11 +32,11 @@ import pytest
 from mcp import Client
 from procutil import free_ports, stop_process
 
-from evomem import telemetry
-from evomem.adapters.sqlite_store import SQLiteStore
-from evomem.entrypoints.http import readiness
-from evomem.entrypoints.mcp_tools import build_mcp_server
-from evomem.service import MemoryService
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService
+from evomem.entrypoints.mcp import telemetry
+from evomem.entrypoints.mcp.http import readiness
+from evomem.entrypoints.mcp.server import build_mcp_server
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 SECRET_NOTE = "We picked Postgres for the ledger; the vault phrase is zebra-quartz-41"
@@ -147,9 +147,9 @@ def test_embedded_http_metrics_probes_and_call_logs(http_server: dict[str, Any])
 def gateway_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     import uvicorn
 
-    from evomem.adapters.grpc.server import create_server
-    from evomem.adapters.grpc.servicers import StorageServicer
-    from evomem.entrypoints import gateway
+    from evomem.entrypoints.grpc.server import create_server
+    from evomem.entrypoints.grpc.servicers import StorageServicer
+    from evomem.entrypoints.mcp import gateway
     from evomem.v1 import storage_pb2_grpc
 
     store = SQLiteStore(tmp_path / "served.db")

@@ -31,7 +31,7 @@ def node(text: str, *, scope: str | None = None, supersedes: str | None = None, 
 
 @pytest.fixture(scope="module")
 def linker() -> PairLinker:
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
     if not embedder.available:
@@ -424,7 +424,7 @@ def test_offering_is_a_setting(tmp_path) -> None:
 
 def test_the_remember_answer_lists_the_offer_with_its_reason(tmp_path) -> None:
     from evomem.bootstrap import build_embedded
-    from evomem.entrypoints.schemas import remember_answer
+    from evomem.entrypoints.mcp.answers import remember_answer
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=str(tmp_path / "a.db"), vectors="off"))

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService
 from evomem.domain.errors import Purged
-from evomem.entrypoints.schemas import forget_answer, get_node_answer, recall_answer
-from evomem.service import MemoryService
+from evomem.entrypoints.mcp.answers import forget_answer, get_node_answer, recall_answer
 
 
 def disk_files(db_path: Path) -> dict[str, bytes]:
@@ -392,9 +392,9 @@ def test_a_purge_erases_the_author_and_every_free_text_field(service, store, db_
 
 def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
     pytest.importorskip("sqlite_vec")
-    from evomem.adapters.embedding import HashingEmbedder
-    from evomem.adapters.semantic import SemanticIndex
-    from evomem.adapters.vector_index import VectorIndex
+    from evomem.adapters.models.embedding import HashingEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
+    from evomem.adapters.vectors.semantic import SemanticIndex
 
     embedder = HashingEmbedder()
     vectors = SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name))
@@ -413,8 +413,8 @@ def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
 def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(db_path, secret):
     """Through storage's gRPC API (the gateway's path): the answer and the tombstone agree."""
     from evomem.adapters.grpc.clients import GrpcStore
-    from evomem.adapters.grpc.server import create_server
-    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.entrypoints.grpc.server import create_server
+    from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
     backing = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]

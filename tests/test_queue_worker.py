@@ -29,13 +29,13 @@ import redis
 from redis_server import RedisServer, free_port
 
 from evomem.adapters.redis_queue import DEAD_STREAM, GROUP, STREAM, RedisJobSource, RedisQueue, connect
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.jobs import ExtractionWorker, WorkerConfig, default_consumer
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import ExtractionJob, Extractor
 from evomem.bootstrap import build_gateway, worker_service
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.model import Extraction, ExtractionState, MemoryNode
-from evomem.jobs import ExtractionWorker, WorkerConfig, default_consumer
-from evomem.ports import ExtractionJob, Extractor
-from evomem.service import MemoryService, ServiceConfig
 from evomem.settings import Settings
 
 WAIT_S = 30.0
@@ -95,7 +95,7 @@ class Stack:
         return worker_service(self.storage_addr, self.cronista_addr, timeout_s=timeout_s)
 
     def start_cronista(self) -> None:
-        from evomem.adapters.grpc.servicers import CronistaServicer
+        from evomem.entrypoints.grpc.servicers import CronistaServicer
         from evomem.v1 import cronista_pb2_grpc
 
         running = start_grpc(
@@ -136,7 +136,7 @@ class Stack:
 
 
 def start_grpc(address: str, register: Callable[[Any], None], name: str) -> Any:
-    from evomem.adapters.grpc.server import create_server
+    from evomem.entrypoints.grpc.server import create_server
 
     running = create_server(address, register, (name,), metrics=False)
     running.set_serving(True)
@@ -153,7 +153,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 @pytest.fixture
 def stack_factory(tmp_path: Path, redis_server: RedisServer) -> Iterator[Callable[[Extractor], Stack]]:
     """Storage (a SQLite file) and cronista (the given extractor) gRPC servers on loopback port 0."""
-    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
     stacks: list[Stack] = []
@@ -204,7 +204,7 @@ def worker_thread(worker: ExtractionWorker) -> Iterator[ExtractionWorker]:
 def start_worker_process(stack: Stack, log_path: Path, **env: str) -> subprocess.Popen[bytes]:
     with open(log_path, "ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "evomem.entrypoints.worker"],
+            [sys.executable, "-m", "evomem.entrypoints.cli.worker"],
             env=stack.worker_env(**env),
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,4 +1,4 @@
-"""Recall in one storage round trip: ``RecallNodes`` runs ``evomem.recalling.recall_nodes`` in
+"""Recall in one storage round trip: ``RecallNodes`` runs ``evomem.app.recall.recall_nodes`` in
 the storage service, the very function the embedded wiring runs in-process.
 
 - The same story, recalled in-process (``SQLiteStore`` + ``SemanticIndex``) and through a
@@ -23,16 +23,16 @@ import grpc
 import pytest
 
 from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
-from evomem.adapters.grpc.servicers import StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import NodeRecall, Vectors
+from evomem.app.recall import LocalRecall
 from evomem.bootstrap import vectors_problem
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.recall import RecallQuery
-from evomem.entrypoints.schemas import recall_answer
-from evomem.ports import NodeRecall, Vectors
-from evomem.recalling import LocalRecall
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.entrypoints.mcp.answers import recall_answer
 from evomem.v1 import storage_pb2_grpc
 
 NOTES = [
@@ -99,9 +99,9 @@ def wirings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wirings]
     if request.param == "hybrid":
         if vectors_problem() is not None:
             pytest.skip(f"hybrid recall cannot run here: {vectors_problem()}")
-        from evomem.adapters.embedding import OnnxEmbedder
-        from evomem.adapters.semantic import SemanticIndex
-        from evomem.adapters.vector_index import VectorIndex
+        from evomem.adapters.models.embedding import OnnxEmbedder
+        from evomem.adapters.vectors.index import VectorIndex
+        from evomem.adapters.vectors.semantic import SemanticIndex
         from evomem.bootstrap import VECTOR_MIN_SIMILARITY
 
         embedder = OnnxEmbedder()

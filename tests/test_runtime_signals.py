@@ -14,7 +14,7 @@ import time
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time
-    from evomem.runtime import serve_until_signal
+    from evomem.ops.runtime import serve_until_signal
 
     case = sys.argv[1]
 

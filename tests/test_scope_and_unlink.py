@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from evomem.app.memory import MemoryService
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import LinkDecision
 from evomem.domain.scope import compatible, infer_note_scope, infer_scope, may_list
-from evomem.service import MemoryService
 
 # One named case per scope family: (family, note, expected evidence).
 FAMILIES = [
@@ -74,7 +74,7 @@ def test_a_long_record_is_scoped_by_its_decision_not_by_its_background(tmp_path)
     """A long document's context names a place in passing ("Load tests in staging"): the
     decision applies everywhere, so remember stores it unscoped. The same record whose
     decision is for staging is scoped; a short note is read whole, as before."""
-    from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.adapters.sqlite.store import SQLiteStore
 
     filler = "The order, billing and shipping services call each other over HTTP. " * 20
     everywhere = RECORD.format(filler=filler, decision="Order events go through RabbitMQ with quorum queues.")

@@ -12,15 +12,15 @@ import itertools
 
 import pytest
 
-from evomem.adapters.embedding import HashingEmbedder
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.models.embedding import HashingEmbedder
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService
 from evomem.bootstrap import linker_for
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.domain.linkers.scored import ScoredLinker
 from evomem.domain.model import LinkDecision, MemoryNode
 from evomem.domain.subject import analyse, lowercase_vocabulary
-from evomem.service import MemoryService
 from evomem.settings import AUTO_SUPERSEDE, Settings
 
 _ids = itertools.count(1)

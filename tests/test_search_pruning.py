@@ -13,8 +13,8 @@ import random
 
 import pytest
 
-from evomem.adapters import sqlite_store
-from evomem.adapters.sqlite_store import SQLiteStore, essential_split, fts_query, term_bound
+from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.sqlite.store import SQLiteStore, essential_split, fts_query, term_bound
 from evomem.domain.model import NewNote
 
 COMMON = ["service", "database", "team", "uses", "queue", "cache"]

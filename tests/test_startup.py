@@ -17,7 +17,8 @@ import pytest
 
 from evomem.bootstrap import build_embedded, start_background, vectors_problem
 from evomem.domain.errors import MODEL_LOADING
-from evomem.entrypoints import cli, services
+from evomem.entrypoints.cli import mcp as cli
+from evomem.entrypoints.cli import service as services
 from evomem.settings import Settings, env_names
 
 OLD = "We keep the ledger in Postgres."
@@ -81,7 +82,7 @@ def test_evomem_service_help_exits_0_and_lists_every_variable(capsys: pytest.Cap
 def test_the_server_imports_no_linker_jsonschema_numpy_or_model_runtime_at_start(tmp_path: Path) -> None:
     """What evomem-mcp imports up to its first answer (a recall): the heavy modules stay out."""
     code = (
-        "import sys, anyio; from evomem.entrypoints import cli; from evomem import bootstrap; "
+        "import sys, anyio; from evomem.entrypoints.cli import mcp as cli; from evomem import bootstrap; "
         f"st = cli.settings_from_args(['--db', {str(tmp_path / 'i.db')!r}]); s = bootstrap.build_embedded(st); "
         "server = bootstrap.embedded_mcp_server(st, s); "
         "import threading; bootstrap.start_background(s, after=threading.Event(), after_s=600); "  # as evomem-mcp

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from evomem.entrypoints.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_line
+from evomem.entrypoints.mcp.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_line
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from evomem.adapters.sqlite_driver import sqlite as sqlite3
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.driver import sqlite as sqlite3
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import CycleError, Forgotten, InvalidArgument, NamespaceMismatch, Purged
-from evomem.entrypoints.schemas import recall_answer
-from evomem.service import MemoryService, ServiceConfig
+from evomem.entrypoints.mcp.answers import recall_answer
 
 V1 = "We picked Postgres for the ledger."
 V2 = "We moved the ledger from Postgres to SQLite, Postgres was overkill."

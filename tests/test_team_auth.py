@@ -23,7 +23,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from evomem.auth import digest
+from evomem.security.tokens import digest
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 URL_LINE = re.compile(r"at (http://127\.0\.0\.1:(\d+)/mcp)")

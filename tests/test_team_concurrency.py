@@ -21,12 +21,12 @@ from mcp.client.streamable_http import streamable_http_client
 from test_team_auth import ok, token_file
 from test_team_gateway import backing, redis_url, serve_gateway, storage  # noqa: F401  (fixtures)
 
-from evomem.access import GuardedService, Principal
-from evomem.adapters.grpc.server import RunningServer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.access import GuardedService, Principal
+from evomem.app.memory import MemoryService
 from evomem.domain.audit import AuditQuery
 from evomem.domain.cronista import LiteCronista
-from evomem.service import MemoryService
+from evomem.entrypoints.grpc.server import RunningServer
 
 AGENTS, NAMESPACES, SUPERSEDERS, NOTES = 32, 4, 8, 5
 

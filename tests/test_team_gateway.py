@@ -26,16 +26,16 @@ from procutil import free_port
 from redis_server import RedisServer
 from test_team_auth import INIT, JSON_HEADERS, TOKENS, token_file
 
-from evomem.access import Principal
 from evomem.adapters.grpc.clients import GrpcStore
-from evomem.adapters.grpc.server import RunningServer, create_server
-from evomem.adapters.grpc.servicers import StorageServicer
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.access import Principal
 from evomem.bootstrap import grpc_listen_secret
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError
-from evomem.ratelimit import RateLimiter, build_limiter
-from evomem.runtime import ConfigError
+from evomem.entrypoints.grpc.server import RunningServer, create_server
+from evomem.entrypoints.grpc.servicers import StorageServicer
+from evomem.ops.runtime import ConfigError
+from evomem.security.ratelimit import RateLimiter, build_limiter
 from evomem.settings import Settings
 from evomem.v1 import storage_pb2_grpc
 
@@ -157,7 +157,7 @@ def serve_gateway(
     storage: RunningServer, redis_url: str, auth_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Served]:
     """The real gateway app (``create_app``) over ``storage`` and Redis, tokens from ``auth_file``."""
-    from evomem.entrypoints import gateway as gateway_module
+    from evomem.entrypoints.mcp import gateway as gateway_module
 
     for var in [v for v in __import__("os").environ if v.startswith("EVOMEM_")]:
         monkeypatch.delenv(var)

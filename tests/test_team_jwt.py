@@ -14,10 +14,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from test_team_auth import INIT, JSON_HEADERS, start_server, stop
 
-from evomem.access import Principal
+from evomem.app.access import Principal
 from evomem.bootstrap import build_gate
-from evomem.jwt_auth import JwtVerifier
-from evomem.runtime import ConfigError
+from evomem.ops.runtime import ConfigError
+from evomem.security.jwt import JwtVerifier
 from evomem.settings import Settings
 
 ISSUER, AUDIENCE = "https://idp.example", "evomem-team"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evomem.access import Principal, require_role, visible_info
-from evomem.auth import AuthFileError, TokenRegistry, digest, load_token_file
+from evomem.app.access import Principal, require_role, visible_info
 from evomem.domain.errors import Forbidden
+from evomem.security.tokens import AuthFileError, TokenRegistry, digest, load_token_file
 
 GOOD = """
 [[tokens]]
@@ -93,7 +93,7 @@ def test_roles_and_what_stats_shows() -> None:
 def test_evomem_admin_token_create_prints_a_token_the_server_accepts(tmp_path: Path) -> None:
     args = ["token", "create", "--name", "alice", "--role", "writer", "--namespaces", "team-a,shared", "--rate", "5"]
     done = subprocess.run(
-        [sys.executable, "-m", "evomem.entrypoints.admin", *args], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "evomem.entrypoints.cli.admin", *args], capture_output=True, text=True, check=True
     )
     token = next(line for line in done.stderr.splitlines() if line.startswith("evm_"))
     assert token not in done.stdout  # the entry holds only the digest
@@ -101,12 +101,16 @@ def test_evomem_admin_token_create_prints_a_token_the_server_accepts(tmp_path: P
     registry = TokenRegistry(write(tmp_path, done.stdout))
     assert registry.verify(token) == Principal("alice", "writer", ("team-a", "shared"), 5.0)
     bad = subprocess.run(
-        [sys.executable, "-m", "evomem.entrypoints.admin", "token", "create", "--name", "x", "--role", "reader",
+        [sys.executable, "-m", "evomem.entrypoints.cli.admin", "token", "create", "--name", "x", "--role", "reader",
          "--namespaces", "bad name!"],
         capture_output=True, text=True,
     )  # fmt: skip
     assert bad.returncode == 2 and "namespace" in bad.stderr
+    admin = "evomem.entrypoints.cli.admin"
     secret = subprocess.run(
-        [sys.executable, "-m", "evomem.entrypoints.admin", "grpc-secret"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", admin, "grpc-secret"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert len(secret.stdout.strip()) >= 40

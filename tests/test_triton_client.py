@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from bench.procs import free_port
-from evomem.adapters.triton_client import LENGTH_BUCKETS, TritonEmbedder, TritonModel, TritonUnavailable, bucket_width
-from evomem.ports import Embedder
+from evomem.adapters.models.triton import LENGTH_BUCKETS, TritonEmbedder, TritonModel, TritonUnavailable, bucket_width
+from evomem.app.ports import Embedder
 from tests.triton_support import TritonServer, cpu_repository, triton_venv
 
 pytest.importorskip("tritonclient.grpc")
@@ -34,7 +34,7 @@ def server(tmp_path_factory) -> TritonServer:
 
 
 def test_the_triton_embedder_gives_the_in_process_vectors(server):
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     local = OnnxEmbedder()
     if not local.available:
@@ -158,12 +158,12 @@ def test_the_deadline_bounds_the_whole_call(server):
 def test_storage_embeds_on_triton_and_in_process_when_triton_is_down(tmp_path):
     """EVOMEM_EMBEDDING_BACKEND=triton: storage's vectors come from Triton's embedding model; with
     Triton killed, notes and queries are embedded in process (the same vectors), counted."""
-    from evomem.adapters.embedding import OnnxEmbedder
-    from evomem.adapters.sqlite_store import SQLiteStore
-    from evomem.adapters.triton_client import FallbackEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.models.triton import FallbackEmbedder
+    from evomem.adapters.sqlite.store import SQLiteStore
     from evomem.bootstrap import build_vectors
     from evomem.domain.model import NewNote
-    from evomem.runtime import metric
+    from evomem.ops.runtime import metric
     from evomem.settings import Settings
 
     if not OnnxEmbedder().available:
@@ -197,9 +197,9 @@ def test_storage_embeds_on_triton_and_in_process_when_triton_is_down(tmp_path):
 
 
 def test_the_triton_embedding_backend_needs_a_url(tmp_path):
-    from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.adapters.sqlite.store import SQLiteStore
     from evomem.bootstrap import build_vectors
-    from evomem.runtime import ConfigError
+    from evomem.ops.runtime import ConfigError
     from evomem.settings import Settings
 
     store = SQLiteStore(tmp_path / "evomem.db")

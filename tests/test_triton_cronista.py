@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from bench.procs import free_port
-from evomem.adapters.onnx_cronista import OnnxCronista
-from evomem.adapters.triton_client import TritonModel
-from evomem.adapters.triton_cronista import TritonCronista, fallback_count
+from evomem.adapters.models.onnx_cronista import OnnxCronista
+from evomem.adapters.models.triton import TritonModel
+from evomem.adapters.models.triton_cronista import TritonCronista, fallback_count
+from evomem.app.ports import Extractor
 from evomem.domain.model import Extraction, ExtractionState
-from evomem.ports import Extractor
 from tests.test_cronista import made_of_source_spans, summary_is_source_sentences_in_order
 from tests.triton_support import ROOT, TritonServer, cpu_repository, make_tiny_cronista, triton_venv
 
@@ -159,8 +159,8 @@ def test_concurrent_notes_are_batched_by_the_server_without_mixing_rows(server, 
 
 
 def test_when_triton_dies_mid_run_every_note_is_extracted_by_lite_recorded_and_counted(tmp_path, tiny):
-    from evomem.adapters.sqlite_store import SQLiteStore
-    from evomem.service import MemoryService, ServiceConfig
+    from evomem.adapters.sqlite.store import SQLiteStore
+    from evomem.app.memory import MemoryService, ServiceConfig
 
     own = TritonServer(cpu_repository(tmp_path, cronista_dir=tiny, models="cronista"), tmp_path / "run", triton_venv())
     own.start()
@@ -253,7 +253,7 @@ def test_the_cronista_service_reports_degraded_while_triton_is_down_and_recovers
 
 def test_a_triton_cronista_without_a_url_refuses_to_start():
     from evomem.bootstrap import build_cronista
-    from evomem.runtime import ConfigError
+    from evomem.ops.runtime import ConfigError
     from evomem.settings import Settings
 
     with pytest.raises(ConfigError, match="EVOMEM_TRITON_URL"):

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evomem.adapters import vector_index
-from evomem.adapters.sqlite_driver import load_vec, sqlite
-from evomem.adapters.vector_index import VectorIndex
+from evomem.adapters.sqlite.driver import load_vec, sqlite
+from evomem.adapters.vectors import index as vector_index
+from evomem.adapters.vectors.index import VectorIndex
 from tests.test_vector_index import _MISSING  # the same skip: sqlite-vec or a driver that loads it
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,7 +160,7 @@ def test_writes_by_another_index_object_are_seen_by_the_next_search(tmp_path: Pa
 WRITER = """
 import json, sys
 import numpy as np
-from evomem.adapters.vector_index import VectorIndex
+from evomem.adapters.vectors.index import VectorIndex
 path, adds, removes = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 with VectorIndex(path) as ix:
     ix.add_many((node, "ns", np.asarray(v, dtype=np.float32)) for node, v in adds)
@@ -209,7 +209,7 @@ def test_plain_sql_writes_are_logged_by_the_triggers(tmp_path: Path) -> None:
 
 
 def test_a_purged_vector_leaves_the_cache_and_the_log_holds_no_vector_bytes(tmp_path: Path) -> None:
-    from evomem.adapters.sqlite_store import SQLiteStore
+    from evomem.adapters.sqlite.store import SQLiteStore
 
     store = SQLiteStore(tmp_path / "evomem.db")
     x = unit_rows(40, seed=8)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evomem.adapters.embedding import HashingEmbedder
-from evomem.adapters.vector_index import (
+from evomem.adapters.models.embedding import HashingEmbedder
+from evomem.adapters.vectors.index import (
     SCANS,
     VectorIndex,
     VectorIndexMismatch,
@@ -158,7 +158,7 @@ def test_fake_embedder_end_to_end(tmp_path: Path) -> None:
 
 
 def test_the_real_model_finds_the_paraphrase(tmp_path: Path) -> None:
-    from evomem.adapters.embedding import OnnxEmbedder, resolve_model_files
+    from evomem.adapters.models.embedding import OnnxEmbedder, resolve_model_files
 
     if importlib.util.find_spec("onnxruntime") is None or resolve_model_files()[0] is None:
         pytest.skip("embedding model not installed; install it with: pip install evomem-mcp")

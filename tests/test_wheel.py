@@ -86,7 +86,8 @@ def test_the_wheel_is_named_evomem_mcp_and_installs_outside_the_repo(installed: 
         [
             str(installed["bin"] / "python"),
             "-c",
-            "import json, evomem, importlib.metadata as m; from evomem.adapters.embedding import resolve_model_files;"
+            "import json, evomem, importlib.metadata as m;"
+            "from evomem.adapters.models.embedding import resolve_model_files;"
             "files, _ = resolve_model_files();"
             "print(json.dumps({'file': evomem.__file__, 'version': m.version('evomem-mcp'),"
             " 'tokenizer': str(files.tokenizer) if files else None, 'model': str(files.model) if files else None}))",

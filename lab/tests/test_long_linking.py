@@ -49,8 +49,8 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters import sqlite_store
-from evomem.adapters.sqlite_store import SQLiteStore, fts_query
+from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.sqlite.store import SQLiteStore, fts_query
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair
 from evomem.domain.linkers.pair import FEATURES, PairLinker, PairModel
@@ -62,7 +62,7 @@ GOLDEN = Path(__file__).with_name("data") / "long_linking_decisions.json"
 
 
 def _model_available() -> bool:
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     return bool(OnnxEmbedder(threads=1).available)
 
@@ -166,7 +166,7 @@ def test_a_small_table_is_searched_as_before(tmp_path: Path, size: int) -> None:
 def test_prepare_leaves_the_decision_as_it_was() -> None:
     if not _model_available():
         pytest.skip("no embedding model installed")
-    from evomem.adapters.embedding import OnnxEmbedder
+    from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
     texts = [n["text"] for n in linker_long.long_records(8, seed=4)]

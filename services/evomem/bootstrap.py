@@ -7,7 +7,7 @@ Every builder takes one ``Settings`` (``evomem.settings``) and nothing else:
 * ``build_gateway``: the same ``MemoryService`` over gRPC clients and the Redis queue.
 * ``build_storage``, ``build_cronista``, ``build_linker``: a ``GrpcService`` each (the
   servicer, its health and the process's resources), which the entrypoint starts and stops.
-* ``build_worker``: the extraction worker (``evomem.jobs``) over the Redis job source.
+* ``build_worker``: the extraction worker (``evomem.app.jobs``) over the Redis job source.
 
 Nothing connects to anything at import time; a gRPC server binds only in ``GrpcService.start``.
 """
@@ -23,18 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.sqlite_store import SQLiteStore
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import Embedder, Extractor, Linker, Store, Vectors
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
-from evomem.ports import Embedder, Extractor, Linker, Store, Vectors
-from evomem.runtime import GRACE_S, ConfigError, start_metrics
-from evomem.service import MemoryService, ServiceConfig
+from evomem.ops.runtime import GRACE_S, ConfigError, start_metrics
 from evomem.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
-    from evomem.adapters.grpc.server import RunningServer
-    from evomem.entrypoints.gate import Gate
-    from evomem.jobs import ExtractionWorker
+    from evomem.app.jobs import ExtractionWorker
+    from evomem.entrypoints.grpc.server import RunningServer
+    from evomem.security.gate import Gate
 
 log = logging.getLogger("evomem.bootstrap")
 
@@ -50,8 +50,8 @@ GRPC_PORTS = {"storage": 50051, "cronista": 50052, "linker": 50053}
 
 def vectors_problem(model_dir: str | None = None) -> str | None:
     """Why hybrid recall cannot run here (None when it can). Cheap: finds files, loads nothing big."""
-    from evomem.adapters.embedding import INSTALL_HINT, resolve_model_files
-    from evomem.adapters.sqlite_driver import vec_problem
+    from evomem.adapters.models.embedding import INSTALL_HINT, resolve_model_files
+    from evomem.adapters.sqlite.driver import vec_problem
 
     problem = vec_problem()
     if problem is not None:
@@ -75,9 +75,9 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
             raise Unavailable(f"vectors on: {problem}")
         log.info("hybrid recall off (BM25 only): %s", problem)
         return None
-    from evomem.adapters.embedding import OnnxEmbedder
-    from evomem.adapters.semantic import SemanticIndex
-    from evomem.adapters.vector_index import VectorIndex
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
+    from evomem.adapters.vectors.semantic import SemanticIndex
 
     # One thread per call: a note or a query is one short sequence, where a second thread buys
     # little and concurrent calls would oversubscribe the cores (measured on 2 busy cores:
@@ -85,7 +85,7 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
     embedder: Embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
     if settings.vectors.backend == "triton":
         # The encoder on Triton (the same pinned file), in process when Triton cannot answer.
-        from evomem.adapters.triton_client import FallbackEmbedder, TritonEmbedder, TritonModel
+        from evomem.adapters.models.triton import FallbackEmbedder, TritonEmbedder, TritonModel
 
         if settings.vectors.model_dir:
             raise ConfigError(
@@ -209,14 +209,14 @@ def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *,
     """The pair linker (``evomem.domain.linkers.pair``) with the shipped ``pair_model.json``:
     ``embedder`` for its similarity features (the service passes the search's cosines, so it
     embeds only what the search did not), ``store`` to read a candidate's earlier versions.
-    ``cross``: with the packaged cross-encoder (``evomem.adapters.onnx_pair``), which reads the
+    ``cross``: with the packaged cross-encoder (``evomem.adapters.models.onnx_pair``), which reads the
     plausible candidates the pair model is unsure of (when onnxruntime or the model is missing,
     the pair model's answer stands)."""
     from evomem.domain.linkers.pair import PairLinker
 
     scorer = None
     if cross:
-        from evomem.adapters.onnx_pair import OnnxPairScorer
+        from evomem.adapters.models.onnx_pair import OnnxPairScorer
 
         scorer = OnnxPairScorer.shared()
     return PairLinker(embedder, lookup=store.get_many if store is not None else None, cross=scorer)
@@ -307,7 +307,7 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
 def embedded_mcp_server(settings: Settings, service: MemoryService, *, gate: Gate | None = None) -> Any:
     """The MCP server of ``evomem-mcp`` (either transport) over the embedded ``service``:
     its descriptions say hybrid when the vectors are wired, answers show ``answer_note_chars``."""
-    from evomem.entrypoints.mcp_tools import build_mcp_server
+    from evomem.entrypoints.mcp.server import build_mcp_server
 
     return build_mcp_server(
         lambda: service,
@@ -325,7 +325,7 @@ def run_embedded(
     and earlier notes embedding in the background meanwhile (``start_background``: ``after``,
     ``after_s``); then stop the backfill after its batch, close the store and leave the process
     (``runtime.exit_process``). The exit status: 0, or 1 when serving failed (a port taken)."""
-    from evomem.runtime import exit_process
+    from evomem.ops.runtime import exit_process
 
     stop = threading.Event()
     background = start_background(service, stop=stop, after=after, after_s=after_s)
@@ -350,8 +350,8 @@ def build_http_front(settings: Settings, host: str) -> tuple[Any, Any, dict[str,
     """What stands before the embedded server's HTTP app: the gate (tokens, rate limits; None
     without a token file), the socket bound first (``PortInUse`` when the port is taken), and
     ``build_http_app``'s gate and allowed lists. SIGHUP re-reads the token file."""
-    from evomem.auth import install_reload_signal
-    from evomem.entrypoints.http import bind
+    from evomem.entrypoints.mcp.http import bind
+    from evomem.security.tokens import install_reload_signal
 
     gate = build_gate(settings, host, settings.mcp.port)  # refuses non-loopback without auth
     sock = bind(host, settings.mcp.port)
@@ -372,7 +372,7 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
     """The auth gate of an HTTP wiring (embedded HTTP or gateway) bound to ``host:port``, or
     None when no token file is set. Without one, a non-loopback ``host`` is refused unless
     EVOMEM_INSECURE_NO_AUTH is set, and then warned about at every start."""
-    from evomem.entrypoints.gate import Gate, is_loopback
+    from evomem.security.gate import Gate, is_loopback
 
     jwt_on = bool(settings.auth.jwt_issuer or settings.auth.jwt_audience or settings.auth.jwt_jwks)
     if not settings.auth.file and not jwt_on:
@@ -389,7 +389,7 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
                 host,
             )
         return None
-    from evomem.auth import AuthFileError, TokenRegistry, TokenVerifier
+    from evomem.security.tokens import AuthFileError, TokenRegistry, TokenVerifier
 
     try:
         registry = TokenRegistry(settings.auth.file) if settings.auth.file else None
@@ -401,7 +401,7 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
         shown = "127.0.0.1"
     resource = settings.auth.resource_url or f"http://{shown}:{port}/mcp"
     issuer = settings.auth.issuer_url or _origin(resource)
-    from evomem.ratelimit import build_limiter
+    from evomem.security.ratelimit import build_limiter
 
     # Tokens with a ``rate`` are limited; the file may gain one at the next SIGHUP, so always built.
     limiter = build_limiter(settings.auth.rate_redis_url or settings.queue.redis_url)
@@ -413,7 +413,7 @@ def build_gate(settings: Settings, host: str, port: int) -> Gate | None:
 
 
 def _jwt_verifier(settings: Settings) -> Any:
-    from evomem.jwt_auth import JwtVerifier
+    from evomem.security.jwt import JwtVerifier
 
     a = settings.auth
     if not (a.jwt_issuer and a.jwt_audience and a.jwt_jwks):
@@ -493,7 +493,7 @@ def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
 
 
 def gateway_command(settings: Settings) -> list[str]:
-    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.gateway:create_app()``.
+    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.mcp.gateway:create_app()``.
     Checks the gateway's settings first, so a missing address stops the command at once."""
     gateway_peers(settings)
     host = settings.mcp.host or "127.0.0.1"
@@ -510,7 +510,7 @@ def gateway_command(settings: Settings) -> list[str]:
         str(int(GRACE_S)),
         "--access-logfile",
         "-" if settings.gateway.access_log else "/dev/null",
-        "evomem.entrypoints.gateway:create_app()",
+        "evomem.entrypoints.mcp.gateway:create_app()",
     ]
 
 
@@ -538,7 +538,7 @@ class GrpcService:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def start(self) -> RunningServer:
-        from evomem.adapters.grpc.server import create_server
+        from evomem.entrypoints.grpc.server import create_server
 
         port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
         try:
@@ -599,7 +599,7 @@ class GrpcService:
 def grpc_peer(settings: Settings) -> dict[str, Any]:
     """How this process authenticates to (and as) a gRPC peer: ``secret`` (EVOMEM_GRPC_SECRET or
     _FILE) and ``tls`` (EVOMEM_GRPC_TLS_CA, _CERT, _KEY: all three, or none)."""
-    from evomem.adapters.grpc.peer_auth import TlsFiles
+    from evomem.security.peer import TlsFiles
 
     a = settings.auth
     files = (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key)
@@ -625,7 +625,7 @@ def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
     """What a gRPC service demands of its callers: the secret and/or mutual TLS. With neither,
     a non-loopback bind address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at
     every start)."""
-    from evomem.entrypoints.gate import is_loopback
+    from evomem.security.gate import is_loopback
 
     peer = grpc_peer(settings)
     host = settings.grpc.host
@@ -650,7 +650,7 @@ def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
 
 def build_storage(settings: Settings) -> GrpcService:
     """The StorageService over the SQLite file (its only writer), with the file's vectors."""
-    from evomem.adapters.grpc.servicers import StorageServicer
+    from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
     store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
@@ -689,13 +689,13 @@ def build_extractor(settings: Settings) -> Extractor:
     answer)."""
     backend = settings.cronista.backend
     if backend == "onnx":
-        from evomem.adapters.onnx_cronista import OnnxCronista
+        from evomem.adapters.models.onnx_cronista import OnnxCronista
 
         return OnnxCronista(settings.cronista.model_dir)
     if backend == "triton":
         try:
-            from evomem.adapters.triton_client import TritonModel
-            from evomem.adapters.triton_cronista import TritonCronista
+            from evomem.adapters.models.triton import TritonModel
+            from evomem.adapters.models.triton_cronista import TritonCronista
         except ImportError as exc:
             raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}; pip install 'evomem-mcp[triton]'") from exc
         try:
@@ -712,7 +712,7 @@ def build_cronista(settings: Settings) -> GrpcService:
     """The CronistaService with the extractor of EVOMEM_CRONISTA_BACKEND. With ``triton`` the
     health of ``evomem.v1.CronistaService`` is NOT_SERVING while it extracts through its lite
     fallback (Triton down), "" stays SERVING; the state is probed every second."""
-    from evomem.adapters.grpc.servicers import CronistaServicer
+    from evomem.entrypoints.grpc.servicers import CronistaServicer
     from evomem.v1 import cronista_pb2_grpc
 
     extractor = build_extractor(settings)
@@ -748,7 +748,7 @@ def build_linker(settings: Settings) -> GrpcService:
     """The LinkerService with the linker of EVOMEM_LINKER; with EVOMEM_STORAGE_ADDR the
     scored linker reads earlier versions of a candidate's chain from storage."""
     from evomem.adapters.grpc.clients import GrpcStore
-    from evomem.adapters.grpc.servicers import LinkerServicer
+    from evomem.entrypoints.grpc.servicers import LinkerServicer
     from evomem.v1 import linker_pb2_grpc
 
     mode = settings.linker.service
@@ -788,7 +788,7 @@ def worker_service(
 def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> ExtractionWorker:
     """The extraction worker: jobs from the Redis stream, storage and cronista over gRPC."""
     from evomem.adapters.redis_queue import RedisJobSource, connect
-    from evomem.jobs import ExtractionWorker, WorkerConfig, default_consumer
+    from evomem.app.jobs import ExtractionWorker, WorkerConfig, default_consumer
 
     redis_url = settings.require("queue", "redis_url")
     storage_addr = settings.require("addresses", "storage")

@@ -460,7 +460,7 @@ def _explain(exc: ValidationError, *, given: set[str]) -> str:
 
 
 def read_sqlite_driver() -> str:
-    """``EVOMEM_SQLITE_DRIVER`` for ``evomem.adapters.sqlite_driver``, which picks its library at
+    """``EVOMEM_SQLITE_DRIVER`` for ``evomem.adapters.sqlite.driver``, which picks its library at
     import, before any settings object exists (so only this one variable is read here)."""
     var = var_name("store", "sqlite_driver")
     raw = os.environ.get(var, "").strip()

@@ -1,1 +1,1 @@
-"""Adapters: implementations of the ports in ``evomem.ports``."""
+"""Adapters: implementations of the ports in ``evomem.app.ports``."""

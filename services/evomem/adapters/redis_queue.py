@@ -1,7 +1,7 @@
 """The extraction queue on a Redis stream: ``RedisQueue`` (the ``JobQueue`` port, the gateway's
 side) and ``RedisJobSource`` (the ``JobSource`` port, the worker's side). All Redis Streams
 knowledge (XADD, XREADGROUP, XAUTOCLAIM, XCLAIM, XACK, the dead-letter stream) lives here;
-what to do with a job that fails is ``evomem.jobs``'s business.
+what to do with a job that fails is ``evomem.app.jobs``'s business.
 
 One stream, ``evomem:extract``; each entry is one job with the fields ``node_id`` and
 ``enqueued_at`` (ms since the epoch). Workers read it as the consumer group ``workers``;
@@ -35,7 +35,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.retry import Retry
 
-from evomem.ports import ClaimedJob, ExtractionJob, QueueLost, QueueUnavailable
+from evomem.app.ports import ClaimedJob, ExtractionJob, QueueLost, QueueUnavailable
 
 log = logging.getLogger("evomem.queue")
 F = TypeVar("F", bound=Callable[..., Any])

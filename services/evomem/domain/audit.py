@@ -1,6 +1,6 @@
 """The write audit log's records: who did which write, to which ids, when, and how it ended.
 
-Plain data. ``evomem.access`` writes one ``AuditEntry`` per write call (remember, supersede,
+Plain data. ``evomem.app.access`` writes one ``AuditEntry`` per write call (remember, supersede,
 unlink, forget, purge) made through the team gateway or the embedded HTTP server with
 authentication on; the store keeps them (``AuditLog`` port). An entry never holds note text:
 only ids, names and outcome codes, so a purge leaves nothing readable behind in the log.

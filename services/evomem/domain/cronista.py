@@ -305,7 +305,7 @@ def assemble_summary(fields: dict[str, str], source_sentences: list[str]) -> str
 
 
 class LiteCronista:
-    """The lite extractor as a port implementation (see ``evomem.ports.Extractor``)."""
+    """The lite extractor as a port implementation (see ``evomem.app.ports.Extractor``)."""
 
     name = f"{NAME}/{VERSION}"
 

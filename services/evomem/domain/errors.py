@@ -74,7 +74,7 @@ class Conflict(EvoMemError):
 
 
 #: Why a search by meaning was skipped while the embedding model loads in the background
-#: (``adapters/semantic.py`` raises it; recall answers by BM25 and says so in its notes).
+#: (``adapters/vectors/semantic.py`` raises it; recall answers by BM25 and says so in its notes).
 MODEL_LOADING = "the embedding model has not loaded yet"
 
 
@@ -83,7 +83,7 @@ class Unavailable(EvoMemError):
 
 
 class Forbidden(EvoMemError):
-    """The caller's role or namespaces do not allow this call (team gateway, ``evomem.access``)."""
+    """The caller's role or namespaces do not allow this call (team gateway, ``evomem.app.access``)."""
 
     code = "forbidden"
 

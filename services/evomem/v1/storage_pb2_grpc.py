@@ -226,7 +226,7 @@ class StorageServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AppendAudit(self, request, context):
-        """The write audit log (evomem.access, authenticated HTTP): append one entry, page newest first.
+        """The write audit log (evomem.app.access, authenticated HTTP): append one entry, page newest first.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

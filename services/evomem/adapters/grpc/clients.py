@@ -22,7 +22,6 @@ import grpc
 
 from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import from_rpc_error
-from evomem.adapters.grpc.peer_auth import TlsFiles, channel_credentials, with_secret
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Unavailable
 from evomem.domain.model import (
@@ -38,6 +37,7 @@ from evomem.domain.model import (
     Stats,
 )
 from evomem.domain.recall import RecallAnswer, RecallQuery, Successor
+from evomem.security.peer import TlsFiles, channel_credentials, with_secret
 from evomem.v1 import (
     cronista_pb2,
     cronista_pb2_grpc,

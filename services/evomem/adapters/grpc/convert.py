@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from evomem.adapters.node_codec import (
+from evomem.adapters.sqlite.codec import (
     ENUM,
     NUMBERS,
     RECORD,

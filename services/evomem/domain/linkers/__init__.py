@@ -9,7 +9,7 @@
 - ``cascade``: ``CascadeLinker`` and its gates, a cheap linker first and a second opinion
   (the LLM, ``evomem.adapters.llm_linker``) only when the gate opens.
 
-All implement the ``evomem.ports.Linker`` port (``decide`` and ``propose``) and answer with
+All implement the ``evomem.app.ports.Linker`` port (``decide`` and ``propose``) and answer with
 the value objects of ``evomem.domain.model`` (``LinkDecision``, ``LinkProposal``, ``LinkKind``).
 This package imports none of its modules: import them by name (``vocabulary`` is a leaf that
 ``evomem.domain.text`` builds on).

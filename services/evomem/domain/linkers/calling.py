@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from evomem.domain.model import LinkDecision, MemoryNode
 
 if TYPE_CHECKING:
-    from evomem.ports import Linker
+    from evomem.app.ports import Linker
 
 
 def decide(

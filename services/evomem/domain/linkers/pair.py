@@ -84,7 +84,7 @@ from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import is_default, may_list
 
 if TYPE_CHECKING:
-    from evomem.ports import PairScorer
+    from evomem.app.ports import PairScorer
 
 NAME = "pair"
 VERSION = "1"

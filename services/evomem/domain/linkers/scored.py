@@ -29,7 +29,7 @@ from evomem.domain.subject import (
 from evomem.domain.subject import references as analyse_references
 
 if TYPE_CHECKING:
-    from evomem.ports import Embedder
+    from evomem.app.ports import Embedder
 
 SCORED_NAME = "scored"
 SCORED_VERSION = "1"

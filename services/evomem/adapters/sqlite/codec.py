@@ -1,0 +1,206 @@
+"""A node's fields, mapped once: SQL columns and the row codec derived from ``MemoryNode``.
+
+    NODE_COLUMNS                      # "id", "raw_text", ..., "link_method", ..., in dataclass order
+    node_to_row(node)                 # a tuple, one value per column, for INSERT
+    row_to_node(row)                  # a MemoryNode from a row read with NODE_SQL
+    link_to_columns(link)             # {"link_method": ..., ...}: the link's columns (all None for None)
+
+Every column comes from ``dataclasses.fields(MemoryNode)``; how a value is stored follows its
+declared type (``field_kinds``), so adding a plain field to the dataclass needs no edit here:
+
+- ``str``, ``int``, ``float`` and their ``| None``: stored as they are.
+- an enum (``Status``, ``ExtractionState``): its value.
+- ``tuple[str, ...]``: a JSON list.
+- ``dict[str, tuple[str, ...]]`` (relations): a JSON object of lists.
+- a nested dataclass (``link: LinkProvenance | None``): flattened into one column per field of
+  it, prefixed with the field's name (``link_method``, ``link_evidence``, ...); a NULL in its
+  first column is ``None``, a NULL elsewhere is that field's default.
+
+The protobuf converters (``adapters/grpc/convert.py``) read the same ``field_kinds``. The MCP
+view (``entrypoints/mcp/answers.py``) is written by hand, as the public schema; the parity test
+(``tests/test_node_mapping.py``) fails when the dataclass, the proto message, the SQL table
+and the view disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from collections.abc import Callable
+from enum import Enum
+from typing import Any
+
+from evomem.domain.model import LinkProvenance, MemoryNode
+
+SCALAR, ENUM, STRINGS, NUMBERS, STRING_LIST, RELATIONS, RECORD = (
+    "scalar",
+    "enum",
+    "strings",
+    "numbers",
+    "string_list",
+    "relations",
+    "record",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FieldKind:
+    """One dataclass field: its name, its type without ``| None``, and how it is shaped."""
+
+    name: str
+    type: Any
+    optional: bool
+    shape: str  # SCALAR, ENUM, STRINGS (a tuple), NUMBERS (a tuple of floats), STRING_LIST, RELATIONS or RECORD
+    default: Any  # the dataclass default (dataclasses.MISSING when there is none)
+
+
+def _shape(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if args == (str, ...):
+            return STRINGS
+        if args == (float, ...):
+            return NUMBERS
+    elif origin is list:
+        if typing.get_args(tp) == (str,):
+            return STRING_LIST
+    elif origin is dict:
+        if typing.get_args(tp) == (str, tuple[str, ...]):
+            return RELATIONS
+    elif isinstance(tp, type) and issubclass(tp, Enum):
+        return ENUM
+    elif dataclasses.is_dataclass(tp):
+        return RECORD
+    elif tp in (str, int, float, bool):
+        return SCALAR
+    raise TypeError(f"no codec for fields of type {tp!r}: add one in evomem.adapters.sqlite.codec")
+
+
+@functools.cache
+def field_kinds(cls: type) -> tuple[FieldKind, ...]:
+    """The fields of dataclass ``cls``, in declaration order, with how each is shaped."""
+    hints = typing.get_type_hints(cls)
+    out: list[FieldKind] = []
+    for f in dataclasses.fields(cls):
+        tp, optional = hints[f.name], False
+        if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) != 1:
+                raise TypeError(f"{cls.__name__}.{f.name}: only `X | None` unions have a codec")
+            tp, optional = args[0], True
+        default: Any = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        out.append(FieldKind(f.name, tp, optional, _shape(tp), default))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- SQL
+
+
+def _encoder(kind: FieldKind) -> Callable[[Any], Any]:
+    if kind.shape == ENUM:
+        return lambda v: None if v is None else v.value
+    if kind.shape in (STRINGS, NUMBERS):
+        return lambda v: None if v is None else json.dumps(list(v))
+    if kind.shape == RELATIONS:
+        return lambda v: None if v is None else json.dumps({k: list(ids) for k, ids in v.items()})
+    return lambda v: v
+
+
+def _decoder(kind: FieldKind) -> Callable[[Any], Any]:
+    def missing(v: Any) -> Any:  # NULL in a column: None, or the default of a non-optional field
+        return None if kind.optional or kind.default is dataclasses.MISSING else kind.default
+
+    if kind.shape == ENUM:
+        return lambda v: missing(v) if v is None else kind.type(v)
+    if kind.shape in (STRINGS, NUMBERS):
+        return lambda v: missing(v) if v is None else tuple(json.loads(v))
+    if kind.shape == RELATIONS:
+        return lambda v: missing(v) if v is None else {k: tuple(ids) for k, ids in json.loads(v).items()}
+    return lambda v: missing(v) if v is None else v
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Column:
+    name: str
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+
+def _record_columns(kind: FieldKind) -> tuple[_Column, ...]:
+    return tuple(_Column(f"{kind.name}_{sub.name}", _encoder(sub), _decoder(sub)) for sub in field_kinds(kind.type))
+
+
+_NODE_FIELDS = field_kinds(MemoryNode)
+_RECORDS = {k.name: _record_columns(k) for k in _NODE_FIELDS if k.shape == RECORD}
+_PLAIN = {k.name: _Column(k.name, _encoder(k), _decoder(k)) for k in _NODE_FIELDS if k.shape != RECORD}
+
+#: The ``nodes`` table's columns for a node, in dataclass field order.
+NODE_COLUMNS: tuple[str, ...] = tuple(
+    c for k in _NODE_FIELDS for c in ([col.name for col in _RECORDS[k.name]] if k.name in _RECORDS else [k.name])
+)
+#: The column list for SELECT and INSERT.
+NODE_SQL = ", ".join(NODE_COLUMNS)
+
+
+def _record_to_columns(name: str, value: Any) -> list[Any]:
+    cols = _RECORDS[name]
+    if value is None:
+        return [None] * len(cols)
+    return [col.encode(getattr(value, col.name[len(name) + 1 :])) for col in cols]
+
+
+def node_to_row(node: MemoryNode) -> tuple[Any, ...]:
+    """One value per ``NODE_COLUMNS`` entry."""
+    out: list[Any] = []
+    for kind in _NODE_FIELDS:
+        value = getattr(node, kind.name)
+        if kind.name in _RECORDS:
+            out.extend(_record_to_columns(kind.name, value))
+        else:
+            out.append(_PLAIN[kind.name].encode(value))
+    return tuple(out)
+
+
+def _decode_plan() -> list[tuple[str, Any, list[tuple[str, int, Callable[[Any], Any]]]]]:
+    """For each node field: its name, the record type (None for a plain column) and its
+    columns' (attribute, position in ``NODE_COLUMNS``, decoder), read by position."""
+    at = {name: i for i, name in enumerate(NODE_COLUMNS)}
+    plan: list[tuple[str, Any, list[tuple[str, int, Callable[[Any], Any]]]]] = []
+    for kind in _NODE_FIELDS:
+        if kind.name in _RECORDS:
+            prefix = len(kind.name) + 1
+            plan.append((kind.name, kind.type, [(c.name[prefix:], at[c.name], c.decode) for c in _RECORDS[kind.name]]))
+        else:
+            col = _PLAIN[kind.name]
+            plan.append((kind.name, None, [(kind.name, at[col.name], col.decode)]))
+    return plan
+
+
+_PLAN = _decode_plan()
+
+
+def row_to_node(row: Any, offset: int = 0) -> MemoryNode:
+    """A node from a row whose columns ``offset`` onwards are ``NODE_COLUMNS`` in order (``SELECT
+    {NODE_SQL}``), read by position: by name, a ``sqlite3.Row`` lookup per column cost as much as
+    decoding them (recall reads ~100 nodes)."""
+    values: dict[str, Any] = {}
+    for name, record, cols in _PLAN:
+        if record is None:
+            _, i, decode = cols[0]
+            values[name] = decode(row[offset + i])
+        elif row[offset + cols[0][1]] is None:
+            values[name] = None
+        else:
+            values[name] = record(**{attr: decode(row[offset + i]) for attr, i, decode in cols})
+    return MemoryNode(**values)
+
+
+def link_to_columns(link: LinkProvenance | None) -> dict[str, Any]:
+    """The ``link_*`` columns of a node for ``link`` (every one None when ``link`` is None)."""
+    return dict(zip((c.name for c in _RECORDS["link"]), _record_to_columns("link", link), strict=True))

@@ -1,0 +1,195 @@
+"""The ``Vectors`` port: an embedder (ONNX, offline) over a sqlite-vec index in the store's file.
+
+    vectors = SemanticIndex(OnnxEmbedder(), VectorIndex(store.path, model=...))
+    vectors.add([node])                                    # embeds node.raw_text, stores it
+    vectors.nearest("where do bookkeeping records live", namespace="default", limit=20)
+    vectors.backfill()                                     # embeds nodes that have no vector yet
+
+Vectors are derived data. ``remember`` writes the node first and its vector after, so a
+crash in between leaves a node that only BM25 finds until ``backfill`` (run at start-up)
+embeds it. A purge deletes the vector in the store's own transaction (``SQLiteStore.forget``)
+and ``MemoryService.forget`` evicts the text from the embedding cache (``evict``).
+
+The text a vector is made from is cut to ``MAX_EMBED_CHARS`` first: the model reads at most
+256 word pieces, and tokenising a 10 MB note in full would only cost time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from evomem.adapters.vectors.index import VectorIndex
+from evomem.app.ports import Embedder
+from evomem.domain.errors import MODEL_LOADING, Unavailable
+from evomem.domain.model import MemoryNode
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+MAX_EMBED_CHARS = 4_000  # ~4x what 256 word pieces cover in English prose
+CACHE_SIZE = 256
+
+
+class ModelNotReady(Unavailable):
+    """The model is loading in the background (or failed to): search by words meanwhile."""
+
+
+class SemanticIndex:
+    """Embeds texts (with a small cache: the linker's query and the new node's vector are the
+    same text) and keeps one vector per node in a ``VectorIndex``."""
+
+    def __init__(self, embedder: Embedder, index: VectorIndex, *, min_similarity: float = 0.0) -> None:
+        self.embedder = embedder
+        self.index = index
+        self.min_similarity = min_similarity
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.embed_ms: list[float] = []  # per encode call, for benchmarks (bounded below)
+        #: True: a call that needs the model loads it and waits. False (a server that loads it
+        #: in the background, ``bootstrap.start_background``): until it has loaded, ``nearest``
+        #: raises ``ModelNotReady`` (recall answers by BM25 and says so) and ``add`` leaves the
+        #: node to the backfill that runs right after the load.
+        self.wait_for_model = True
+
+    @property
+    def model_state(self) -> str:
+        """The embedder's ``state`` (``not_loaded``, ``loading``, ``loaded``, ``failed``); ``loaded``
+        for an embedder without one (nothing to load)."""
+        return str(getattr(self.embedder, "state", "loaded"))
+
+    def _check_ready(self) -> bool:
+        """Whether the model can be used now without waiting (always, when ``wait_for_model``)."""
+        if self.wait_for_model:
+            return True
+        state = self.model_state
+        if state == "loaded":
+            return True
+        if state == "failed":
+            raise ModelNotReady(f"the embedding model failed to load: {getattr(self.embedder, 'load_error', '')}")
+        return False
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    # ------------------------------------------------------------------ embedding
+
+    def _encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        keys = [t[:MAX_EMBED_CHARS] for t in texts]
+        with self._lock:
+            missing = [t for t in dict.fromkeys(keys) if t not in self._cache]
+        if missing:
+            started = time.perf_counter()
+            rows = self.embedder.encode(missing)
+            if len(self.embed_ms) < 100_000:
+                self.embed_ms.append((time.perf_counter() - started) * 1000)
+            with self._lock:
+                for t, v in zip(missing, rows, strict=True):
+                    self._cache[t] = v
+                    self._cache.move_to_end(t)
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        with self._lock:
+            out = []
+            for t in keys:
+                v = self._cache.get(t)
+                if v is None:  # evicted by a concurrent caller between the two locks
+                    v = self.embedder.encode([t])[0]
+                out.append(v)
+            return out
+
+    def encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The ``Embedder`` interface, through the cache (the scored linker compares the new
+        note with its candidates: the same texts ``add`` and ``nearest`` embed)."""
+        return self._encode(texts)
+
+    def prepare(self, text: str) -> None:
+        """Embed ``text`` into the cache now, if the model can be used without waiting: ``add``
+        and the linker's candidate search then reuse that one vector."""
+        if text.strip() and self._check_ready():
+            self._encode([text])
+
+    def evict(self, texts: Sequence[str]) -> int:
+        """Drop these texts' vectors from the cache (a purge: the cache keys are the texts
+        themselves). Returns how many entries went."""
+        gone = 0
+        with self._lock:
+            for t in texts:
+                if self._cache.pop(t[:MAX_EMBED_CHARS], None) is not None:
+                    gone += 1
+        return gone
+
+    def warm(self) -> threading.Thread | None:
+        """Load the model in a background thread (the first remember would otherwise wait on it)."""
+        load: Callable[[], None] | None = getattr(self.embedder, "load", None)
+        if load is None:
+            return None
+
+        def run() -> None:
+            try:
+                load()
+            except Exception as exc:  # reported again, with the install hint, on first use
+                log.warning("embedding model did not load: %s", exc)
+
+        thread = threading.Thread(target=run, name="evomem-embedder-warmup", daemon=True)
+        thread.start()
+        return thread
+
+    # ------------------------------------------------------------------ the port
+
+    def add(self, nodes: Sequence[MemoryNode]) -> None:
+        live = [n for n in nodes if not n.purged and n.raw_text]
+        if not live or not self._check_ready():
+            return  # the backfill after the background load embeds it
+        vectors = self._encode([n.raw_text for n in live])
+        self.index.add_many((n.id, n.namespace, v) for n, v in zip(live, vectors, strict=True))
+
+    def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
+        if limit < 1 or not text.strip():
+            return []
+        if not self._check_ready():
+            raise ModelNotReady(MODEL_LOADING)
+        (vector,) = self._encode([text])
+        hits = self.index.search(vector, namespace, k=limit)
+        return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]
+
+    def remove(self, node_id: str) -> None:
+        self.index.remove(node_id)
+
+    # ------------------------------------------------------------------ maintenance
+
+    def missing(self, limit: int = 256) -> list[tuple[str, str, str]]:
+        """(id, namespace, raw text) of live nodes in the store's file that have no vector."""
+        conn = self.index._conn()
+        has_nodes = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'nodes'").fetchone()
+        if has_nodes is None:
+            return []
+        return conn.execute(
+            "SELECT n.id, n.namespace, n.raw_text FROM nodes AS n LEFT JOIN vec_items AS v ON v.node_id = n.id "
+            "WHERE v.node_id IS NULL AND n.purged_at IS NULL AND n.raw_text != '' ORDER BY n.id LIMIT ?",
+            (limit,),
+        ).fetchall()
+
+    def backfill(self, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every live node that has no vector (after a crash, or a file written without
+        vectors). Returns how many were embedded."""
+        done = 0
+        while True:
+            rows = self.missing(batch)
+            if not rows:
+                return done
+            vectors = self._encode([r[2] for r in rows])
+            self.index.add_many((r[0], r[1], v) for r, v in zip(rows, vectors, strict=True))
+            done += len(rows)
+            if progress is not None:
+                progress(done)
+
+    def close(self) -> None:
+        self.index.close()
