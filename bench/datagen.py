@@ -164,7 +164,7 @@ def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = 
 
     from evomem.adapters.models.embedding import OnnxEmbedder
     from evomem.adapters.vectors.index import VectorIndex
-    from evomem.bootstrap import vectors_problem
+    from evomem.bootstrap.vectors import vectors_problem
 
     if vectors_problem() is not None:
         print(f"no vectors for {path}: {vectors_problem()}", file=sys.stderr)

@@ -23,7 +23,7 @@ NOOP_ANSWER = "ok"
 
 def create_app() -> Any:
     from evomem import __version__
-    from evomem.bootstrap import build_gate
+    from evomem.bootstrap.http import build_gate
     from evomem.entrypoints.mcp import telemetry
     from evomem.entrypoints.mcp.gateway import http_front
     from evomem.entrypoints.mcp.server import INSTRUCTIONS, StrictMCPServer

@@ -123,7 +123,7 @@ def stack(
     from bench.gateway import _healthy
     from bench.procs import free_ports, wait_until
     from evomem.adapters.grpc.clients import GrpcVectors
-    from evomem.bootstrap import gateway_command
+    from evomem.bootstrap.services import gateway_command
     from evomem.settings import Settings
 
     workdir.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from typing import Any
 
 
 def create_app() -> Any:
-    from evomem import bootstrap
     from evomem.app.recall import LocalRecall
+    from evomem.bootstrap import services as bootstrap
     from evomem.entrypoints.mcp import gateway
 
     build = bootstrap.build_gateway

@@ -28,7 +28,7 @@
 EvoMem runs behind the official MCP client connected in-process
 (``mcp.Client(build_mcp_server(...))``): one MCP session per memory, and behind it a fresh
 in-memory SQLite database per scenario (see ``EvoMemMemory.session`` for why not one namespace per
-scenario in a shared database). The service is wired by ``evomem.bootstrap.build_embedded``, exactly as
+scenario in a shared database). The service is wired by ``evomem.bootstrap.embedded.build_embedded``, exactly as
 ``evomem-mcp --auto-supersede <linker>`` wires it; a linker name is anything
 ``evomem.settings.AUTO_SUPERSEDE`` accepts, so a linker added there is benchmarked by name.
 """
@@ -49,7 +49,7 @@ from mcp import Client
 
 from bench.bm25 import BM25
 from bench.judge import Item
-from evomem.bootstrap import build_embedded
+from evomem.bootstrap.embedded import build_embedded
 from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.settings import AUTO_SUPERSEDE, Settings
 
@@ -485,7 +485,7 @@ def _opens_llm_gate(decision: Mapping[str, Any], text: str, linker: str | None =
 
 def can_abstain(linker: str) -> bool:
     """Whether the linker can abstain (``Linker.abstains``: the heuristic never does)."""
-    from evomem.bootstrap import linker_for
+    from evomem.bootstrap.linkers import linker_for
 
     if linker == "llm" or _bench_wired(linker):  # the LLM behind the pair linker
         return True

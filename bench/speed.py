@@ -118,7 +118,7 @@ def vector_floor(db: Path, queries: list[str], rounds: int) -> dict[str, list[fl
 def in_core(
     db: Path, queries: list[str], notes: list[str], rounds: int, vectors: str = "off"
 ) -> dict[str, list[float]]:
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=str(db), vectors=vectors))
@@ -250,7 +250,7 @@ def _wait_health(url: str) -> None:
 
 
 def vectors_available() -> bool:
-    from evomem.bootstrap import vectors_problem
+    from evomem.bootstrap.vectors import vectors_problem
 
     return vectors_problem() is None
 

@@ -84,7 +84,8 @@ def work(kind: str, db: str | None = None) -> None:
 
         call: tuple[str, dict] = ("noop", {})
     else:
-        from evomem import bootstrap
+        from evomem.app.background import start_background
+        from evomem.bootstrap import embedded as bootstrap
         from evomem.entrypoints.cli import mcp as cli
         from evomem.entrypoints.mcp.server import build_mcp_server
         from evomem.ops import logs
@@ -94,7 +95,7 @@ def work(kind: str, db: str | None = None) -> None:
         service = bootstrap.build_embedded(settings)
         info = bootstrap.server_info(settings, service)
         server = build_mcp_server(lambda: service, server_info=info, hybrid=service.vectors is not None)  # type: ignore[assignment]
-        bootstrap.start_background(service, after=threading.Event(), after_s=600)
+        start_background(service, after=threading.Event(), after_s=600)
         call = ("recall", {"query": "which database does the ledger use", "k": 5})
     import mcp.server.stdio  # noqa: F401  # what serving stdio imports
 
@@ -109,7 +110,7 @@ def work(kind: str, db: str | None = None) -> None:
 
 def seed(db: Path, notes: int = 30) -> None:
     """A small store (vectors embedded), so the timed recall has something to find."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=str(db)))

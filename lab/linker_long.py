@@ -210,7 +210,7 @@ def sample() -> list[tuple[str, list[dict[str, Any]]]]:
 
 def run(name: str, notes: Sequence[dict[str, Any]], linker: str, *, vectors: str = "auto") -> dict[str, Any]:
     """Remember ``notes`` in order into one fresh store; timings and decisions (as note indices)."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=":memory:", auto_supersede=linker, vectors=vectors))

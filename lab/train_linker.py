@@ -129,7 +129,7 @@ class _CachedEmbedder:
 def _replay_service(linker: pl.PairLinker) -> Any:
     """A fresh embedded service on an in-memory store, as ``evomem-mcp --db`` wires it with
     ``--auto-supersede off`` (candidates offered, nothing linked), over ``linker``'s embedder."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     vectors = "auto" if linker.embedder is not None else "off"

@@ -129,7 +129,7 @@ async def test_recall_description_follows_the_vectors_setting(service: MemorySer
 
 async def test_evomem_mcp_describes_recall_as_its_settings_wire_it(tmp_path: Path, server_env: dict[str, str]) -> None:
     """``--vectors off``: BM25. ``--vectors on`` (when the model is installed): hybrid."""
-    from evomem.bootstrap import vectors_problem
+    from evomem.bootstrap.vectors import vectors_problem
 
     async with Client(stdio_params(tmp_path / "off.db", server_env, "--vectors", "off")) as client:
         recall = {t.name: t for t in (await client.list_tools()).tools}["recall"]

@@ -423,7 +423,8 @@ def test_db_directory_is_created(tmp_path: Path, server_env: dict[str, str]) -> 
 
 
 def test_the_llm_linker_needs_a_model_and_an_endpoint(tmp_path: Path, server_env: dict[str, str]) -> None:
-    from evomem.bootstrap import build_embedded, linker_for
+    from evomem.bootstrap.embedded import build_embedded
+    from evomem.bootstrap.linkers import linker_for
 
     with pytest.raises(SettingsError, match="linker-model"):
         build_embedded(Settings(auto_supersede="llm", db=str(tmp_path / "x.db")))

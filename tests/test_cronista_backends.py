@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evomem.bootstrap import build_cronista
+from evomem.bootstrap.services import build_cronista
 from evomem.ops.runtime import ConfigError
 from evomem.settings import Settings
 

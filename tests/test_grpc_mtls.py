@@ -16,7 +16,7 @@ from cryptography.x509.oid import NameOID
 
 from evomem.adapters.grpc.clients import GrpcStore
 from evomem.adapters.sqlite.store import SQLiteStore
-from evomem.bootstrap import grpc_listen_peer, grpc_peer
+from evomem.bootstrap.services import grpc_listen_peer, grpc_peer
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.grpc.server import RunningServer, create_server
 from evomem.entrypoints.grpc.servicers import StorageServicer

@@ -26,9 +26,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from procutil import free_port
 from prometheus_client import REGISTRY
 
-from evomem import bootstrap
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
 from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.bootstrap import services as bootstrap
 from evomem.domain import cronista
 from evomem.domain.errors import Conflict, EmptyNote, EvoMemError, NotFound, Unavailable
 from evomem.domain.model import Extraction, LinkProvenance, NewNote, new_id

@@ -29,15 +29,17 @@ import grpc
 import pytest
 from procutil import free_port, stop_process
 
-from evomem import bootstrap
 from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
 from evomem.adapters.models.embedding import OnnxEmbedder
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.adapters.vectors.index import VectorIndex
 from evomem.adapters.vectors.semantic import SemanticIndex
+from evomem.app.background import start_background
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.ports import Store, Vectors
-from evomem.bootstrap import VECTOR_MIN_SIMILARITY, build_gateway, start_background, vectors_problem
+from evomem.bootstrap import vectors as bootstrap
+from evomem.bootstrap.services import build_gateway
+from evomem.bootstrap.vectors import VECTOR_MIN_SIMILARITY, vectors_problem
 from evomem.domain import text as textrules
 from evomem.domain.errors import MODEL_LOADING, InvalidArgument, Unavailable
 from evomem.domain.model import MemoryNode, NewNote
@@ -462,7 +464,7 @@ def test_storage_vectors_follow_evomem_vectors(monkeypatch: pytest.MonkeyPatch, 
             vectors = storage_vectors()
             assert isinstance(vectors, SemanticIndex)
             vectors.close()
-        monkeypatch.setattr("evomem.bootstrap.vectors_problem", lambda *_: "no model here")
+        monkeypatch.setattr("evomem.bootstrap.vectors.vectors_problem", lambda *_: "no model here")
         with pytest.raises(SettingsError, match="EVOMEM_VECTORS: vectors on: no model here"):
             storage_vectors()
         monkeypatch.setenv("EVOMEM_VECTORS", "auto")

@@ -18,8 +18,10 @@ from evomem.adapters.sqlite.driver import sqlite, vec_problem
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.adapters.vectors.index import VectorIndex
 from evomem.adapters.vectors.semantic import MAX_EMBED_CHARS, SemanticIndex
+from evomem.app.background import start_background
 from evomem.app.memory import MemoryService
-from evomem.bootstrap import build_embedded, start_background, vectors_problem
+from evomem.bootstrap.embedded import build_embedded
+from evomem.bootstrap.vectors import vectors_problem
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import SearchHit
 from evomem.domain.recall import fuse

@@ -583,7 +583,7 @@ def test_the_linker_service_runs_the_llm_behind_the_pair_linker(llama_server):
 
 
 def test_the_composition_root_builds_the_gated_llm_linker(fake):
-    from evomem.bootstrap import linker_for
+    from evomem.bootstrap.linkers import linker_for
     from evomem.settings import Settings
 
     settings = Settings(auto_supersede="llm", linker_model="m", linker_base_url=fake.base_url, linker_timeout_s=3)

@@ -102,7 +102,7 @@ def test_the_linker_runs_without_the_model(tmp_path: Path) -> None:
 
 
 def test_the_composition_root_wires_it_as_set(tmp_path: Path) -> None:
-    from evomem.bootstrap import linker_for
+    from evomem.bootstrap.linkers import linker_for
     from evomem.settings import Settings
 
     on = linker_for("pair", Settings(db=str(tmp_path / "a.db"), auto_supersede="pair", linker_cross_encoder=True))

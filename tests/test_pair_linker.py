@@ -385,7 +385,7 @@ OFFER_OTHERS = (
 def test_candidates_are_offered_with_auto_supersede_off(tmp_path, vectors: str) -> None:
     """The embedded wiring, auto-supersede off (the default) and offer_candidates on (the default):
     remember links nothing but lists the likely predecessor, with a reason, for one supersede call."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=str(tmp_path / "o.db"), vectors=vectors))
@@ -407,7 +407,7 @@ def test_candidates_are_offered_with_auto_supersede_off(tmp_path, vectors: str) 
 
 
 def test_offering_is_a_setting(tmp_path) -> None:
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     off = build_embedded(Settings(db=str(tmp_path / "n.db"), vectors="off", offer_candidates=False))
@@ -423,7 +423,7 @@ def test_offering_is_a_setting(tmp_path) -> None:
 
 
 def test_the_remember_answer_lists_the_offer_with_its_reason(tmp_path) -> None:
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.entrypoints.mcp.answers import remember_answer
     from evomem.settings import Settings
 

@@ -33,7 +33,7 @@ from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.jobs import ExtractionWorker, WorkerConfig, default_consumer
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.ports import ExtractionJob, Extractor
-from evomem.bootstrap import build_gateway, worker_service
+from evomem.bootstrap.services import build_gateway, worker_service
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.model import Extraction, ExtractionState, MemoryNode
 from evomem.settings import Settings

@@ -27,7 +27,7 @@ from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.ports import NodeRecall, Vectors
 from evomem.app.recall import LocalRecall
-from evomem.bootstrap import vectors_problem
+from evomem.bootstrap.vectors import vectors_problem
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.recall import RecallQuery
@@ -102,7 +102,7 @@ def wirings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wirings]
         from evomem.adapters.models.embedding import OnnxEmbedder
         from evomem.adapters.vectors.index import VectorIndex
         from evomem.adapters.vectors.semantic import SemanticIndex
-        from evomem.bootstrap import VECTOR_MIN_SIMILARITY
+        from evomem.bootstrap.vectors import VECTOR_MIN_SIMILARITY
 
         embedder = OnnxEmbedder()
         embedder.load()

@@ -127,7 +127,7 @@ def test_an_inferred_scope_offers_the_default_decision_and_an_explicit_one_does_
     """The embedded default (auto-supersede off, offers on), real SQLite: a note whose scope was
     only guessed from a passing mention is offered the unscoped decision it replaces; the same
     note with that scope given explicitly is not (scopes callers gave never meet)."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."

@@ -15,7 +15,7 @@ import pytest
 from evomem.adapters.models.embedding import HashingEmbedder
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
-from evomem.bootstrap import linker_for
+from evomem.bootstrap.linkers import linker_for
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.linkers.heuristic import HeuristicLinker
 from evomem.domain.linkers.scored import ScoredLinker

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evomem.bootstrap import build_embedded, start_background, vectors_problem
+from evomem.app.background import start_background
+from evomem.bootstrap.embedded import build_embedded
+from evomem.bootstrap.vectors import vectors_problem
 from evomem.domain.errors import MODEL_LOADING
 from evomem.entrypoints.cli import mcp as cli
 from evomem.entrypoints.cli import service as services
@@ -82,10 +84,11 @@ def test_evomem_service_help_exits_0_and_lists_every_variable(capsys: pytest.Cap
 def test_the_server_imports_no_linker_jsonschema_numpy_or_model_runtime_at_start(tmp_path: Path) -> None:
     """What evomem-mcp imports up to its first answer (a recall): the heavy modules stay out."""
     code = (
-        "import sys, anyio; from evomem.entrypoints.cli import mcp as cli; from evomem import bootstrap; "
+        "import sys, anyio; from evomem.entrypoints.cli import mcp as cli; "
+        "from evomem.bootstrap import embedded as bootstrap; from evomem.app.background import start_background; "
         f"st = cli.settings_from_args(['--db', {str(tmp_path / 'i.db')!r}]); s = bootstrap.build_embedded(st); "
         "server = bootstrap.embedded_mcp_server(st, s); "
-        "import threading; bootstrap.start_background(s, after=threading.Event(), after_s=600); "  # as evomem-mcp
+        "import threading; start_background(s, after=threading.Event(), after_s=600); "  # as evomem-mcp
         "assert not anyio.run(server.call_tool, 'recall', {'query': 'ledger', 'k': 5}).is_error; "
         "print(sorted(m for m in ('numpy', 'onnxruntime', 'tokenizers', 'sqlite_vec', 'prometheus_client', "
         "'evomem.domain.linkers.scored', 'evomem.domain.linkers.heuristic', 'evomem.domain.linkers.pair', "

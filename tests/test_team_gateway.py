@@ -29,7 +29,7 @@ from test_team_auth import INIT, JSON_HEADERS, TOKENS, token_file
 from evomem.adapters.grpc.clients import GrpcStore
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.access import Principal
-from evomem.bootstrap import grpc_listen_secret
+from evomem.bootstrap.services import grpc_listen_secret
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.grpc.server import RunningServer, create_server

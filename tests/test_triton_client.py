@@ -161,7 +161,7 @@ def test_storage_embeds_on_triton_and_in_process_when_triton_is_down(tmp_path):
     from evomem.adapters.models.embedding import OnnxEmbedder
     from evomem.adapters.models.triton import FallbackEmbedder
     from evomem.adapters.sqlite.store import SQLiteStore
-    from evomem.bootstrap import build_vectors
+    from evomem.bootstrap.vectors import build_vectors
     from evomem.domain.model import NewNote
     from evomem.ops.runtime import metric
     from evomem.settings import Settings
@@ -198,7 +198,7 @@ def test_storage_embeds_on_triton_and_in_process_when_triton_is_down(tmp_path):
 
 def test_the_triton_embedding_backend_needs_a_url(tmp_path):
     from evomem.adapters.sqlite.store import SQLiteStore
-    from evomem.bootstrap import build_vectors
+    from evomem.bootstrap.vectors import build_vectors
     from evomem.ops.runtime import ConfigError
     from evomem.settings import Settings
 

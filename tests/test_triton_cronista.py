@@ -198,7 +198,7 @@ def test_the_cronista_service_reports_degraded_while_triton_is_down_and_recovers
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from evomem.adapters.grpc.clients import GrpcExtractor
-    from evomem.bootstrap import build_cronista
+    from evomem.bootstrap.services import build_cronista
     from evomem.settings import Settings
 
     repo = cpu_repository(tmp_path, cronista_dir=tiny, models="cronista")
@@ -252,7 +252,7 @@ def test_the_cronista_service_reports_degraded_while_triton_is_down_and_recovers
 
 
 def test_a_triton_cronista_without_a_url_refuses_to_start():
-    from evomem.bootstrap import build_cronista
+    from evomem.bootstrap.services import build_cronista
     from evomem.ops.runtime import ConfigError
     from evomem.settings import Settings
 

@@ -201,7 +201,7 @@ def test_a_long_document_is_searched_by_its_title_and_decision() -> None:
 def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.MonkeyPatch) -> None:
     """``MemoryService`` hands BM25 the terms of ``search_text``: a long record whose background
     never names its predecessor's subject still finds it by its decision part."""
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     service = build_embedded(Settings(db=":memory:", auto_supersede="pair", vectors="off"))

@@ -27,7 +27,7 @@ def test_training_replays_a_scenario_with_the_candidates_the_service_gives() -> 
     embedded service's own search gives (its BM25, its scope inference), in its order; with the
     gold links made, a replaced note is no longer a candidate and a candidate knows its chain."""
     from bench import scenarios as scen
-    from evomem.bootstrap import build_embedded
+    from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
     from lab import train_linker as tl
 

@@ -27,7 +27,7 @@ abstention carries the candidate ids, so the caller can mark the note ``possible
 This module is the adapter only: the prompt, the HTTP call and the validation of the answer.
 When to ask the LLM is policy: ``evomem.domain.linkers.cascade.CascadeLinker`` puts the scored
 linker in front and asks the LLM only when it is unsure (``unsure_or_cued``), which is what
-``--auto-supersede llm`` wires (``evomem.bootstrap.build_linker``).
+``--auto-supersede llm`` wires (``evomem.bootstrap.services.build_linker``).
 
 Only the standard library is used (``http.client``); the API key comes from
 ``EVOMEM_LINKER_API_KEY`` and is sent as ``Authorization: Bearer``.

@@ -53,7 +53,7 @@ class SemanticIndex:
         self._lock = threading.Lock()
         self.embed_ms: list[float] = []  # per encode call, for benchmarks (bounded below)
         #: True: a call that needs the model loads it and waits. False (a server that loads it
-        #: in the background, ``bootstrap.start_background``): until it has loaded, ``nearest``
+        #: in the background, ``app.background.start_background``): until it has loaded, ``nearest``
         #: raises ``ModelNotReady`` (recall answers by BM25 and says so) and ``add`` leaves the
         #: node to the backfill that runs right after the load.
         self.wait_for_model = True

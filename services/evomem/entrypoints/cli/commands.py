@@ -30,7 +30,7 @@ DESCRIPTIONS = {
 
 
 def serve_grpc(kind: str, settings: Settings) -> None:
-    from evomem.bootstrap import BUILDERS
+    from evomem.bootstrap.services import BUILDERS
     from evomem.ops.runtime import serve_until_signal
 
     service = BUILDERS[kind](settings)
@@ -39,7 +39,7 @@ def serve_grpc(kind: str, settings: Settings) -> None:
 
 def serve_worker(settings: Settings) -> None:
     """Run the worker until SIGTERM/SIGINT (it finishes the job in hand, then returns)."""
-    from evomem.bootstrap import build_worker
+    from evomem.bootstrap.services import build_worker
     from evomem.ops.runtime import install_stop_signals, start_metrics
 
     stop = threading.Event()
@@ -53,7 +53,7 @@ def serve_worker(settings: Settings) -> None:
 
 
 def exec_gateway(settings: Settings) -> None:
-    from evomem.bootstrap import gateway_command
+    from evomem.bootstrap.services import gateway_command
     from evomem.ops.runtime import ConfigError
 
     argv = gateway_command(settings)

@@ -44,7 +44,7 @@ def settings_from_args(argv: list[str] | None = None) -> Settings:
 def main(argv: list[str] | None = None) -> int:
     try:
         settings = settings_from_args(argv)
-        from evomem import bootstrap
+        from evomem.bootstrap import embedded as bootstrap
         from evomem.ops import logs  # loaded on a real start only: --help and bad flags answer fast
 
         logs.configure(settings.logging.level, settings.log_format("text"))

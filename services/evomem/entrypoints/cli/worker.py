@@ -1,7 +1,7 @@
 """``python -m evomem.entrypoints.cli.worker``: the same as ``evomem-service worker``.
 
 The worker's policy (retries, dead letter, outages, the sweeper) is ``evomem.app.jobs``; the
-Redis Streams protocol is ``evomem.adapters.redis_queue``; ``evomem.bootstrap.build_worker``
+Redis Streams protocol is ``evomem.adapters.redis_queue``; ``evomem.bootstrap.services.build_worker``
 wires them and ``evomem.entrypoints.cli.commands.serve_worker`` runs it until SIGTERM/SIGINT.
 """
 

@@ -15,7 +15,8 @@ from typing import Any
 
 
 def create_app() -> Any:
-    from evomem.bootstrap import build_gate, build_gateway
+    from evomem.bootstrap.http import build_gate
+    from evomem.bootstrap.services import build_gateway
     from evomem.entrypoints.mcp.server import build_mcp_server
     from evomem.ops import logs
     from evomem.settings import Settings
@@ -43,7 +44,7 @@ def create_app() -> Any:
 def http_front(settings: Any, server: Any, gate: Any, *, service: Any = None) -> Any:
     """The gateway's HTTP app around ``server``: stateless streamable HTTP answering JSON, the
     gate (tokens, rate limits), Host/Origin checks, the body limit, the ops routes."""
-    from evomem.bootstrap import allowed
+    from evomem.bootstrap.http import allowed
     from evomem.entrypoints.mcp.http import build_http_app
 
     return build_http_app(

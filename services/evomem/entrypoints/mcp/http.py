@@ -253,12 +253,14 @@ def serve_embedded(settings: Any, service: Any) -> int:
     the port bound before anything else starts (a busy port: one line, exit 1), then the MCP
     server on the embedded ``service`` over streamable HTTP until Ctrl-C. The model loads in
     the background from the start. Returns the exit status."""
-    from evomem import bootstrap
+    from evomem.bootstrap.embedded import embedded_mcp_server
+    from evomem.bootstrap.http import build_http_front
+    from evomem.entrypoints.mcp.running import run_embedded
     from evomem.settings import SettingsError
 
     host = settings.mcp.host or "127.0.0.1"
     try:
-        gate, sock, app = bootstrap.build_http_front(settings, host)
+        gate, sock, app = build_http_front(settings, host)
     except PortInUse as exc:  # a busy port: one line, then exit 1
         service.store.close()
         print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
@@ -267,7 +269,7 @@ def serve_embedded(settings: Any, service: Any) -> int:
         service.store.close()
         print(f"evomem-mcp: {exc}", file=sys.stderr)
         return 2
-    server = bootstrap.embedded_mcp_server(settings, service, gate=gate)
+    server = embedded_mcp_server(settings, service, gate=gate)
     db, level, required = settings.db_path(), settings.logging.level, settings.vectors.mode == "on"
 
     def serve() -> None:
@@ -275,4 +277,4 @@ def serve_embedded(settings: Any, service: Any) -> int:
         serve_http(server, host, settings.mcp.port, db, level, max_note_bytes=limit, sock=sock,
                    service=lambda: service, model_required=required, **app)  # fmt: skip
 
-    return bootstrap.run_embedded(service, serve)
+    return run_embedded(service, serve)

@@ -187,8 +187,9 @@ def serve_embedded(settings: Any, service: Any) -> int:
     served until the client closes stdin. The model loads, and earlier notes are embedded, off
     the handshake: once the first tool call is answered (or after ``MODEL_AFTER_S``); until
     then recall answers by words and says so. Returns the exit status."""
-    from evomem import bootstrap
+    from evomem.bootstrap.embedded import embedded_mcp_server
     from evomem.entrypoints.mcp import telemetry
+    from evomem.entrypoints.mcp.running import run_embedded
 
-    server = bootstrap.embedded_mcp_server(settings, service)
-    return bootstrap.run_embedded(service, lambda: run_stdio(server), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)
+    server = embedded_mcp_server(settings, service)
+    return run_embedded(service, lambda: run_stdio(server), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)

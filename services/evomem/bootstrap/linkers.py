@@ -1,0 +1,110 @@
+"""The linker of a wiring (``auto_supersede``) and the one whose decisions are only offered."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from evomem.app.ports import Embedder, Linker, Store
+from evomem.settings import Settings
+
+
+def linker_for(
+    mode: str, settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None
+) -> Linker | None:
+    """The linker called ``mode`` (an ``AUTO_SUPERSEDE`` value). ``store``: lets the scored
+    linker read the earlier versions of a candidate's chain (what a terse "Ledger runs on
+    SQLite" is about). ``llm`` takes its model, endpoint and key from ``settings``."""
+    if mode == "off":
+        return None
+    from evomem.domain.linkers.scored import ScoredLinker  # here: a server without a linker never imports one
+
+    if mode == "llm":
+        from evomem.adapters.llm_linker import LLMLinker
+        from evomem.domain.linkers.cascade import CascadeLinker, pair_unsure
+
+        settings = settings if settings is not None else Settings()
+        model, base_url = settings.require_llm("auto_supersede")
+        # The LLM behind the pair linker, asked whenever that one is unsure about a plausible
+        # candidate (it abstained). The pair linker, not the scored one, because on the held-out
+        # development halves it lists the true predecessor for 82-89 % of the replacing notes
+        # (what the LLM is shown), where the scored linker's gate rarely opens (docs/BENCHMARKS.md).
+        return CascadeLinker(
+            pair_linker(store, embedder, cross=settings.linker.cross_encoder),
+            LLMLinker(
+                model,
+                base_url,
+                structured=settings.linker.structured,
+                timeout_s=float(settings.linker.timeout_s),
+                api_key=settings.api_key(),
+            ),
+            pair_unsure,
+        )
+    if mode == "heuristic":
+        from evomem.domain.linkers.heuristic import HeuristicLinker
+
+        return HeuristicLinker()
+    if mode == "scored":
+        return ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder)
+    if mode == "pair":
+        settings = settings if settings is not None else Settings()
+        return pair_linker(store, embedder, cross=settings.linker.cross_encoder)
+    raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
+
+
+def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *, cross: bool = False) -> Linker:
+    """The pair linker (``evomem.domain.linkers.pair``) with the shipped ``pair_model.json``:
+    ``embedder`` for its similarity features (the service passes the search's cosines, so it
+    embeds only what the search did not), ``store`` to read a candidate's earlier versions.
+    ``cross``: with the packaged cross-encoder (``evomem.adapters.models.onnx_pair``), which reads the
+    plausible candidates the pair model is unsure of (when onnxruntime or the model is missing,
+    the pair model's answer stands)."""
+    from evomem.domain.linkers.pair import PairLinker
+
+    scorer = None
+    if cross:
+        from evomem.adapters.models.onnx_pair import OnnxPairScorer
+
+        scorer = OnnxPairScorer.shared()
+    return PairLinker(embedder, lookup=store.get_many if store is not None else None, cross=scorer)
+
+
+class LazyLinker:
+    """A linker built on first use: the pair linker's module and weights (tens of ms) load at
+    the first ``remember`` that needs them, not before a server's first answer. It reads as the
+    linker it builds (attributes, ``isinstance``)."""
+
+    def __init__(self, build: Callable[[], Linker]) -> None:
+        self._build = build
+        self._linker: Linker | None = None
+        self._lock = threading.Lock()
+
+    def built(self) -> Linker:
+        if self._linker is None:
+            with self._lock:
+                if self._linker is None:
+                    self._linker = self._build()
+        return self._linker
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(offerer, PairLinker) holds, as for the linker itself
+        return type(self.built())
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.built(), name)
+
+
+def offerer_for(
+    settings: Settings, store: Store | None = None, embedder: Embedder | None = None, *, lazy: bool = False
+) -> Linker | None:
+    """With ``auto_supersede`` off and ``offer_candidates`` on: the pair linker, whose decision
+    ``remember`` only offers (``possible_supersedes``, up to 3), never links. No LLM.
+    ``lazy``: built at the first ``remember`` (``LazyLinker``; the embedded server's start)."""
+    if settings.linker.auto_supersede != "off" or not settings.linker.offer_candidates:
+        return None
+    if lazy:
+        return LazyLinker(lambda: pair_linker(store, embedder))  # type: ignore[return-value]
+    return pair_linker(store, embedder)

@@ -1,0 +1,314 @@
+"""The multi-service wiring: the gateway's service over gRPC clients and Redis, and one builder per
+gRPC service (storage, cronista, linker) and for the extraction worker."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.background import start_background
+from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.ports import Extractor
+from evomem.bootstrap.embedded import _service_config
+from evomem.bootstrap.http import build_gate
+from evomem.bootstrap.linkers import linker_for, offerer_for
+from evomem.bootstrap.vectors import storage_vectors
+from evomem.domain.cronista import LiteCronista
+from evomem.domain.errors import Unavailable
+from evomem.entrypoints.grpc.lifecycle import GrpcService
+from evomem.ops.runtime import GRACE_S, ConfigError
+from evomem.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from evomem.app.jobs import ExtractionWorker
+
+log = logging.getLogger("evomem.bootstrap")
+
+#: The storage service's database when EVOMEM_DB is not set (the image's volume).
+STORAGE_DB = "/data/evomem.db"
+
+
+def build_gateway(settings: Settings) -> MemoryService:
+    """The multi-service wiring of the same ``MemoryService``: storage over gRPC, extraction
+    queued on Redis (the worker runs it), automatic linking over gRPC when
+    ``auto_supersede`` is not ``off`` (then the linker's address is required).
+
+    Hybrid recall: the vectors live in storage's file and storage embeds them, so the gateway
+    only holds a ``GrpcVectors``. ``vectors``: ``auto`` (hybrid when storage has vectors, BM25
+    quietly when it answers that it has none), ``on`` (a storage without vectors is an error
+    each call: logged, and ``remember`` warns), ``off`` (BM25 only, no vector calls).
+
+    Linking is synchronous here: the linker answers before ``remember`` writes, so a link
+    exists from the moment the note does and no recall can show the replaced decision as
+    active. Extraction is asynchronous: the note is stored (and searchable by its raw text)
+    with extraction ``pending`` and a job is queued.
+    """
+    from evomem.adapters.grpc.clients import GrpcLinker, GrpcStore, GrpcVectors
+    from evomem.adapters.redis_queue import RedisQueue
+
+    storage_addr, redis_url, linker_addr = gateway_peers(settings)
+    mode = settings.vectors.mode
+    peer = grpc_peer(settings)  # every gRPC call carries the secret, over mutual TLS when set
+    store = GrpcStore(storage_addr, **peer)
+    return MemoryService(
+        store,
+        extractor=None,
+        linker=GrpcLinker(linker_addr, **peer) if linker_addr else None,
+        # Offering runs in the gateway, on the candidates it fetched, with storage's vector-search
+        # cosines (the gateway holds no embedding model): no linker service is needed for it.
+        offerer=offerer_for(settings, store),
+        vectors=GrpcVectors(storage_addr, required=mode == "on", **peer) if mode != "off" else None,
+        queue=RedisQueue(redis_url),
+        config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
+    )
+
+
+def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
+    """The gateway's storage address, Redis URL and linker address (None when linking is off),
+    or a ``SettingsError`` naming the one that is missing."""
+    linking = settings.linker.auto_supersede != "off"
+    if linking and not settings.addresses.linker:
+        raise SettingsError("EVOMEM_AUTO_SUPERSEDE is on: set EVOMEM_LINKER_ADDR to the linker service")
+    storage_addr = settings.require("addresses", "storage")
+    redis_url = settings.require("queue", "redis_url")
+    return storage_addr, redis_url, settings.addresses.linker if linking else None
+
+
+def gateway_command(settings: Settings) -> list[str]:
+    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.mcp.gateway:create_app()``.
+    Checks the gateway's settings first, so a missing address stops the command at once."""
+    gateway_peers(settings)
+    host = settings.mcp.host or "127.0.0.1"
+    build_gate(settings, host, settings.mcp.port)  # a bad token file, or no auth off loopback, stops here
+    return [
+        "gunicorn",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
+        "--workers",
+        str(settings.gateway.workers),
+        "--bind",
+        f"{host}:{settings.mcp.port}",
+        "--graceful-timeout",
+        str(int(GRACE_S)),
+        "--access-logfile",
+        "-" if settings.gateway.access_log else "/dev/null",
+        "evomem.entrypoints.mcp.gateway:create_app()",
+    ]
+
+
+def grpc_peer(settings: Settings) -> dict[str, Any]:
+    """How this process authenticates to (and as) a gRPC peer: ``secret`` (EVOMEM_GRPC_SECRET or
+    _FILE) and ``tls`` (EVOMEM_GRPC_TLS_CA, _CERT, _KEY: all three, or none)."""
+    from evomem.security.peer import TlsFiles
+
+    a = settings.auth
+    files = (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key)
+    tls = None
+    if any(files):
+        if not all(files):
+            raise ConfigError(
+                "mutual TLS needs all three of EVOMEM_GRPC_TLS_CA, EVOMEM_GRPC_TLS_CERT and EVOMEM_GRPC_TLS_KEY"
+            )
+        try:
+            tls = TlsFiles.load(*files)  # type: ignore[arg-type]
+        except OSError as exc:
+            raise ConfigError(f"EVOMEM_GRPC_TLS_*: cannot read {exc.filename}: {exc.strerror}") from None
+    return {"secret": settings.grpc_secret(), "tls": tls}
+
+
+def grpc_listen_secret(settings: Settings) -> str | None:
+    """The secret a gRPC service demands of its callers (``grpc_listen_peer`` without TLS)."""
+    return grpc_listen_peer(settings)["secret"]
+
+
+def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
+    """What a gRPC service demands of its callers: the secret and/or mutual TLS. With neither,
+    a non-loopback bind address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at
+    every start)."""
+    from evomem.security.gate import is_loopback
+
+    peer = grpc_peer(settings)
+    host = settings.grpc.host
+    if peer["secret"] is None and peer["tls"] is None and not is_loopback(host):
+        if not settings.auth.grpc_insecure:
+            raise ConfigError(
+                f"refusing to serve gRPC on {host}, a non-loopback address, without EVOMEM_GRPC_SECRET "
+                "(or EVOMEM_GRPC_SECRET_FILE): anyone reaching the port could read and purge every namespace. "
+                "Set a secret, bind 127.0.0.1, or set EVOMEM_GRPC_INSECURE=true"
+            )
+        log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
+    return peer
+
+
+def build_storage(settings: Settings) -> GrpcService:
+    """The StorageService over the SQLite file (its only writer), with the file's vectors."""
+    from evomem.entrypoints.grpc.servicers import StorageServicer
+    from evomem.v1 import storage_pb2_grpc
+
+    store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
+    try:
+        vectors = storage_vectors(settings, store)
+    except BaseException:
+        store.close()
+        raise
+    closers: list[Callable[[], None]] = [vectors.close] if vectors is not None else []  # type: ignore[attr-defined]
+    return GrpcService(
+        settings,
+        "storage",
+        "evomem.v1.StorageService",
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(
+            StorageServicer(store, vectors, _service_config(settings, extract_inline=False)), s
+        ),
+        f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
+        warm=store.stats,
+        probe=store.ping,  # every 5 s: one cheap read (stats would count every row)
+        # The model loads and notes without a vector are embedded in the background; until
+        # then NearestNodes answers UNAVAILABLE ("has not loaded yet") at once and RecallNodes
+        # answers by BM25 with a note saying so: no call waits for the model.
+        background=lambda stop: start_background(vectors, stop=stop),
+        close=[*closers, store.close],
+        listen_peer=lambda: grpc_listen_peer(settings),
+    )
+
+
+def _warm_up(extractor: Extractor) -> None:
+    extractor.extract("warm-up: we picked the lite cronista because it is fast.")
+
+
+def build_extractor(settings: Settings) -> Extractor:
+    """The cronista of EVOMEM_CRONISTA_BACKEND: ``lite``; ``onnx`` (the project's model on
+    onnxruntime in process, EVOMEM_CRONISTA_MODEL_DIR or the packaged folder); ``triton`` (the
+    same model on the Triton server at EVOMEM_TRITON_URL, the lite cronista when Triton cannot
+    answer)."""
+    backend = settings.cronista.backend
+    if backend == "onnx":
+        from evomem.adapters.models.onnx_cronista import OnnxCronista
+
+        return OnnxCronista(settings.cronista.model_dir)
+    if backend == "triton":
+        try:
+            from evomem.adapters.models.triton import TritonModel
+            from evomem.adapters.models.triton_cronista import TritonCronista
+        except ImportError as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}; pip install 'evomem-mcp[triton]'") from exc
+        try:
+            url = settings.require("triton", "url")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}") from exc
+        t = settings.triton
+        model = TritonModel(url, t.model, t.model_version, timeout_s=t.timeout_ms / 1000, retries=t.retries)
+        return TritonCronista(model, settings.cronista.model_dir, retry_after_s=float(t.retry_after_s))
+    return LiteCronista()
+
+
+def build_cronista(settings: Settings) -> GrpcService:
+    """The CronistaService with the extractor of EVOMEM_CRONISTA_BACKEND. With ``triton`` the
+    health of ``evomem.v1.CronistaService`` is NOT_SERVING while it extracts through its lite
+    fallback (Triton down), "" stays SERVING; the state is probed every second."""
+    from evomem.entrypoints.grpc.servicers import CronistaServicer
+    from evomem.v1 import cronista_pb2_grpc
+
+    extractor = build_extractor(settings)
+    load = getattr(extractor, "load", None)
+    if load is not None:
+        try:
+            load()  # the tokenizer, pinned: a missing or wrong file stops the start
+        except Unavailable as exc:
+            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND={settings.cronista.backend}: {exc.message}") from exc
+    check = getattr(extractor, "check", None)
+    service = GrpcService(
+        settings,
+        "cronista",
+        "evomem.v1.CronistaService",
+        lambda s: cronista_pb2_grpc.add_CronistaServiceServicer_to_server(CronistaServicer(extractor), s),
+        f"backend {extractor.name}",
+        warm=lambda: _warm_up(extractor),
+        degraded=check,
+        probe_interval_s=1.0 if check is not None else 5.0,
+        close=[extractor.close] if hasattr(extractor, "close") else [],
+        listen_peer=lambda: grpc_listen_peer(settings),
+    )
+    if hasattr(extractor, "on_change"):
+
+        def tell(reason: str | None) -> None:
+            if service.running is not None:
+                service.running.set_degraded(reason is not None)
+
+        extractor.on_change = tell
+    return service
+
+
+def build_linker(settings: Settings) -> GrpcService:
+    """The LinkerService with the linker of EVOMEM_LINKER; with EVOMEM_STORAGE_ADDR the
+    scored linker reads earlier versions of a candidate's chain from storage."""
+    from evomem.adapters.grpc.clients import GrpcStore
+    from evomem.entrypoints.grpc.servicers import LinkerServicer
+    from evomem.v1 import linker_pb2_grpc
+
+    mode = settings.linker.service
+    if mode == "off":
+        raise ConfigError("EVOMEM_LINKER=off: do not start the linker service; set EVOMEM_AUTO_SUPERSEDE=off")
+    if mode == "llm":
+        try:
+            settings.require_llm("auto_supersede")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
+    peer = grpc_peer(settings)
+    store = GrpcStore(settings.addresses.storage, **peer) if settings.addresses.storage else None
+    linker = linker_for(mode, settings, store)
+    assert linker is not None
+    return GrpcService(
+        settings,
+        "linker",
+        "evomem.v1.LinkerService",
+        lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(linker), s),
+        f"linker {linker.name}",
+        close=[store.close] if store is not None else [],
+        listen_peer=lambda: grpc_listen_peer(settings),
+    )
+
+
+def worker_service(
+    storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, **peer: Any
+) -> MemoryService:
+    """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
+    from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
+
+    t = {} if timeout_s is None else {"timeout_s": timeout_s}
+    store = GrpcStore(storage_addr, **peer, **t)
+    extractor = GrpcExtractor(cronista_addr, **peer, **t)
+    return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
+
+
+def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> ExtractionWorker:
+    """The extraction worker: jobs from the Redis stream, storage and cronista over gRPC."""
+    from evomem.adapters.redis_queue import RedisJobSource, connect
+    from evomem.app.jobs import ExtractionWorker, WorkerConfig, default_consumer
+
+    redis_url = settings.require("queue", "redis_url")
+    storage_addr = settings.require("addresses", "storage")
+    cronista_addr = settings.require("addresses", "cronista")
+    q = settings.queue
+    config = WorkerConfig(
+        consumer=q.worker_consumer,
+        visibility_ms=q.job_visibility_ms,
+        max_attempts=q.job_max_attempts,
+        sweep_interval_s=q.sweep_interval_s,
+        sweep_batch=q.sweep_batch,
+        batch=q.worker_batch,
+    )
+    source = RedisJobSource(
+        connect(redis_url), q.worker_consumer or default_consumer(), visibility_ms=q.job_visibility_ms
+    )
+    service = worker_service(storage_addr, cronista_addr, **grpc_peer(settings))
+    return ExtractionWorker(service, source, config, stop=stop)
+
+
+BUILDERS: dict[str, Callable[[Settings], GrpcService]] = {
+    "storage": build_storage,
+    "cronista": build_cronista,
+    "linker": build_linker,
+}

@@ -1,0 +1,79 @@
+"""The vectors of a wiring: hybrid recall in the store's own file, when the model and sqlite-vec are here."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+
+from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.ports import Embedder, Vectors
+from evomem.domain.errors import Unavailable
+from evomem.ops.runtime import ConfigError
+from evomem.settings import Settings, SettingsError
+
+log = logging.getLogger("evomem.bootstrap")
+
+#: Nearest notes below this cosine similarity are noise for all-MiniLM-L6-v2 (unrelated short
+#: sentences score about 0-0.2 against each other); they never enter a recall or a linker.
+VECTOR_MIN_SIMILARITY = 0.2
+
+
+def vectors_problem(model_dir: str | None = None) -> str | None:
+    """Why hybrid recall cannot run here (None when it can). Cheap: finds files, loads nothing big."""
+    from evomem.adapters.models.embedding import INSTALL_HINT, resolve_model_files
+    from evomem.adapters.sqlite.driver import vec_problem
+
+    problem = vec_problem()
+    if problem is not None:
+        return problem
+    missing = [m for m in ("numpy", "onnxruntime", "tokenizers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed; " + INSTALL_HINT
+    files, looked = resolve_model_files(model_dir)
+    if files is None:
+        return "no embedding model found (looked at " + "; ".join(looked) + "); " + INSTALL_HINT
+    return None
+
+
+def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
+    """The ``Vectors`` port in the store's own file, per ``settings.vectors``. Loads no model."""
+    if settings.vectors.mode == "off":
+        return None
+    problem = vectors_problem(settings.vectors.model_dir)
+    if problem is not None:
+        if settings.vectors.mode == "on":
+            raise Unavailable(f"vectors on: {problem}")
+        log.info("hybrid recall off (BM25 only): %s", problem)
+        return None
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
+    from evomem.adapters.vectors.semantic import SemanticIndex
+
+    # One thread per call: a note or a query is one short sequence, where a second thread buys
+    # little and concurrent calls would oversubscribe the cores (measured on 2 busy cores:
+    # 7.5 ms per query with one thread, 16 ms with onnxruntime's default).
+    embedder: Embedder = OnnxEmbedder(settings.vectors.model_dir, threads=1)
+    if settings.vectors.backend == "triton":
+        # The encoder on Triton (the same pinned file), in process when Triton cannot answer.
+        from evomem.adapters.models.triton import FallbackEmbedder, TritonEmbedder, TritonModel
+
+        if settings.vectors.model_dir:
+            raise ConfigError(
+                "EVOMEM_EMBEDDING_BACKEND=triton serves the packaged model: unset EVOMEM_EMBEDDING_MODEL_DIR"
+            )
+        try:
+            url = settings.require("triton", "url")
+        except SettingsError as exc:
+            raise ConfigError(f"EVOMEM_EMBEDDING_BACKEND=triton: {exc}") from exc
+        t = settings.triton
+        model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
+        embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
+    return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
+
+
+def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
+    """The storage file's ``Vectors`` per EVOMEM_VECTORS, as the embedded server builds them."""
+    try:
+        return build_vectors(settings, store)
+    except Unavailable as exc:  # EVOMEM_VECTORS=on and no model or sqlite-vec here
+        raise ConfigError(f"EVOMEM_VECTORS: {exc.message}") from exc
