@@ -105,7 +105,7 @@ class Measure:
 
 async def measure(db: Path) -> dict[str, Any]:
     store = SQLiteStore(db)
-    service = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig())
+    service = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig())
     texts: dict[str, str] = {}
     chains: list[list[str]] = []
     out: dict[str, Measure] = {name: Measure() for name in ("remember", "recall", "recall_history", "get_node")}
@@ -137,15 +137,15 @@ async def measure(db: Path) -> dict[str, Any]:
                 for name, history in (("recall", False), ("recall_history", True)):
                     result = await client.call_tool("recall", {"query": query, "k": 5, "include_history": history})
                     assert not result.is_error, result.content
-                    heads = [service.store.get(i) for i in _hit_ids(result)]
+                    heads = [service.storage.get(i) for i in _hit_ids(result)]
                     # Successors shown with their text (maybe_replaced_by) are returned notes too.
-                    shown = [service.store.get(i) for i in _successor_ids(result)]
+                    shown = [service.storage.get(i) for i in _successor_ids(result)]
                     chars = sum(len(n.raw_text) for n in shown if n is not None)
                     for head in heads:
                         assert head is not None
                         chars += len(head.raw_text)
                         if history:
-                            chars += sum(len(n.raw_text) for n in service.store.chain(head.id, 5)[1:])
+                            chars += sum(len(n.raw_text) for n in service.storage.chain(head.id, 5)[1:])
                     out[name].add(result, chars, hits=len(heads) + len(shown))
     finally:
         store.close()

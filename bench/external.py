@@ -20,7 +20,7 @@ point elsewhere); nothing is copied into the repository.
    gold edge) that end up superseded are counted as hidden. A linker that abstains
    (``link_decision.kind == "abstain"``) links nothing: abstentions are counted apart, on a PEP
    with a gold edge (and whether a gold predecessor was among ``possible_supersedes``) or not.
-   Linker time per remember (``MemoryService.linker_ms``): calls, p50, p95.
+   Linker time per remember (``bench.timing``): calls, p50, p95.
 
     python -m bench.external --out bench/results [--sizes 6k,32k] [--linkers heuristic]
     python -m bench.external --skip-mab --missing-ok --name peps --out bench/results   # make bench

@@ -21,22 +21,16 @@ The gateway must be running (``make images secrets && docker-compose -f compose.
 every call needs a token: ``--token``, e.g. a writer made with ``evomem-admin token create``);
 the embedded server is started here on a temporary database.
 
-    python -m bench.gateway --recall-paths --out bench/results
-
-Recall through the gateway before and after ``RecallNodes``, in one run, on local processes
-(no images needed): a real ``redis-server``, ``evomem-service storage`` (hybrid recall on,
-the offline model) and two gunicorn gateways over it, one as it is (one ``RecallNodes`` call
-per recall) and one recalling step by step as before (``bench/gateway_steps.py``). Each gets
-the same recalls through the official MCP client: p50/p95 one at a time, and recall
-throughput with 8 and 32 concurrent clients. The result is added to gateway.md beside the
-compose run above it, which it leaves as it was.
+gateway.md also shows the recorded run of recall through the gateway before and after
+``RecallNodes`` (``recall_paths`` in gateway.json: one storage call per step against one
+``RecallNodes`` call). The step-by-step path is gone from the product, so that run is kept as
+it was measured and not repeated.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import random
 import statistics
@@ -44,13 +38,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from bench.procs import free_ports, wait_until
+from bench.gateway_client import client, healthy
 from bench.speed import _wait_health
 from bench.stats import pct
 
@@ -69,16 +62,7 @@ TOKEN: str | None = None
 
 def _client(url: str, token: str | None = None) -> Any:
     """The official client, with ``Authorization: Bearer <token>`` (default: TOKEN) when one is set."""
-    from mcp import Client
-
-    token = token or TOKEN
-    if not token:
-        return Client(url)
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    return Client(streamable_http_client(url, http_client=http))
+    return client(url, token or TOKEN)
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -145,105 +129,8 @@ async def throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
             "calls_per_s": round(done / elapsed, 1)}  # fmt: skip
 
 
-async def recall_latency(url: str, rounds: int) -> dict[str, Any]:
-
-    times = []
-    async with _client(url) as client:
-        for _ in range(rounds):
-            for q in QUERIES:
-                t = time.perf_counter()
-                r = await client.call_tool("recall", {"query": q, "k": 5, "include_history": True})
-                times.append((time.perf_counter() - t) * 1000)
-                assert not r.is_error, r
-    return _stats(times)
-
-
-async def recall_throughput(url: str, clients: int, seconds: float) -> dict[str, Any]:
-
-    done = errors = 0
-    stop_at = time.perf_counter() + seconds
-
-    async def one(idx: int) -> None:
-        nonlocal done, errors
-        rng = random.Random(idx)
-        async with _client(url) as client:
-            while time.perf_counter() < stop_at:
-                r = await client.call_tool("recall", {"query": rng.choice(QUERIES), "k": 5, "include_history": True})
-                errors += r.is_error
-                done += not r.is_error
-
-    started = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for c in range(clients):
-            tg.start_soon(one, c)
-    elapsed = time.perf_counter() - started
-    return {"clients": clients, "calls": done, "errors": errors, "seconds": round(elapsed, 1),
-            "calls_per_s": round(done / elapsed, 1)}  # fmt: skip
-
-
 def _healthy(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as r:
-        return r.status == 200
-
-
-GATEWAY_APPS = {  # name -> the gunicorn app; the order they are measured in
-    "steps": "bench.gateway_steps:create_app()",
-    "recall_nodes": "evomem.entrypoints.mcp.gateway:create_app()",
-}
-
-
-def recall_paths(tmp: Path, notes: int, seconds: float, workers: int) -> dict[str, Any]:
-    """Start redis, storage and one gateway per recall path; measure recall through each."""
-    from evomem.adapters.grpc.clients import GrpcVectors
-
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "EVOMEM_LOG_LEVEL": "WARNING", "EVOMEM_LOG_FORMAT": "text", "EVOMEM_VECTORS": "on"}
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "services"), str(root), env.get("PYTHONPATH", "")])
-    redis_port, grpc_port, *gateway_ports = free_ports(2 + len(GATEWAY_APPS))
-    procs: list[subprocess.Popen[bytes]] = []
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    try:
-        redis = ["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no", "--dir", str(tmp)]
-        procs.append(subprocess.Popen(redis, **quiet))  # type: ignore[call-overload]
-        storage_env = {**env, "EVOMEM_DB": str(tmp / "gateway.db"), "EVOMEM_GRPC_HOST": "127.0.0.1",
-                       "EVOMEM_GRPC_PORT": str(grpc_port), "EVOMEM_METRICS_PORT": "0"}  # fmt: skip
-        service = str(Path(sys.executable).with_name("evomem-service"))
-        procs.append(subprocess.Popen([service, "storage"], env=storage_env, **quiet))  # type: ignore[call-overload]
-        address = f"127.0.0.1:{grpc_port}"
-        probe = GrpcVectors(address, required=True, timeout_s=5)
-        wait_until("storage with vectors", lambda: probe.nearest("ledger", namespace="default", limit=1) is not None)
-        probe.close()
-        urls = {}
-        for (name, app), port in zip(GATEWAY_APPS.items(), gateway_ports, strict=True):
-            gw_env = {**env, "EVOMEM_STORAGE_ADDR": address, "EVOMEM_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0"}
-            gunicorn = str(Path(sys.executable).with_name("gunicorn"))
-            argv = [gunicorn, "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(workers),
-                    "--bind", f"127.0.0.1:{port}", "--access-logfile", "/dev/null", app]  # fmt: skip
-            procs.append(subprocess.Popen(argv, env=gw_env, cwd=root, **quiet))  # type: ignore[call-overload]
-            urls[name] = f"http://127.0.0.1:{port}/mcp"
-        for name, url in urls.items():
-            wait_until(f"gateway {name}", lambda url=url: _healthy(url.replace("/mcp", "/healthz")))
-        print(f"recall paths: {notes} notes ...", file=sys.stderr, flush=True)
-        anyio.run(latency, urls["recall_nodes"], notes, False)  # the notes every recall searches
-        out: dict[str, Any] = {"notes": notes, "gateway_workers": workers, "vectors": "on"}
-        out["cores"] = os.cpu_count()
-        out["load_average_1m"] = [round(os.getloadavg()[0], 1)]  # a shared machine: how busy it was
-        for name, url in urls.items():
-            print(f"recall paths: {name} ...", file=sys.stderr, flush=True)
-            anyio.run(recall_latency, url, 1)  # warm up: connections, caches
-            out[name] = {"latency": anyio.run(recall_latency, url, 6)}
-            for clients in (8, 32):
-                out[name][f"throughput_{clients}"] = anyio.run(recall_throughput, url, clients, seconds)
-            out["load_average_1m"].append(round(os.getloadavg()[0], 1))
-        return out
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    return healthy(url)
 
 
 def start_embedded(db: Path) -> tuple[subprocess.Popen[str], str]:
@@ -270,8 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("bench/results"))
     p.add_argument("--n", type=int, default=100, help="remembers per latency run")
     p.add_argument("--seconds", type=float, default=15.0, help="duration of each throughput run")
-    p.add_argument("--recall-paths", action="store_true", help="only recall before/after RecallNodes (local)")
-    p.add_argument("--workers", type=int, default=2, help="gunicorn workers per gateway (--recall-paths)")
     p.add_argument(
         "--token", default=None, help="bearer token for the gateway (compose: a writer in secrets/tokens.toml)"
     )
@@ -297,16 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         report.setdefault("throughput", {})[args.label] = result
         return write(report, args.out)
 
-    if args.recall_paths:
-        previous = args.out / "gateway.json"
-        report = json.loads(previous.read_text()) if previous.exists() else {}
-        with tempfile.TemporaryDirectory() as tmp:
-            paths = recall_paths(Path(tmp), args.n, args.seconds, args.workers)
-        paths["machine"] = f"{platform.machine()}, {platform.platform()}"
-        paths["date"] = time.ctime()
-        report["recall_paths"] = paths
-        return write(report, args.out)
-
     report = {"machine": f"{platform.machine()}, {platform.platform()}", "date": time.ctime()}
     with tempfile.TemporaryDirectory() as tmp:
         proc, embedded_url = start_embedded(Path(tmp) / "bench.db")
@@ -323,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     previous = args.out / "gateway.json"
     kept = json.loads(previous.read_text()) if previous.exists() else {}
-    report |= {k: kept[k] for k in ("recall_paths", "throughput") if k in kept}  # the local runs stay
+    report |= {k: kept[k] for k in ("recall_paths", "throughput") if k in kept}  # the local and recorded runs stay
     return write(report, args.out)
 
 
@@ -346,6 +221,7 @@ def write(report: dict[str, Any], out: Path) -> int:
 
 
 def markdown_recall_paths(r: dict[str, Any]) -> str:
+    """The recorded run of recall before and after ``RecallNodes`` (no longer measured here)."""
     before, after = r["steps"], r["recall_nodes"]
     rows = [
         f"# Recall through the gateway: one storage round trip\n\n{r['date']}, {r['machine']}. Local processes: "

@@ -3,10 +3,10 @@
     gunicorn -k uvicorn_worker.UvicornWorker "bench.gateway_floor:create_app()"
 
 Everything a gateway request crosses before and after a tool runs, built by the gateway's own
-``evomem.entrypoints.mcp.gateway.http_front``: gunicorn and its uvicorn workers, the
+``evomem.bootstrap.http.http_front``: gunicorn and its uvicorn workers, the
 MCP SDK's streamable HTTP (stateless), the bearer-token check against the same token file
 (``EVOMEM_AUTH_FILE``), the rate-limit middleware, the Host/Origin checks, the strict argument
-check and the per-call log line and metrics (``StrictMCPServer``, ``telemetry.instrumented``).
+check and the per-call log line and metrics (``StrictMCPServer``, ``server.published``).
 Its one tool, ``noop``, returns a short answer without touching storage. What the gateway's
 ``recall`` costs above this is what the tool itself costs. For benchmarks only
 (``bench/gateway.py --throughput``); the product's tools never include it.
@@ -23,10 +23,8 @@ NOOP_ANSWER = "ok"
 
 def create_app() -> Any:
     from evomem import __version__
-    from evomem.bootstrap.http import build_gate
-    from evomem.entrypoints.mcp import telemetry
-    from evomem.entrypoints.mcp.gateway import http_front
-    from evomem.entrypoints.mcp.server import INSTRUCTIONS, StrictMCPServer
+    from evomem.bootstrap.http import build_gate, http_front
+    from evomem.entrypoints.mcp.server import INSTRUCTIONS, StrictMCPServer, published
     from evomem.ops import logs
     from evomem.settings import Settings
 
@@ -35,12 +33,12 @@ def create_app() -> Any:
     host = settings.mcp.host or "127.0.0.1"
     gate = build_gate(settings, host, settings.mcp.port)
     auth = gate.server_kwargs() if gate is not None else {}
-    mcp = StrictMCPServer("evomem-floor", version=__version__, instructions=INSTRUCTIONS, **auth)
-    mcp.tool = telemetry.instrumented(mcp.tool)  # type: ignore[method-assign]
+    tools = [published(noop)]
+    mcp = StrictMCPServer("evomem-floor", version=__version__, instructions=INSTRUCTIONS, tools=tools, **auth)
+    # The gateway's own front: a change to it moves the floor too.
+    return http_front(settings, mcp, gate, stateless=True)
 
-    @mcp.tool()
-    def noop(query: str = "", k: int = 5) -> CallToolResult:
-        """Do nothing (the benchmark's floor)."""
-        return CallToolResult(content=[TextContent(type="text", text=NOOP_ANSWER)], structured_content={"ok": True})
 
-    return http_front(settings, mcp, gate)  # the gateway's own front: a change to it moves the floor too
+def noop(query: str = "", k: int = 5) -> CallToolResult:
+    """Do nothing (the benchmark's floor)."""
+    return CallToolResult(content=[TextContent(type="text", text=NOOP_ANSWER)], structured_content={"ok": True})

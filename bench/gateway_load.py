@@ -97,18 +97,18 @@ def wrk(url: str, tool: str, clients: int, seconds: float) -> dict[str, Any]:
 
 async def check(url: str, tool: str) -> None:
     """The official client, once: the answer is right, not just fast."""
-    from bench.gateway import _client
+    from bench.gateway_client import client
 
-    async with _client(url, TOKEN) as client:
+    async with client(url, TOKEN) as session:
         if tool == "noop":
-            r = await client.call_tool("noop", {"query": "ledger"})
+            r = await session.call_tool("noop", {"query": "ledger"})
             assert not r.is_error and r.structured_content == {"ok": True}, r
             return
-        made = await client.call_tool(
+        made = await session.call_tool(
             "remember", {"raw_text": "The bench check note: the zephyr service runs on Nomad."}
         )
         assert not made.is_error, made
-        found = await client.call_tool("recall", {"query": "zephyr service Nomad", "k": 5})
+        found = await session.call_tool("recall", {"query": "zephyr service Nomad", "k": 5})
         assert not found.is_error, found
         ids = [h["id"] for h in found.structured_content["results"]]  # type: ignore[index]
         assert made.structured_content["id"] in ids, (made.structured_content, ids)  # type: ignore[index]
@@ -120,10 +120,11 @@ def stack(
 ) -> Iterator[tuple[dict[str, str], dict[str, Any], dict[str, Any]]]:
     """Start redis, storage, the gateway, the floor and the embedded server over copies of the
     store; yield their MCP URLs, their processes and what describes them; stop them all."""
-    from bench.gateway import _healthy
+    from bench.gateway_client import healthy
     from bench.procs import free_ports, wait_until
-    from evomem.adapters.grpc.clients import GrpcVectors
+    from evomem.adapters.grpc.clients import GrpcStorage
     from evomem.bootstrap.services import gateway_command
+    from evomem.domain.recall import RecallQuery
     from evomem.settings import Settings
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -165,16 +166,17 @@ def stack(
         start("embedded", [str(bin_dir / "evomem-mcp"), "--transport", "http", "--port", str(ports["embedded"]),
                            "--db", str(tmp / "embedded.db"), "--auth-file", str(tokens)], {})  # fmt: skip
         if vectors:
-            probe = GrpcVectors(storage_addr, required=True, timeout_s=5)
+            probe = GrpcStorage(storage_addr, timeout_s=5, vectors=True)
+            ask = RecallQuery(("ledger",), "ledger", "default", k=1, limit=50, vector_limit=20, vectors_required=True)
 
-            def has_vectors() -> bool:
-                return probe.nearest("ledger", namespace="default", limit=1) is not None
+            def has_vectors() -> bool:  # storage answers by meaning once its model has loaded
+                return probe.recall_nodes(ask).vector_problem is None
 
             wait_until("storage with vectors", has_vectors, procs["storage"], timeout_s=300, interval_s=0.3)
             probe.close()
         urls = {name: f"http://127.0.0.1:{ports[name]}/mcp" for name in ("gateway", "floor", "embedded")}
         for name, url in urls.items():
-            wait_until(name, lambda url=url: _healthy(url.replace("/mcp", "/healthz")), procs[name],
+            wait_until(name, lambda url=url: healthy(url.replace("/mcp", "/healthz")), procs[name],
                        timeout_s=300, interval_s=0.3)  # fmt: skip
         shown = gateway_command(Settings.from_env(env={**env, **gw, "EVOMEM_PORT": "8765"}))
         about = {"notes": notes, "vectors": "on" if vectors else "off", "cores": os.cpu_count(),

@@ -49,6 +49,7 @@ from mcp import Client
 
 from bench.bm25 import BM25
 from bench.judge import Item
+from bench.timing import Timings, instrument
 from evomem.bootstrap.embedded import build_embedded
 from evomem.entrypoints.mcp.server import build_mcp_server
 from evomem.settings import AUTO_SUPERSEDE, Settings
@@ -101,7 +102,7 @@ def scope_label(scope: str) -> str:
     return label[:64] or "scope"
 
 
-#: The pair linker's weights file (None: the one shipped next to it); ``bench.quality --pair-model``.
+#: The pair linker's weights file (None: the shipped one, ``shipped_pair_model``); ``bench.quality --pair-model``.
 PAIR_MODEL: str | None = None
 
 
@@ -109,11 +110,12 @@ def _pair_linker(service: Any, cross: bool) -> Any:
     """The pair linker (``evomem.domain.linkers.pair``) as ``--auto-supersede scored`` wires the
     scored one: the service's embedder and the store's ``get_many``."""
     from evomem.adapters.models.onnx_pair import OnnxPairScorer
-    from evomem.domain.linkers.pair import PairLinker, PairModel
+    from evomem.adapters.models.pair_weights import load_pair_model, shipped_pair_model
+    from evomem.domain.linkers.pair import PairLinker
 
-    model = PairModel.load(PAIR_MODEL) if PAIR_MODEL else None
+    model = load_pair_model(PAIR_MODEL, verify=False) if PAIR_MODEL else shipped_pair_model()
     scorer = OnnxPairScorer.shared() if cross else None
-    return PairLinker(getattr(service, "vectors", None), lookup=service.store.get_many, model=model, cross=scorer)
+    return PairLinker(service.vectors, lookup=service.storage.store.get_many, model=model, cross=scorer)
 
 
 #: The pair linker's cross-encoder (``linker.cross_encoder``; None: the setting's default);
@@ -288,6 +290,7 @@ class EvoMemMemory:
         self._embedder: Any = None
         # the last scenario's service, kept when its session ends for its timings (``add_timings``)
         self._last_service: Any = None
+        self._timings: Timings | None = None  # the last scenario's linker cost (bench.timing)
 
     async def __aenter__(self) -> EvoMemMemory:
         self._current = _CurrentService()
@@ -313,7 +316,7 @@ class EvoMemMemory:
         One database per scenario, not one namespace per scenario in a shared database: FTS5's
         bm25 statistics are table-wide, so in a shared database the ranking (of recall and of the
         linker's candidates) in one namespace would depend on which other scenarios were loaded.
-        When it ends, ``add_timings`` can still read the service's linker timings.
+        When it ends, ``add_timings`` can still read the linker's timings (``bench.timing``).
         """
         assert self._current is not None, "use the memory inside 'async with'"
         folder = tempfile.mkdtemp(prefix="evomem-bench-")
@@ -324,6 +327,7 @@ class EvoMemMemory:
             service.linker = BENCH_LINKERS[self.linker](service)
         elif self.linker == "pair" and PAIR_MODEL:  # bench.quality --pair-model: other weights
             service.linker = _pair_linker(service, settings.linker.cross_encoder)
+        self._timings = instrument(service)  # the linker's cost per remember, measured from outside
         self._current.service = service
         self._last_service = service
         try:
@@ -331,7 +335,7 @@ class EvoMemMemory:
         finally:
             self._current.service = None
             with contextlib.suppress(Exception):
-                service.store.close()  # type: ignore[attr-defined]
+                service.close()  # type: ignore[attr-defined]
             shutil.rmtree(folder, ignore_errors=True)
 
     def _share_embedder(self, service: Any) -> None:
@@ -375,19 +379,17 @@ class EvoMemMemory:
         return run
 
     def add_timings(self, run: ScenarioRun) -> None:
-        """The last scenario's linker time per remember into ``run``: ``MemoryService.linker_ms``
-        (candidate search and decision of every remember that called the linker; a remember
-        with no candidate never calls it), ``linker_decide_ms``, and the llm linker's model calls."""
-        service = self._last_service
-        if self.linker is None or service is None:
+        """The last scenario's linker time per remember into ``run`` (``bench.timing``): candidate
+        search and decision of every remember that called the linker (a remember with no candidate
+        never calls it), the decision alone, the note's own embedding, and the llm linker's model calls."""
+        timings = self._timings
+        if self.linker is None or timings is None:
             return
-        linker = getattr(service, "linker", None)
-        calls = getattr(linker, "llm_calls", None)
-        run.linker_ms = [float(x) for x in getattr(service, "linker_ms", ())]
-        run.linker_decide_ms = [float(x) for x in getattr(service, "linker_decide_ms", ())]
-        run.note_embed_ms = [float(x) for x in getattr(service, "note_embed_ms", ())]
-        run.llm_calls = calls if isinstance(calls, int) else None
-        run.llm_ms = [float(x) for x in getattr(linker, "llm_ms", ())]
+        run.linker_ms = list(timings.linker_ms)
+        run.linker_decide_ms = list(timings.decide_ms)
+        run.note_embed_ms = list(timings.embed_ms)
+        run.llm_calls = len(timings.llm_ms) if timings.llm else None
+        run.llm_ms = list(timings.llm_ms)
 
     @staticmethod
     def _source(scenario: Mapping[str, Any], back: Mapping[str, int], node: Mapping[str, Any]) -> str | None:
@@ -396,7 +398,7 @@ class EvoMemMemory:
         return None if i is None else scenario["notes"][i]["text"]
 
     def _linker_calls(self) -> int:
-        return len(getattr(self._current.service, "linker_ms", ())) if self._current is not None else 0
+        return len(self._timings.linker_ms) if self._timings is not None else 0
 
     async def _run(self, scenario: Mapping[str, Any], ns: str, k: int) -> ScenarioRun:
         ids: dict[int, str] = {}

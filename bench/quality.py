@@ -28,7 +28,7 @@ The paraphrase set adds the hit rate (the decision in force among the top k) per
 wording, and exact McNemar tests of every EvoMem memory (hybrid recall) against its ``+bm25``
 twin: on hits, on obsolete answers and on the gold edges linked. Cost: linker time per remember
 of every automatic linker (``linker_cost``: the remembers that called it, p50/p95 ms), per set and
-over all sets, from ``MemoryService.linker_ms``.
+over all sets, from ``bench.timing``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from bench.memories import (
     has_vectors_setting,
 )
 from bench.stats import mcnemar_exact, summary, wilson
-from evomem.adapters.models.pinned import sha256_file
+from evomem.adapters.models.loader import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -261,7 +261,7 @@ def _percentiles(values: list[float]) -> dict[str, float | None]:
 def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     """Linker time per remember: how many remembers called the linker, and p50/p95 of those calls.
 
-    ``MemoryService.linker_ms`` times a remember's candidate search and link decision; a remember
+    ``bench.timing`` times a remember's candidate search and link decision; a remember
     with no active candidate does not call the linker and is not timed. None: no linker.
     """
     if not runs or runs[0].linker_ms is None:
@@ -779,7 +779,7 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
         title,
         "",
         "Time of the remembers that called the linker, in process. *Decision*: the linker's own time "
-        "(`MemoryService.linker_decide_ms`). *With candidates*: candidate search (BM25, and with vectors the "
+        "(`bench.timing`). *With candidates*: candidate search (BM25, and with vectors the "
         "note's neighbours) plus the decision (`linker_ms`). The note's own embedding is computed just before "
         "(`note_embed_ms`, in the JSON): `remember` stores that vector whether or not a linker runs, and the "
         "search reuses it. A remember with no active candidate of a compatible scope does not call it; "

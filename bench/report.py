@@ -25,7 +25,6 @@ make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
-.venv/bin/python -m bench.gateway --recall-paths   # gateway recall before/after RecallNodes (local)
 make bench-gateway   # wrk: the gateway's no-op floor, gateway and embedded throughput, 100k notes (local)
 .venv/bin/python -m bench.report   # rewrites this page from bench/results/
 ```

@@ -30,7 +30,7 @@ import anyio
 from bench import datagen
 from bench.stats import summary
 from evomem.adapters.sqlite.driver import sqlite as store_sqlite
-from evomem.adapters.sqlite.store import _BM25, fts_query
+from evomem.adapters.sqlite.search import BM25_SQL, fts_query
 from evomem.domain.text import query_terms
 
 QUERIES = [
@@ -65,7 +65,7 @@ def fts_floor(db: Path, queries: list[str], rounds: int) -> list[float]:
     """The raw FTS5 query EvoMem builds on, with the same weights and the same k fan-out."""
     conn = sqlite3.connect(db)
     times = []
-    sql = f"SELECT rowid, {_BM25} AS r FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY r LIMIT 50"
+    sql = f"SELECT rowid, {BM25_SQL} AS r FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY r LIMIT 50"
     for _ in range(rounds):
         for q in queries:
             match = fts_query(query_terms(q))
@@ -134,7 +134,7 @@ def in_core(
         t = time.perf_counter()
         service.remember(text)
         remember.append((time.perf_counter() - t) * 1000)
-    service.store.close()
+    service.close()
     return {"recall": recall, "remember": remember}
 
 

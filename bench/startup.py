@@ -116,7 +116,7 @@ def seed(db: Path, notes: int = 30) -> None:
     service = build_embedded(Settings(db=str(db)))
     for i in range(notes):
         service.remember(f"Decision {i}: the ledger service {i} stores its entries in SQLite, not Postgres.")
-    service.store.close()
+    service.close()
 
 
 def _median(xs: list[float]) -> float:

@@ -38,9 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from evomem.domain.linkers import pair as pl
+from evomem.domain.linkers.pair_features import MAX_LISTED
+from evomem.domain.linkers.pair_model import PairModel
 from lab import train_linker as tl
 
-TOP = pl.MAX_LISTED  # the linker asks the encoder about at most this many listed candidates
+TOP = MAX_LISTED  # the linker asks the encoder about at most this many listed candidates
 CALIB_SHARE = 0.2
 
 
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
-    linker = pl.PairLinker(embedder, model=pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)
+    linker = pl.PairLinker(embedder, model=PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)
     cache = Path(args.vector_cache) if args.vector_cache else None
     if cache is not None:
         linker._vectors.update(tl._read_vector_cache(cache, embedder.name))

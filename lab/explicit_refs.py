@@ -4,9 +4,9 @@ and how often the stricter "this record declares it replaces that one" is.
     python -m lab.explicit_refs lab/devdata/*.jsonl
 
 For every note of every scenario and every earlier record still in force by the gold chains (the
-linker's candidates), the pair linker's reading (``pair.read``) says whether the note names the
-record with a replacing verb (``pair.refers``: a feature of the model, and the record is listed
-first) and whether it declares it replaces it (``pair.declares``: a link on its own); the gold
+linker's candidates), the pair linker's reading (``pair_reading.read``) says whether the note names
+the record with a replacing verb (``pair_reading.refers``: a feature of the model, and the record is
+listed first) and whether it declares it replaces it (``pair_reading.declares``: a link on its own); the gold
 ``supersedes`` says whether it replaces it. Prints, per file and rule, the pairs it fires on, how
 many are supersessions (its precision) and how many of the supersessions between identified
 records it finds (its recall). No model, no embedder: the rules alone.
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evomem.domain.linkers import pair as pl
+from evomem.domain.linkers import pair_reading
 from lab.train_linker import BLIND
 
 
@@ -33,7 +33,7 @@ def fires(scenarios: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for s in scenarios:
         notes = s["notes"]
-        reads = [pl.read(n["text"]) for n in notes]
+        reads = [pair_reading.read(n["text"]) for n in notes]
         superseded: set[int] = set()
         for k, n in enumerate(notes):
             for j in range(k):
@@ -44,8 +44,8 @@ def fires(scenarios: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                         "scenario": s["id"],
                         "note": k,
                         "record": j,
-                        "refers": pl.refers(reads[k], reads[j].ident),
-                        "declares": pl.declares(reads[k], reads[j].ident),
+                        "refers": pair_reading.refers(reads[k], reads[j].ident),
+                        "declares": pair_reading.declares(reads[k], reads[j].ident),
                         "supersedes": n.get("supersedes") == j,
                     }
                 )

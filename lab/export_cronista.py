@@ -1,9 +1,12 @@
 """Export the trained cronista weights to ONNX (fp32 and int8) and pin their sha256.
 
     python lab/export_cronista.py --weights build/cronista/weights.npz \
-        --out services/evomem/adapters/models/cronista [--fp32-out build/cronista/model.fp32.onnx]
+        --out build/lab/cronista [--fp32-out build/cronista/model.fp32.onnx]
     python lab/export_cronista.py --mask-only services/evomem/adapters/models/cronista
         # an int8 model.onnx exported before the masking: mask it in place and re-pin
+
+The export goes to ``build/lab/cronista`` (``--out``); ``python -m lab.handoff`` puts it into
+the product (``services/evomem/adapters/models/cronista``) with its sha256 and provenance.
 
 The graph is written node by node with ``onnx.helper`` (opset 17: LayerNormalization, Erf
 GELU), the same computation as ``lab/train_cronista.py``'s forward pass; the export fails
@@ -40,7 +43,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "lab")]
 import numpy as np  # noqa: E402
 
 from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 OPSET = 17
@@ -290,10 +293,18 @@ def session(path: Path):  # type: ignore[no-untyped-def]
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
+def training_of(meta: dict[str, Any], train_notes: Path) -> dict[str, Any]:
+    """What ``pins.json`` says of the training: the trainer's ``train_meta.json`` and the data as
+    ``lab.handoff`` reads it, ``data_files`` (the hand-written notes) and ``sources`` (the generated
+    notes, ``gen-cronista-<seed>-n<n>``: ``lab.cronista_data.generated``, made again from their seed)."""
+    generated = [f"gen-cronista-{meta['generated_seed']}-n{meta['generated_n']}"] if meta.get("generated_notes") else []
+    return {**meta, "data_files": [str(train_notes.resolve().relative_to(ROOT))], "sources": generated}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", default=str(ROOT / "build/cronista/weights.npz"))
-    ap.add_argument("--out", default=str(ROOT / "services/evomem/adapters/models/cronista"))
+    ap.add_argument("--out", default=str(ROOT / "build/lab/cronista"), help="lab.handoff takes it from there")
     ap.add_argument("--fp32-out", default=str(ROOT / "build/cronista/model.fp32.onnx"))
     ap.add_argument("--mask-only", default="", help="mask an exported int8 model folder in place (no weights)")
     args = ap.parse_args(argv)
@@ -305,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     from tokenizers import Tokenizer
 
     w = dict(np.load(args.weights))
+    meta_file = Path(args.weights).with_name("train_meta.json")  # written by lab/train_cronista.py
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
     fp32 = Path(args.fp32_out)
     fp32.parent.mkdir(parents=True, exist_ok=True)
     fp32.write_bytes(build_graph(w))
@@ -363,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         "fp32_max_abs_diff_vs_training": worst,
         "int8_role_tag_agreement": f"{agree}/{total}",
         "padding_masked": True,
+        "training": training_of(meta, cronista_data.TRAIN),
     }
     (out / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
     pin_runtime(out, pins["sha256"]["model.onnx"])

@@ -1,7 +1,10 @@
 """Export the pair cross-encoder to ONNX (int8), calibrate its link threshold, and pin it.
 
     python lab/export_cross.py --weights build/cross/weights.npz \
-        --calib build/cross/calib_scores.jsonl --out services/evomem/adapters/models/pair-cross
+        --calib build/cross/calib_scores.jsonl --out build/lab/pair-cross
+
+The export goes to ``build/lab/pair-cross`` (``--out``); ``python -m lab.handoff`` puts it into
+the product (``services/evomem/adapters/models/pair-cross``) with its sha256 and provenance.
 
 The graph is the cronista's encoder (``export_cronista.Graph.encoder``, the same BERT as
 ``train_cronista.encode``) with token types, and a linear head on the ``[CLS]`` state:
@@ -42,8 +45,9 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT), str(ROOT / "lab")]
 import numpy as np  # noqa: E402
 from export_cronista import OPSET, TOKENIZER, Graph, quantize_into, session  # noqa: E402
 
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
-from evomem.domain.linkers.pair import MAX_LISTED, _logit  # noqa: E402  (the linker's own score)
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
+from evomem.domain.linkers.pair_features import MAX_LISTED  # noqa: E402
+from evomem.domain.linkers.pair_model import logit  # noqa: E402  (the linker's own score)
 from lab.calibration import PRECISION, _threshold_everywhere  # noqa: E402  (the pair model's rule)
 
 MODEL_NAME = "pair-cross-minilm-1"
@@ -121,7 +125,7 @@ def _decisions(notes: list[list[dict[str, Any]]], weight: float) -> dict[str, li
         asked = [r for r in rows if r["rank"] < ASKED]
         if not asked:
             continue
-        scores = [_logit(r["gbt"]) + weight * r["logit"] for r in asked]
+        scores = [logit(r["gbt"]) + weight * r["logit"] for r in asked]
         k = max(range(len(asked)), key=lambda i: scores[i])
         out.setdefault(rows[0]["source"], []).append((scores[k], bool(asked[k]["label"]), bool(rows[0]["gold"])))
     return out
@@ -212,11 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--meta", default=str(ROOT / "build/cross/train_meta.json"))
     ap.add_argument(
         "--pair-model",
-        default=str(ROOT / "services/evomem/domain/linkers/pair_model.json"),
+        default=str(ROOT / "services/evomem/adapters/models/pair/pair_model.json"),
         help="the shipped pair model: the encoder is asked only below its link_at",
     )
     ap.add_argument("--pairs", default=str(ROOT / "build/cross/pairs.jsonl"), help="the texts of the calibration pairs")
-    ap.add_argument("--out", default=str(ROOT / "services/evomem/adapters/models/pair-cross"))
+    ap.add_argument("--out", default=str(ROOT / "build/lab/pair-cross"), help="lab.handoff takes it from there")
     ap.add_argument("--fp32-out", default=str(ROOT / "build/cross/model.fp32.onnx"))
     args = ap.parse_args(argv)
 

@@ -11,7 +11,7 @@ three relations each, some updated up to 7 times (a quarter of the updates an ex
 value before), all interleaved in one scenario. Invented names: nothing the embedding model or the
 linker's lists know. It is development data (generated; never a blind number) for the ground where the
 pair model is weakest: a fact restated with a new value, among many facts of the same form. It found
-that the model ranked the same person's earlier fact below other people's (``pair.listed``).
+that the model ranked the same person's earlier fact below other people's (``pair_features.listed``).
 
 ``pool``: every scenario of a set remembered into one store, as the external sets are (topics and
 questions keep their scenario apart, dates follow the order). The linker then searches the whole

@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT)]
 import numpy as np  # noqa: E402
 
 from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 MASK_NEG = -10000.0

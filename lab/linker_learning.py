@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evomem.domain.linkers import pair as pl
+from evomem.domain.linkers.pair_model import PairModel
 from lab import pair_curves as pc
 from lab import train_linker as tl
 
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     from evomem.adapters.models.embedding import OnnxEmbedder
 
     embedder = OnnxEmbedder(threads=1)
-    linker = pl.PairLinker(embedder, model=pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)
+    linker = pl.PairLinker(embedder, model=PairModel(kind="lr", link_at=1.0, abstain_at=1.0), cache_size=1_000_000)
     key = getattr(embedder, "name", None)
     if args.vector_cache:
         linker._vectors.update(tl._read_vector_cache(Path(args.vector_cache), key))

@@ -10,8 +10,8 @@ with ``auto_supersede`` set to the linker:
 - ``dev-long-concat``: three consecutive dev-long records joined into one note (about 6-11k chars);
 - ``generated``: ``--generated`` made-up records.
 
-It reports ``MemoryService.linker_ms`` (candidate search + decision) and ``linker_decide_ms``
-(the decision alone), p50/p95, per workload; ``--decisions FILE`` writes every remember's
+It reports the linker's time per remember (``bench.timing``: candidate search + decision) and
+the decision alone, p50/p95, per workload; ``--decisions FILE`` writes every remember's
 decision (kind, target, confidence, listed candidates and the candidates the search gave the
 linker, as note indices) so that two runs, before and after a change, can be compared with
 ``--compare OTHER``.
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memories import scope_label
+from bench.timing import instrument
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_LONG = ROOT / "lab" / "devdata" / "dev-long.jsonl"
@@ -219,11 +220,12 @@ def run(name: str, notes: Sequence[dict[str, Any]], linker: str, *, vectors: str
     inner = service.linker
     decide = inner.decide  # type: ignore[union-attr]
 
-    def spy(text: str, scope: Any, candidates: Sequence[Any], **kw: Any) -> Any:
+    def spy(text: str, scope: Any, candidates: Sequence[Any], *args: Any, **kw: Any) -> Any:
         seen.append([index.get(c.id, -1) for c in candidates])
-        return decide(text, scope, candidates, **kw)
+        return decide(text, scope, candidates, *args, **kw)
 
     inner.decide = spy  # type: ignore[union-attr, method-assign]
+    timings = instrument(service)  # the linker's cost per remember, measured from outside (bench.timing)
     decisions: list[dict[str, Any]] = []
     started = time.perf_counter()
     for note in notes:
@@ -250,9 +252,8 @@ def run(name: str, notes: Sequence[dict[str, Any]], linker: str, *, vectors: str
             }
         )
     wall = time.perf_counter() - started
-    ms, dec = list(service.linker_ms), list(service.linker_decide_ms)
-    emb = list(service.note_embed_ms)
-    service.store.close()  # type: ignore[attr-defined]
+    ms, dec, emb = timings.linker_ms, timings.decide_ms, timings.embed_ms
+    service.close()  # type: ignore[attr-defined]
     chars = [len(n["text"]) for n in notes]
     return {
         "workload": name,

@@ -39,7 +39,7 @@ sys.path[:0] = [str(ROOT / "services"), str(ROOT)]
 import numpy as np  # noqa: E402
 
 from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 from lab import cronista_data as data  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12

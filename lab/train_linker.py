@@ -1,6 +1,6 @@
 """Train the pair linker (``evomem.domain.linkers.pair``) and write its weights file.
 
-    python -m lab.train_linker                       # default data, seed 7, writes pair_model.json
+    python -m lab.train_linker                       # default data, seed 7, writes build/lab/pair/pair_model.json
     python -m lab.train_linker --check               # cross-validated numbers only, writes nothing
     python -m lab.train_linker --gen-seeds 0         # frozen files only, no extra generated sets
     python -m lab.train_linker --hold-out dev-a --out /tmp/m.json   # odd dev-a scenarios held out
@@ -58,11 +58,13 @@ from typing import Any
 from bench import paraphrase as para
 from bench import scenarios as scen
 from bench.memories import scope_label
-from evomem.adapters.models.pinned import sha256_file
+from evomem.adapters.models.loader import sha256_file
 from evomem.app.memory import ServiceConfig
 from evomem.domain.errors import EvoMemError
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers import pair as pl
+from evomem.domain.linkers import pair_features as pf
+from evomem.domain.linkers import pair_model as pm
 from evomem.domain.model import MemoryNode
 from lab.calibration import (  # the rules a link threshold is set by (shared with the cross-encoder's)
     PRECISION,
@@ -76,6 +78,9 @@ DEFAULT_FILES = [
     ROOT / "bench/data/para.jsonl",
 ]
 DEVDATA = ROOT / "lab/devdata"
+#: Where the weights file goes: the lab's build folder; ``python -m lab.handoff`` copies it into the
+#: product (``services/evomem/adapters/models/pair/``) and pins its sha256 there.
+OUT = ROOT / "build/lab/pair/pair_model.json"
 #: The lab/devdata sets the model is trained on, by name: a new file there stays evaluation data
 #: (out of sample, run whole by the linking table) until it is added here, so rerunning
 #: ``make train-linker`` reproduces the shipped model. ``--data`` adds a file for one run.
@@ -114,7 +119,11 @@ class _CachedEmbedder:
     """The replay service's embedder: the trainer's loaded model and its vector cache (the texts
     ``--vector-cache`` keeps), so no replay loads a model or embeds a text twice."""
 
-    state = "loaded"
+    state = "loaded"  # an ``EmbeddingModel`` with nothing to load: the vectors are the trainer's
+    load_error = None
+
+    def load(self) -> None:
+        pass
 
     def __init__(self, linker: pl.PairLinker) -> None:
         self.linker = linker
@@ -154,9 +163,17 @@ class _Recorder:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode], **extra: Any) -> Any:
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Any = None,
+        scope_inferred: bool = False,
+        earlier: Any = None,
+    ) -> Any:
         self.searched.append(list(candidates))
-        return self.inner.decide(text, scope, candidates, **extra)
+        return self.inner.decide(text, scope, candidates, similarities, scope_inferred, earlier)
 
 
 def replay(
@@ -182,7 +199,9 @@ def replay(
     recorder = _Recorder(service.offerer)
     service.offerer = recorder
     searched = recorder.searched
-    features = pl.PairLinker(linker.embedder, model=linker.model, lookup=service.store, cache_size=linker.cache_size)
+    features = pl.PairLinker(
+        linker.embedder, model=linker.model, lookup=service.storage.store, cache_size=linker.cache_size
+    )
     features._vectors = linker._vectors  # one vector cache for every replay
     node_of: dict[int, str] = {}  # note index -> node id
     index_of: dict[str, int] = {}  # node id -> the note that stored it
@@ -223,7 +242,7 @@ def replay(
                     service.supersede(got.node.id, node_of[gold])
         return out
     finally:
-        service.store.close()
+        service.close()
 
 
 # ----------------------------------------------------------------------------- training
@@ -281,7 +300,7 @@ HGB = {"max_iter": 200, "learning_rate": 0.1, "max_leaf_nodes": 8, "min_samples_
 def fit_hgb(x: Any, y: Any, w: Any, seed: int) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    cst = [MONOTONE.get(f, 0) for f in pl.FEATURES]
+    cst = [MONOTONE.get(f, 0) for f in pf.FEATURES]
     est = HistGradientBoostingClassifier(monotonic_cst=cst, early_stopping=False, random_state=seed, **HGB)
     est.fit(x, y, sample_weight=w)
     return est
@@ -381,7 +400,7 @@ def abstain_threshold(
     for t in [k / 100 for k in range(99, 1, -1) if k / 100 < link_at]:
         gain = cost = 0
         for ps, rows, g in live:
-            listed = pl.listed(pl.plausible_ranked(ps, rows, t, subject_at, subject_at_full), rows)
+            listed = pf.listed(pf.plausible_ranked(ps, rows, t, subject_at, subject_at_full), rows)
             if g is None:
                 cost += bool(listed)
             else:
@@ -430,8 +449,8 @@ def served_offers(
         if link:
             out.append((False, False))
             continue
-        plausible = pl.plausible_ranked(ps, rows, abstain_at, subject_at, subject_at_full)
-        out.append((bool(plausible), g is not None and g >= 0 and g in pl.listed(plausible, rows)))
+        plausible = pf.plausible_ranked(ps, rows, abstain_at, subject_at, subject_at_full)
+        out.append((bool(plausible), g is not None and g >= 0 and g in pf.listed(plausible, rows)))
     return out
 
 
@@ -537,7 +556,7 @@ def per_note(groups: list[Any], oof: Any) -> Iterator[tuple[str, int, dict[str, 
     """Each replayed note with its candidates' out-of-fold probabilities (``oof``, in the rows'
     order): (source, scenario index, entry, probabilities, best candidate's index, whether the
     note or that candidate is a long document: the regime ``link_at_long`` applies to)."""
-    note_long, cand_long = pl.FEATURES.index("note_long"), pl.FEATURES.index("cand_long")
+    note_long, cand_long = pf.FEATURES.index("note_long"), pf.FEATURES.index("cand_long")
     pos = 0
     for name, k, entries in groups:
         for e in entries:
@@ -596,12 +615,12 @@ def calibrate(sources: list[Any], groups: list[Any], seed: int, model: str = "hg
     link_at, link_at_long = regime_thresholds(by_source, long_by_source_flags, family)
     # the decision-part cosine above which a candidate is on the same subject: the 10th percentile of
     # the gold pairs' (with embeddings); the linker abstains rather than say none above it
-    cos = pl.FEATURES.index("cos_dec")
+    cos = pf.FEATURES.index("cos_dec")
     gold_rows = [r for r, lab in zip(x.tolist(), y.tolist(), strict=True) if lab and r[1]]
     gold_cos = sorted(float(r[cos]) for r in gold_rows)
     subject_at = gold_cos[len(gold_cos) // 10] if gold_cos else 1.0
     # the same on the whole notes' cosine: long records whose decision parts were read apart
-    full = pl.FEATURES.index("cos_full")
+    full = pf.FEATURES.index("cos_full")
     gold_full = sorted(float(r[full]) for r in gold_rows)
     subject_at_full = gold_full[len(gold_full) // 10] if gold_full else 1.0
     # what the probability adds to the subject and leaving rules, under the rule the linker runs
@@ -702,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="fold assignment seed")
     ap.add_argument("--gen-seeds", type=int, default=1, help="extra generated sets per generator (seeds 1001, ...)")
     ap.add_argument("--data", action="append", default=[], help="another development JSONL file")
-    ap.add_argument("--out", default=str(pl.MODEL_FILE))
+    ap.add_argument("--out", default=str(OUT), help="the weights file (python -m lab.handoff puts it in the product)")
     ap.add_argument("--no-embeddings", action="store_true", help="train without the embedding features")
     ap.add_argument(
         "--model",
@@ -728,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
         from evomem.adapters.models.embedding import OnnxEmbedder
 
         embedder = OnnxEmbedder(threads=1)
-    dummy = pl.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)
+    dummy = pm.PairModel(kind="lr", link_at=1.0, abstain_at=1.0)
     linker = pl.PairLinker(embedder, model=dummy, cache_size=1_000_000)
     cache_key = getattr(embedder, "name", None)
     if args.vector_cache and embedder is not None:
@@ -769,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
             baseline, trees = export_hgb(est)
             body = {"kind": "gbt", "rate": 1.0, "intercept": baseline, "trees": trees}
             body |= {"fit": "hgb", "monotone": MONOTONE}
-        check = pl.PairModel(
+        check = pm.PairModel(
             kind="gbt",
             link_at=1,
             abstain_at=1,
@@ -782,7 +801,7 @@ def main(argv: list[str] | None = None) -> int:
         assert np.abs(ref - got).max() < 1e-4, "exported trees disagree with the fitted model"
         importances = getattr(est, "feature_importances_", None)  # histogram boosting has none
         if importances is not None:
-            for f, b in sorted(zip(pl.FEATURES, importances.tolist(), strict=True), key=lambda t: -t[1]):
+            for f, b in sorted(zip(pf.FEATURES, importances.tolist(), strict=True), key=lambda t: -t[1]):
                 print(f"  {f:16s} {b:.3f}", file=sys.stderr)
     else:
         beta, mean, scale, b0 = fit(x, y, w)
@@ -793,14 +812,14 @@ def main(argv: list[str] | None = None) -> int:
             "scale": [round(v, 6) for v in scale.tolist()],
             "intercept": round(b0, 6),
         }
-        for f, b in sorted(zip(pl.FEATURES, beta.tolist(), strict=True), key=lambda t: -abs(t[1])):
+        for f, b in sorted(zip(pf.FEATURES, beta.tolist(), strict=True), key=lambda t: -abs(t[1])):
             print(f"  {f:16s} {b:+.3f}", file=sys.stderr)
     if args.check:
         return 0
     out = {
         "model": f"{pl.NAME}/{pl.VERSION}",
         **body,
-        "features": list(pl.FEATURES),
+        "features": list(pf.FEATURES),
         "link_at": round(link_at, 4),
         "link_at_long": round(link_at_long, 4),
         "abstain_at": round(abstain_at, 4),
@@ -822,6 +841,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - started, 1),
         },
     }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services"))
 
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 
 OUT = ROOT / "models" / "llm"
 LINK = "linker.gguf"

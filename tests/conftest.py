@@ -32,12 +32,12 @@ def store(db_path: Path) -> Iterator[SQLiteStore]:
 
 @pytest.fixture
 def service(store: SQLiteStore) -> MemoryService:
-    return MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=64 * 1024))
+    return MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=64 * 1024))
 
 
 @pytest.fixture
 def linking_service(store: SQLiteStore) -> MemoryService:
-    return MemoryService(store, extractor=LiteCronista(), linker=HeuristicLinker())
+    return MemoryService.local(store, extractor=LiteCronista(), linker=HeuristicLinker())
 
 
 @pytest.fixture

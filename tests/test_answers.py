@@ -158,7 +158,7 @@ async def test_the_scope_description_says_what_recall_does(service: MemoryServic
 
 
 async def test_notes_are_cut_at_the_setting_and_the_full_text_comes_in_pages(store: SQLiteStore) -> None:
-    service = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=1_048_576))
+    service = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=1_048_576))
     long = "Ledger note." + "".join(f" word{i}" for i in range(40_000))  # about 390,000 characters
     assert len(long) > 2 * PAGE_CHARS
     async with Client(build_mcp_server(lambda: service, note_chars=100)) as client:
@@ -191,7 +191,7 @@ async def test_notes_are_cut_at_the_setting_and_the_full_text_comes_in_pages(sto
 
 async def test_a_recall_that_would_exceed_the_bound_is_cut_and_says_so(store: SQLiteStore) -> None:
     """40 chains of 3 versions of 8,000-character notes: k=100 with history would be about 1 MB."""
-    service = MemoryService(store, extractor=LiteCronista())
+    service = MemoryService.local(store, extractor=LiteCronista())
     for chain in range(40):
         previous = None
         for version in range(3):
@@ -256,7 +256,7 @@ async def test_arguments_are_checked_strictly_against_the_schema(
         assert "pydantic" not in text_of(result)
         stats = (await ok(client, "stats", {})).structured_content
     assert stats["nodes"] == 1 and stats["purged"] == 0  # nothing stored, nothing purged
-    assert service.store.get(note.id).raw_text == POSTGRES  # type: ignore[union-attr]
+    assert service.storage.get(note.id).raw_text == POSTGRES  # type: ignore[union-attr]
 
 
 async def test_a_refused_value_is_not_echoed_whole(service: MemoryService) -> None:
@@ -268,7 +268,7 @@ async def test_a_refused_value_is_not_echoed_whole(service: MemoryService) -> No
 async def test_whole_node_answers_stay_within_the_bound(store: SQLiteStore) -> None:
     """detail=full of a chain of three 800 kB notes (4-byte characters), notes shown up to 100,000
     characters: about 1.2 MB of text fields; they are shortened to fit, not emptied."""
-    service = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=1_048_576))
+    service = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=1_048_576))
     previous = None
     for version in range(3):
         note = f"Ledger version {version}. " + "\U0001f4be" * 200_000

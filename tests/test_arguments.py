@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -25,8 +26,8 @@ VALUES: list[Any] = [
 
 
 def schemas() -> dict[str, dict[str, Any]]:
-    tools = build_mcp_server(lambda: None)._tool_manager.list_tools()
-    return {t.name: t.parameters for t in tools}
+    tools = anyio.run(build_mcp_server(lambda: None).list_tools)
+    return {t.name: t.input_schema for t in tools}
 
 
 def calls(schema: dict[str, Any], rng: random.Random, n: int) -> list[dict[str, Any]]:

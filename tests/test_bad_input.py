@@ -149,7 +149,7 @@ async def test_whitespace_only_note_is_rejected(service: MemoryService, seed: Se
 
 
 async def test_note_over_size_limit_is_rejected(store: SQLiteStore, tmp_path: Path) -> None:
-    small = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=100))
+    small = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(max_note_bytes=100))
     seed = Seed(
         small.remember(POSTGRES).node.id,
         "",
@@ -173,7 +173,7 @@ async def test_note_over_size_limit_is_rejected(store: SQLiteStore, tmp_path: Pa
     # A 10 MB note against the default 1 MiB limit.
     big_store = SQLiteStore(tmp_path / "default-limit.db")
     try:
-        default = MemoryService(big_store, extractor=LiteCronista())
+        default = MemoryService.local(big_store, extractor=LiteCronista())
         assert default.config.max_note_bytes == textrules.DEFAULT_MAX_NOTE_BYTES == 1_048_576
         seed = Seed(default.remember(POSTGRES).node.id, "", default.remember(PAYMENTS).node.id)
         seed.sqlite = default.remember(SQLITE, supersedes=seed.postgres).node.id
@@ -595,5 +595,5 @@ async def test_too_many_tags(service: MemoryService, seed: Seed) -> None:
 
 def test_seed_is_one_chain_and_one_decision(service: MemoryService, seed: Seed) -> None:
     """Guards the fixture the tests above lean on."""
-    heads = service.store.heads([seed.postgres, seed.payments])
+    heads = service.storage.heads([seed.postgres, seed.payments])
     assert {node.id for node in heads.values()} == {seed.sqlite, seed.payments}

@@ -29,7 +29,7 @@ def make_root(path: Path, chain: int = 0) -> str:
     answered with the first one: the dedupe window)."""
     store = SQLiteStore(path)
     try:
-        return MemoryService(store).remember(ROOT_TEXT if chain == 0 else f"{ROOT_TEXT} (chain {chain})").node.id
+        return MemoryService.local(store).remember(ROOT_TEXT if chain == 0 else f"{ROOT_TEXT} (chain {chain})").node.id
     finally:
         store.close()
 
@@ -38,7 +38,7 @@ def writer(path: str, root_id: str, writer_no: int, ops: int, start: object = No
     """One writer with its own store (its own connections): ``ops`` supersedes of the root."""
     store = SQLiteStore(path)
     try:
-        service = MemoryService(store)
+        service = MemoryService.local(store)
         if start is not None:
             start.wait()  # type: ignore[attr-defined]
         ids = []

@@ -36,7 +36,7 @@ from evomem.domain.cronista import LiteCronista
 from evomem.app.memory import MemoryService
 
 db, n, die_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-service = MemoryService(SQLiteStore(db), extractor=LiteCronista())
+service = MemoryService.local(SQLiteStore(db), extractor=LiteCronista())
 for i in range(n):
     out = service.remember(
         f"Decision {i}: the batch job {i} retries failed uploads {i % 7 + 1} times because the network is flaky.",

@@ -14,8 +14,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from evomem.adapters.grpc.clients import GrpcStore
+from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap.services import grpc_listen_peer, grpc_peer
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.grpc.server import RunningServer, create_server
@@ -91,7 +92,7 @@ def storage(tmp_path: Path, pki: dict[str, TlsFiles]) -> Iterator[RunningServer]
     store = SQLiteStore(tmp_path / "s.db")
     running = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(store)), s),
         ("evomem.v1.StorageService",),
         tls=pki["server"],
         secret="and-a-secret",
@@ -104,13 +105,13 @@ def storage(tmp_path: Path, pki: dict[str, TlsFiles]) -> Iterator[RunningServer]
 
 def test_only_a_client_certified_by_the_ca_is_served(storage: RunningServer, pki: dict[str, TlsFiles]) -> None:
     addr = f"127.0.0.1:{storage.port}"
-    good = GrpcStore(addr, timeout_s=5, tls=pki["client"], secret="and-a-secret")
+    good = GrpcStorage(addr, timeout_s=5, tls=pki["client"], secret="and-a-secret")
     assert good.stats().schema_version > 0
     good.close()
     refused = [
-        GrpcStore(addr, timeout_s=3, tls=pki["rogue"], secret="and-a-secret"),  # another CA
-        GrpcStore(addr, timeout_s=3, secret="and-a-secret"),  # plaintext
-        GrpcStore(addr, timeout_s=3, tls=pki["client"]),  # the certificate, but not the secret
+        GrpcStorage(addr, timeout_s=3, tls=pki["rogue"], secret="and-a-secret"),  # another CA
+        GrpcStorage(addr, timeout_s=3, secret="and-a-secret"),  # plaintext
+        GrpcStorage(addr, timeout_s=3, tls=pki["client"]),  # the certificate, but not the secret
     ]
     for client in refused:
         with pytest.raises(EvoMemError):

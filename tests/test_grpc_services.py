@@ -26,12 +26,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from procutil import free_port
 from prometheus_client import REGISTRY
 
-from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
+from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap import services as bootstrap
 from evomem.domain import cronista
 from evomem.domain.errors import Conflict, EmptyNote, EvoMemError, NotFound, Unavailable
 from evomem.domain.model import Extraction, LinkProvenance, NewNote, new_id
+from evomem.domain.remember import NoteWrite
 from evomem.entrypoints.cli import service as services
 from evomem.entrypoints.grpc.server import RunningServer, create_server
 from evomem.entrypoints.grpc.servicers import CronistaServicer, StorageServicer
@@ -50,7 +52,7 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 def storage_server(store: SQLiteStore, address: str = "127.0.0.1:0") -> RunningServer:
     return create_server(
         address,
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(store)), s),
         (STORAGE,),
     )
 
@@ -152,19 +154,19 @@ def test_domain_errors_arrive_as_status_codes_with_the_code_in_the_message(
     assert err.code() == grpc.StatusCode.NOT_FOUND
     assert err.details() == f"[not_found] node_id: no node with id {UNKNOWN_ID}"  # as over MCP
     err = rpc_error(
-        lambda: stub.InsertNode(
-            storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="x"), supersedes=UNKNOWN_ID, link=link),
+        lambda: stub.RememberNote(
+            storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="x"), supersedes=UNKNOWN_ID, link=link),
             timeout=10,
         )
     )
     assert err.code() == grpc.StatusCode.NOT_FOUND and err.details().startswith("[not_found] supersedes: ")
 
-    v1 = stub.InsertNode(
-        storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="The ledger uses Postgres", namespace="a")),
+    v1 = stub.RememberNote(
+        storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="The ledger uses Postgres", namespace="a")),
         timeout=10,
     ).node
-    v2 = stub.InsertNode(
-        storage_pb2.InsertNodeRequest(
+    v2 = stub.RememberNote(
+        storage_pb2.RememberNoteRequest(
             note=common_pb2.NewNote(raw_text="Moved the ledger to SQLite", namespace="a"), supersedes=v1.id, link=link
         ),
         timeout=10,
@@ -177,16 +179,16 @@ def test_domain_errors_arrive_as_status_codes_with_the_code_in_the_message(
     )
     assert err.code() == grpc.StatusCode.FAILED_PRECONDITION and err.details().startswith("[cycle] ")
     err = rpc_error(
-        lambda: stub.InsertNode(
-            storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="y", namespace="b"), supersedes=v2.id),
+        lambda: stub.RememberNote(
+            storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="y", namespace="b"), supersedes=v2.id),
             timeout=10,
         )
     )
     assert err.code() == grpc.StatusCode.FAILED_PRECONDITION and err.details().startswith("[namespace_mismatch] ")
     stub.ForgetNode(storage_pb2.ForgetNodeRequest(node_id=v2.id), timeout=10)
     err = rpc_error(
-        lambda: stub.InsertNode(
-            storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="z", namespace="a"), supersedes=v2.id),
+        lambda: stub.RememberNote(
+            storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="z", namespace="a"), supersedes=v2.id),
             timeout=10,
         )
     )
@@ -253,7 +255,7 @@ def test_every_error_maps_to_its_status_and_back(
 
 
 def test_a_dead_address_is_unavailable_not_a_grpc_error() -> None:
-    client = GrpcStore(f"127.0.0.1:{free_port()}", timeout_s=0.3)
+    client = GrpcStorage(f"127.0.0.1:{free_port()}", timeout_s=0.3)
     try:
         with pytest.raises(Unavailable) as info:
             client.get(UNKNOWN_ID)
@@ -333,7 +335,7 @@ def test_a_call_made_while_the_server_is_down_waits_for_the_new_one(tmp_path: Pa
     store = SQLiteStore(tmp_path / "restart.db")
     first = storage_server(store, addr)
     first.set_serving(True)
-    client = GrpcStore(addr, timeout_s=60)
+    client = GrpcStorage(addr, timeout_s=60)
     failed, down = threading.Event(), threading.Event()
     stopped = threading.Event()
 
@@ -344,7 +346,7 @@ def test_a_call_made_while_the_server_is_down_waits_for_the_new_one(tmp_path: Pa
             failed.set()
 
     try:
-        node = client.insert(NewNote(raw_text="Survives a restart", tags=("restart",)))
+        node = client.remember_note(NoteWrite(NewNote(raw_text="Survives a restart", tags=("restart",)))).node
         client._channel.subscribe(watch)
         stopped.set()
         first.stop(0)  # returns once the server has stopped
@@ -362,7 +364,7 @@ def test_a_call_made_while_the_server_is_down_waits_for_the_new_one(tmp_path: Pa
             try:
                 assert pending.result(timeout=60) == node
                 # And the channel is healthy again for the next call.
-                again = client.insert(NewNote(raw_text="After the restart"), supersedes=node.id, link=None)
+                again = client.remember_note(NoteWrite(NewNote(raw_text="After the restart"), supersedes=node.id)).node
                 assert again.version == 2
             finally:
                 second.stop(0)
@@ -377,7 +379,7 @@ class FlakyStorage(StorageServicer):
     server closing under a call does, and count the calls that reached it."""
 
     def __init__(self, store: SQLiteStore, fails: int) -> None:
-        super().__init__(store)
+        super().__init__(LocalStorage(store))
         self.fails = {"GetStats": fails, "ForgetNode": fails}
         self.calls = {"GetStats": 0, "ForgetNode": 0}
 
@@ -402,9 +404,9 @@ def test_a_read_that_fails_unavailable_is_sent_again_and_a_write_is_not(backing:
         "127.0.0.1:0", lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(flaky, s), (STORAGE,)
     )
     running.set_serving(True)
-    client = GrpcStore(f"127.0.0.1:{running.port}", timeout_s=30)
+    client = GrpcStorage(f"127.0.0.1:{running.port}", timeout_s=30)
     try:
-        node = client.insert(NewNote(raw_text="Kept through a flaky read"))
+        node = client.remember_note(NoteWrite(NewNote(raw_text="Kept through a flaky read"))).node
         assert client.stats().by_status.get("active") == 1  # the third try answered
         assert flaky.calls["GetStats"] == 3
         with pytest.raises(Unavailable, match="closing"):
@@ -427,7 +429,7 @@ def test_the_retried_calls_are_real_methods_that_change_nothing() -> None:
         "evomem.v1.CronistaService": cronista_pb2,
         "evomem.v1.LinkerService": linker_pb2,
     }
-    writes = {"InsertNode", "LinkNodes", "UnlinkNode", "ForgetNode", "SetExtraction", "AddVectors", "AppendAudit"}
+    writes = {"RememberNote", "LinkNodes", "UnlinkNode", "ForgetNode", "SetExtraction", "AppendAudit"}
     for service, methods in RETRIED.items():
         desc = files[service].DESCRIPTOR.services_by_name[service.rsplit(".", 1)[1]]
         assert set(methods) <= {m.name for m in desc.methods}, service
@@ -449,7 +451,7 @@ def _latency_count(method: str) -> float:
 
 def test_metrics_count_every_call_by_method_and_code(served: RunningServer) -> None:
     wanted = [
-        ("InsertNode", "OK"),
+        ("RememberNote", "OK"),
         ("GetNode", "OK"),
         ("ForgetNode", "NOT_FOUND"),
         ("LinkNodes", "FAILED_PRECONDITION"),
@@ -457,10 +459,10 @@ def test_metrics_count_every_call_by_method_and_code(served: RunningServer) -> N
     ]
     before = {key: _count(*key) for key in wanted}
     latency_before = _latency_count("GetNode")
-    client = GrpcStore(f"127.0.0.1:{served.port}")
+    client = GrpcStorage(f"127.0.0.1:{served.port}")
     try:
-        v1 = client.insert(NewNote(raw_text="The ledger uses Postgres"))
-        v2 = client.insert(NewNote(raw_text="The ledger uses SQLite"), supersedes=v1.id)
+        v1 = client.remember_note(NoteWrite(NewNote(raw_text="The ledger uses Postgres"))).node
+        v2 = client.remember_note(NoteWrite(NewNote(raw_text="The ledger uses SQLite"), supersedes=v1.id)).node
         assert client.get(v1.id) is not None
         assert client.get(UNKNOWN_ID) is None
         assert client.get(v2.id) is not None
@@ -473,7 +475,7 @@ def test_metrics_count_every_call_by_method_and_code(served: RunningServer) -> N
         client.close()
     delta = {key: _count(*key) - before[key] for key in wanted}
     assert delta == {
-        ("InsertNode", "OK"): 2,
+        ("RememberNote", "OK"): 2,
         ("GetNode", "OK"): 3,
         ("ForgetNode", "NOT_FOUND"): 1,
         ("LinkNodes", "FAILED_PRECONDITION"): 1,
@@ -485,12 +487,12 @@ def test_metrics_count_every_call_by_method_and_code(served: RunningServer) -> N
 def test_a_server_without_metrics_counts_nothing(backing: SQLiteStore) -> None:
     running = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
         (STORAGE,),
         metrics=False,
     )
     before = _count("ListPendingExtractions", "OK")
-    client = GrpcStore(f"127.0.0.1:{running.port}")
+    client = GrpcStorage(f"127.0.0.1:{running.port}")
     try:
         assert client.pending_extractions(5) == []
     finally:
@@ -671,9 +673,9 @@ def test_storage_process_serves_and_drains_on_sigterm(tmp_path: Path) -> None:
     )
     try:
         _wait_serving(f"127.0.0.1:{port}", proc)
-        client = GrpcStore(f"127.0.0.1:{port}")
+        client = GrpcStorage(f"127.0.0.1:{port}")
         try:
-            node = client.insert(NewNote(raw_text="Written through the storage process"))
+            node = client.remember_note(NoteWrite(NewNote(raw_text="Written through the storage process"))).node
             assert client.get(node.id) == node
         finally:
             client.close()
@@ -746,7 +748,7 @@ def test_a_misspelt_auto_supersede_does_not_turn_linking_on(gateway_env: pytest.
     finally:
         if service.vectors is not None:
             service.vectors.close()  # type: ignore[attr-defined]
-        service.store.close()  # type: ignore[attr-defined]
+        service.close()  # type: ignore[attr-defined]
 
 
 class _RpcError(grpc.RpcError):

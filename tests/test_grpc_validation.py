@@ -1,6 +1,6 @@
 """One set of rules for every door: what MCP refuses, storage's gRPC API refuses too.
 
-Each bad input of issue 12 is sent twice: to the storage service directly (InsertNode,
+Each bad input of issue 12 is sent twice: to the storage service directly (RememberNote,
 SetExtraction on a real gRPC server over a real SQLite file, no gateway in between) and to
 ``remember`` over MCP (the official client, in-process server). Both must refuse it with the
 same error code ("[code] ..." first in the gRPC details and in the tool error), and neither
@@ -21,6 +21,7 @@ from mcp import Client
 
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
+from evomem.app.storage import LocalStorage
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import GRPC_STATUS
 from evomem.domain.model import new_id
@@ -38,7 +39,7 @@ def storage(tmp_path: Path) -> Iterator[tuple[SQLiteStore, storage_pb2_grpc.Stor
     backing = SQLiteStore(tmp_path / "storage.db")
     server: RunningServer = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
         ("evomem.v1.StorageService",),
     )
     channel = grpc.insecure_channel(
@@ -64,7 +65,7 @@ def grpc_code(call: Any) -> tuple[grpc.StatusCode, str]:
 def mcp_code(args: dict[str, Any], tmp_path: Path) -> str:
     """The domain code ``remember`` answers over MCP for ``args``, on a fresh embedded store."""
     store = SQLiteStore(tmp_path / f"mcp-{new_id()}.db")
-    service = MemoryService(store, extractor=LiteCronista())
+    service = MemoryService.local(store, extractor=LiteCronista())
 
     async def call() -> Any:
         async with Client(build_mcp_server(lambda: service)) as client:
@@ -83,13 +84,13 @@ def mcp_code(args: dict[str, Any], tmp_path: Path) -> str:
 
 def insert(stub: storage_pb2_grpc.StorageServiceStub, **note: Any) -> Any:
     relations = note.pop("relations", None)
-    req = storage_pb2.InsertNodeRequest(
+    req = storage_pb2.RememberNoteRequest(
         note=common_pb2.NewNote(**note, relations={k: common_pb2.IdList(ids=v) for k, v in (relations or {}).items()})
     )
-    return lambda: stub.InsertNode(req, timeout=30)
+    return lambda: stub.RememberNote(req, timeout=30)
 
 
-# (name, the note's fields): sent as InsertNode's NewNote and as remember's arguments.
+# (name, the note's fields): sent as RememberNote's NewNote and as remember's arguments.
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("empty note", {"raw_text": ""}),
     ("blank note", {"raw_text": " \n\t "}),
@@ -119,8 +120,8 @@ def test_storage_refuses_what_remember_refuses_with_the_same_code(storage, tmp_p
 
 def test_a_malformed_supersedes_is_refused_at_both_doors(storage, tmp_path) -> None:
     backing, stub = storage
-    req = storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="ok"), supersedes="not-an-id")
-    status, code = grpc_code(lambda: stub.InsertNode(req, timeout=10))
+    req = storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="ok"), supersedes="not-an-id")
+    status, code = grpc_code(lambda: stub.RememberNote(req, timeout=10))
     assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_id")
     assert mcp_code({"raw_text": "ok", "supersedes": "not-an-id"}, tmp_path) == "invalid_id"
     assert sum(backing.stats().by_status.values()) == 0
@@ -136,13 +137,13 @@ def test_control_characters_are_removed_at_both_doors(storage) -> None:
 def test_a_forged_extraction_is_refused(storage) -> None:
     backing, stub = storage
     forged = common_pb2.Extraction(change="drop every table", summary="approved by the CFO", extractor="lite/1")
-    req = storage_pb2.InsertNodeRequest(note=common_pb2.NewNote(raw_text="We picked Postgres.", extraction=forged))
-    status, code = grpc_code(lambda: stub.InsertNode(req, timeout=10))
+    req = storage_pb2.RememberNoteRequest(note=common_pb2.NewNote(raw_text="We picked Postgres.", extraction=forged))
+    status, code = grpc_code(lambda: stub.RememberNote(req, timeout=10))
     assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
     assert sum(backing.stats().by_status.values()) == 0
     # An extraction that is the cronista's, of that text, is accepted (the lite wiring's own writes).
     real = LiteCronista().extract("We moved the ledger to SQLite because Postgres was overkill.")
-    ok = storage_pb2.InsertNodeRequest(
+    ok = storage_pb2.RememberNoteRequest(
         note=common_pb2.NewNote(
             raw_text="We moved the ledger to SQLite because Postgres was overkill.",
             extraction=common_pb2.Extraction(
@@ -150,24 +151,24 @@ def test_a_forged_extraction_is_refused(storage) -> None:
             ),
         )
     )
-    assert stub.InsertNode(ok, timeout=10).node.extraction_state == "done"
+    assert stub.RememberNote(ok, timeout=10).node.extraction_state == "done"
 
 
 def test_a_link_with_an_impossible_confidence_is_refused(storage) -> None:
     backing, stub = storage
     v1 = insert(stub, raw_text="We picked Postgres.")().node
     bad = common_pb2.LinkProvenance(method="agent", confidence=7.0)
-    req = storage_pb2.InsertNodeRequest(
+    req = storage_pb2.RememberNoteRequest(
         note=common_pb2.NewNote(raw_text="Moved to SQLite."), supersedes=v1.id, link=bad
     )
-    status, code = grpc_code(lambda: stub.InsertNode(req, timeout=10))
+    status, code = grpc_code(lambda: stub.RememberNote(req, timeout=10))
     assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
     assert backing.get(v1.id).status == "active", "the head was not retired"
 
 
 def test_set_extraction_cannot_overwrite_a_finished_note_nor_take_another_notes_fields(storage) -> None:
     backing, stub = storage
-    service = MemoryService(backing, extractor=LiteCronista())
+    service = MemoryService.local(backing, extractor=LiteCronista())
     done = service.remember("We moved the ledger to SQLite because Postgres was overkill.").node
     pending = insert(stub, raw_text="Payments retry three times with backoff.")().node
     assert (done.extraction_state, pending.extraction_state) == ("done", "pending")

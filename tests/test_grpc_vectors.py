@@ -1,12 +1,14 @@
-"""Hybrid recall in the multi-service wiring: the ``Vectors`` port over the storage service.
+"""Hybrid recall in the multi-service wiring: the vectors live in storage.
 
-The vectors live in storage's SQLite file and storage embeds texts itself (it owns the file
-and the model): ``GrpcVectors.add`` sends node ids (AddVectors), ``nearest`` the query text
-(NearestNodes). One contract suite runs against ``SemanticIndex`` in-process and against
-``GrpcVectors`` talking to a real storage server on 127.0.0.1, with the same assertions.
+Storage owns the SQLite file and the embedding model: it embeds a note in the call that stores
+it (RememberNote), searches by meaning in the calls that read (PrepareRemember's candidates,
+RecallNodes), and the gateway holds no model. One suite runs the same assertions on the embedded
+service (``MemoryService.local`` over ``SQLiteStore`` and ``SemanticIndex``) and on the gateway's
+(``MemoryService(GrpcStorage)`` talking to a real storage server on 127.0.0.1 over the same kind
+of file); the ``Vectors`` port itself (``SemanticIndex``) is checked in process.
 
-A storage service without vectors answers both RPCs FAILED_PRECONDITION "[unavailable] ...":
-the client's error is ``Unavailable`` and the gateway's ``MemoryService`` recalls by BM25.
+A storage service without vectors recalls by BM25: a gateway with EVOMEM_VECTORS=on is told why
+(``vector_problem``: logged, said in recall's notes, and remember warns); with ``auto`` it is quiet.
 
 Real parts throughout: SQLite files, gRPC servers on loopback, the offline ONNX model (loaded
 once per module).
@@ -22,32 +24,35 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
 import pytest
 from procutil import free_port, stop_process
 
-from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
+from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.models.embedding import OnnxEmbedder
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.adapters.vectors.index import VectorIndex
 from evomem.adapters.vectors.semantic import SemanticIndex
 from evomem.app.background import start_background
 from evomem.app.memory import MemoryService, ServiceConfig
-from evomem.app.ports import Store, Vectors
+from evomem.app.ports import Vectors
+from evomem.app.storage import VECTORS_OFF, LocalStorage
 from evomem.bootstrap import vectors as bootstrap
 from evomem.bootstrap.services import build_gateway
 from evomem.bootstrap.vectors import VECTOR_MIN_SIMILARITY, vectors_problem
 from evomem.domain import text as textrules
-from evomem.domain.errors import MODEL_LOADING, InvalidArgument, Unavailable
-from evomem.domain.model import MemoryNode, NewNote
+from evomem.domain.errors import MODEL_LOADING, InvalidArgument
+from evomem.domain.model import NewNote
+from evomem.domain.recall import RecallAnswer, RecallQuery
+from evomem.domain.remember import ContextQuery
 from evomem.entrypoints.grpc.server import RunningServer, create_server
 from evomem.entrypoints.grpc.servicers import MAX_NEAREST, StorageServicer
 from evomem.entrypoints.mcp import gateway
 from evomem.settings import Settings, SettingsError
-from evomem.v1 import storage_pb2, storage_pb2_grpc
+from evomem.v1 import storage_pb2_grpc
 
 pytestmark = pytest.mark.skipif(
     vectors_problem() is not None, reason=f"hybrid recall cannot run here: {vectors_problem()}"
@@ -79,7 +84,9 @@ def semantic(store: SQLiteStore, embedder: OnnxEmbedder) -> SemanticIndex:
 def serve_storage(store: SQLiteStore, vectors: Vectors | None) -> RunningServer:
     running = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store, vectors), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(
+            StorageServicer(LocalStorage(store, vectors)), s
+        ),
         (STORAGE,),
         metrics=False,
     )
@@ -87,105 +94,143 @@ def serve_storage(store: SQLiteStore, vectors: Vectors | None) -> RunningServer:
     return running
 
 
+def gateway_service(address: str, *, required: bool = True) -> MemoryService:
+    """The gateway's shape (``build_gateway`` with EVOMEM_VECTORS on, or ``auto``) without the
+    Redis queue: extraction stays pending."""
+    return MemoryService(
+        GrpcStorage(address, vectors=True),
+        extractor=None,
+        config=ServiceConfig(extract_inline=False, vectors=True, vectors_required=required),
+    )
+
+
 @dataclass
 class VectorWiring:
     kind: str
-    vectors: Vectors  # what the test talks to: the port
-    store: Store  # the same wiring's Store port (writes and purges go through it)
-    backing: SQLiteStore  # the file behind both
+    service: MemoryService  # what the test talks to: remember, recall, forget
+    backing: SQLiteStore  # the file behind it
     index: SemanticIndex  # the file's vectors, read directly
 
 
-@pytest.fixture(params=["semantic", "grpc"])
+@pytest.fixture(params=["embedded", "gateway"])
 def wiring(request: pytest.FixtureRequest, tmp_path: Path, embedder: OnnxEmbedder) -> Iterator[VectorWiring]:
     backing = SQLiteStore(tmp_path / "vectors.db")
     index = semantic(backing, embedder)
     closers: list[Callable[[], object]] = [backing.close, index.close]
     try:
-        if request.param == "semantic":
-            yield VectorWiring("semantic", index, backing, backing, index)
+        if request.param == "embedded":
+            yield VectorWiring("embedded", MemoryService.local(backing, vectors=index), backing, index)
             return
         running = serve_storage(backing, index)
         closers.insert(0, lambda: running.stop(0))
-        address = f"127.0.0.1:{running.port}"
-        client, store = GrpcVectors(address, required=True), GrpcStore(address)
-        closers[:0] = [client.close, store.close]
-        yield VectorWiring("grpc", client, store, backing, index)
+        service = gateway_service(f"127.0.0.1:{running.port}")
+        closers.insert(0, service.close)
+        yield VectorWiring("gateway", service, backing, index)
     finally:
         for close in closers:
             close()
 
 
-def remember(w: VectorWiring, text: str, namespace: str = "default") -> MemoryNode:
-    """What ``MemoryService.remember`` does with vectors: insert, then add."""
-    node = w.store.insert(NewNote(raw_text=text, namespace=namespace))
-    w.vectors.add([node])
-    return node
+def heads(out: object) -> list[str]:
+    return [e.head.raw_text for e, _ in out.results]  # type: ignore[attr-defined]
+
+
+def recall(text: str, *, limit: int = 50, vector_limit: int = 20, **kw: object) -> RecallQuery:
+    """Storage's side of a hybrid recall of ``text``, as the service sizes it for k=3."""
+    terms = tuple(textrules.query_terms(text))
+    query = RecallQuery(terms=terms, text=text, namespace="default", k=3, limit=limit, vector_limit=vector_limit)
+    return replace(query, **kw)
+
+
+def nearest(service: MemoryService, text: str, namespace: str = "default", limit: int = 3) -> dict[str, float]:
+    """The active notes nearest ``text`` with their cosines, as remember reads them for a linker."""
+    query = ContextQuery(text=text, namespace=namespace, candidates=True, limit=0, vector_limit=limit)
+    return service.storage.remember_context(query).similarities
 
 
 # ============================================================================ the contract
 
 
-def test_both_wirings_implement_the_port_and_name_the_model(wiring: VectorWiring, embedder: OnnxEmbedder) -> None:
-    assert isinstance(wiring.vectors, Vectors)
-    assert wiring.vectors.name == embedder.name  # over gRPC: the model storage embeds with
+def test_storage_says_who_holds_the_vectors(wiring: VectorWiring, embedder: OnnxEmbedder) -> None:
+    assert wiring.index.name == embedder.name
+    assert wiring.service.storage.model_state() == ("loaded" if wiring.kind == "embedded" else "remote")
 
 
 def test_a_paraphrase_finds_a_note_that_shares_no_word(wiring: VectorWiring) -> None:
+    svc = wiring.service
     for t in DISTRACTORS:
-        remember(wiring, t)
-    new = remember(wiring, NEW)
+        svc.remember(t)
+    new = svc.remember(NEW).node
     # The premise: full-text search cannot find it.
     terms = textrules.query_terms(PARAPHRASE_QUERY)
-    assert new.id not in [h.node_id for h in wiring.store.search(terms, namespace="default", limit=10)]
-    near = wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=3)
-    assert near[0][0] == new.id
-    assert VECTOR_MIN_SIMILARITY <= near[0][1] <= 1.0
-    assert [s for _, s in near] == sorted((s for _, s in near), reverse=True)
-    assert wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="other", limit=3) == []
+    assert new.id not in [h.node_id for h in wiring.backing.search(terms, namespace="default", limit=10)]
+    got = svc.recall(PARAPHRASE_QUERY, k=3)
+    assert heads(got)[0] == NEW and got.results[0][0].best.via == ["vector"]
+    near = nearest(svc, PARAPHRASE_QUERY)
+    assert max(near, key=near.__getitem__) == new.id
+    assert all(VECTOR_MIN_SIMILARITY <= s <= 1.0 for s in near.values())
+    assert svc.recall(PARAPHRASE_QUERY, k=3, namespace="other").results == []
+    assert nearest(svc, PARAPHRASE_QUERY, namespace="other") == {}
 
 
 def test_namespaces_are_apart(wiring: VectorWiring) -> None:
-    mine = remember(wiring, NEW, namespace="team-a")
-    remember(wiring, NEW, namespace="team-b")
-    assert [i for i, _ in wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="team-a", limit=5)] == [mine.id]
+    mine = wiring.service.remember(NEW, namespace="team-a").node
+    wiring.service.remember(NEW, namespace="team-b")
+    assert [e.head.id for e, _ in wiring.service.recall(PARAPHRASE_QUERY, k=5, namespace="team-a").results] == [mine.id]
+    assert list(nearest(wiring.service, PARAPHRASE_QUERY, namespace="team-a", limit=5)) == [mine.id]
 
 
-def test_add_is_idempotent(wiring: VectorWiring) -> None:
-    new = remember(wiring, NEW)
-    before = wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)
-    wiring.vectors.add([new])
-    wiring.vectors.add([new, new])
+def test_a_note_is_embedded_once(wiring: VectorWiring) -> None:
+    """remember embeds the note it stores; a retry under its key, or a duplicate, embeds nothing."""
+    svc = wiring.service
+    first = svc.remember(NEW, idempotency_key="k").node
+    assert first.id in wiring.index.index and wiring.index.index.count() == 1
+    assert svc.remember(NEW, idempotency_key="k").outcome == "replayed"
+    assert svc.remember(NEW).duplicate_of == first.id
     assert wiring.index.index.count() == 1
-    assert wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=5) == before
-    wiring.vectors.add([])  # nothing to do, no error
 
 
-def test_purge_removes_a_note_from_nearest(wiring: VectorWiring) -> None:
-    keep = remember(wiring, "Accounting data is persisted in the ledger database.")
-    gone = remember(wiring, NEW)
-    assert gone.id in [i for i, _ in wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)]
-    wiring.store.forget(gone.id, purge=True)  # the vector goes in the purge's own transaction
-    assert [i for i, _ in wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)] == [keep.id]
+def test_purge_removes_a_note_from_the_search_by_meaning(wiring: VectorWiring) -> None:
+    svc = wiring.service
+    keep = svc.remember("Accounting data is persisted in the ledger database.").node
+    gone = svc.remember(NEW).node
+    assert gone.id in nearest(svc, PARAPHRASE_QUERY, limit=5)
+    svc.forget(gone.id, purge=True)  # the vector goes in the purge's own transaction
+    assert list(nearest(svc, PARAPHRASE_QUERY, limit=5)) == [keep.id]
+    assert NEW not in heads(svc.recall(PARAPHRASE_QUERY, k=3))
     assert gone.id not in wiring.index.index
     purged = wiring.backing.get(gone.id)
     assert purged is not None and purged.purged
-    wiring.vectors.add([purged])  # a purged node is never embedded again
+    wiring.index.add([purged])  # a purged node is never embedded again
     assert gone.id not in wiring.index.index
-    wiring.vectors.remove(gone.id)  # nothing left to remove: no error in either wiring
+    wiring.index.remove(gone.id)  # nothing left to remove: no error
 
 
-def test_a_soft_forgotten_version_is_still_a_neighbour(wiring: VectorWiring) -> None:
-    # The port returns every version it has; the service drops forgotten ones (as BM25 does).
-    node = remember(wiring, NEW)
-    wiring.store.forget(node.id)
-    assert [i for i, _ in wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)] == [node.id]
+def test_recall_leaves_a_soft_forgotten_note_out_but_the_index_keeps_it(wiring: VectorWiring) -> None:
+    # The Vectors port returns every version it has; recall drops forgotten ones (as BM25 does).
+    node = wiring.service.remember(NEW).node
+    wiring.service.forget(node.id)
+    assert [i for i, _ in wiring.index.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)] == [node.id]
+    assert NEW not in heads(wiring.service.recall(PARAPHRASE_QUERY, k=3))
 
 
-def test_nothing_asked_nothing_embedded(wiring: VectorWiring) -> None:
-    remember(wiring, NEW)
-    assert wiring.vectors.nearest(PARAPHRASE_QUERY, namespace="default", limit=0) == []
-    assert wiring.vectors.nearest("   ", namespace="default", limit=5) == []
+def test_the_index_adds_once_and_answers_nothing_asked(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    backing = SQLiteStore(tmp_path / "index.db")
+    index = semantic(backing, embedder)
+    try:
+        new = backing.insert(NewNote(raw_text=NEW))
+        index.add([new])
+        before = index.nearest(PARAPHRASE_QUERY, namespace="default", limit=5)
+        index.add([new])
+        index.add([new, new])
+        assert index.index.count() == 1
+        assert index.nearest(PARAPHRASE_QUERY, namespace="default", limit=5) == before
+        index.add([])  # nothing to do, no error
+        assert index.nearest(PARAPHRASE_QUERY, namespace="default", limit=0) == []
+        assert index.nearest("   ", namespace="default", limit=5) == []
+    finally:
+        index.close()
+        backing.close()
 
 
 # ============================================================================ the wire
@@ -202,41 +247,33 @@ def served(tmp_path: Path, embedder: OnnxEmbedder) -> Iterator[tuple[str, SQLite
     backing.close()
 
 
-def test_grpc_answers_exactly_what_the_index_holds(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
+def test_grpc_answers_exactly_what_storage_finds_in_process(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
     address, backing, index = served
-    nodes = [backing.insert(NewNote(raw_text=t)) for t in [*DISTRACTORS, NEW]]
-    client = GrpcVectors(address)
+    client = GrpcStorage(address, vectors=True)
+    local = LocalStorage(backing, index)
     try:
-        client.add(nodes)
-        assert index.index.count() == len(nodes)
-        for query in (PARAPHRASE_QUERY, "which tool draws the charts", NEW):
-            assert client.nearest(query, namespace="default", limit=4) == index.nearest(
-                query, namespace="default", limit=4
-            )
+        for t in [*DISTRACTORS, NEW]:
+            backing.insert(NewNote(raw_text=t))
+        assert index.backfill() == len(DISTRACTORS) + 1
+        for text in (PARAPHRASE_QUERY, "which tool draws the charts", NEW):
+            assert client.recall_nodes(recall(text)) == local.recall_nodes(recall(text))
+            query = ContextQuery(text=text, namespace="default", candidates=True, limit=0, vector_limit=4)
+            wire, here = client.remember_context(query), local.remember_context(query)
+            assert wire.similarities == pytest.approx(here.similarities)  # float32 on the wire
+            assert [c.id for c in wire.candidates] == [c.id for c in here.candidates]
     finally:
         client.close()
 
 
-def test_add_vectors_skips_unknown_and_counts_what_it_embedded(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
-    address, backing, _ = served
-    node = backing.insert(NewNote(raw_text=NEW))
-    with grpc.insecure_channel(address) as ch:
-        stub = storage_pb2_grpc.StorageServiceStub(ch)
-        resp = stub.AddVectors(storage_pb2.AddVectorsRequest(node_ids=[node.id, "01BX5ZZKBKACTAV9WEVGEMMVRZ"]))
-        assert resp.added == 1
-        assert resp.model
-        too_many = storage_pb2.AddVectorsRequest(node_ids=[node.id] * 1025)
-        with pytest.raises(grpc.RpcError) as info:
-            stub.AddVectors(too_many)
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-
-
-def test_nearest_limit_is_bounded(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
-    client = GrpcVectors(served[0])
+def test_the_search_by_meaning_is_bounded(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
+    client = GrpcStorage(served[0], vectors=True)
     try:
-        with pytest.raises(InvalidArgument):
-            client.nearest(NEW, namespace="default", limit=MAX_NEAREST + 1)
-        assert client.nearest(NEW, namespace="default", limit=MAX_NEAREST) == []  # empty file
+        with pytest.raises(InvalidArgument, match="vector_limit"):
+            client.recall_nodes(recall(NEW, vector_limit=MAX_NEAREST + 1, limit=MAX_NEAREST + 1))
+        too_many = ContextQuery(text=NEW, namespace="default", candidates=True, vector_limit=MAX_NEAREST + 1)
+        with pytest.raises(InvalidArgument, match="vector_limit"):
+            client.remember_context(too_many)
+        assert client.recall_nodes(recall(NEW, vector_limit=MAX_NEAREST, limit=MAX_NEAREST)) == RecallAnswer()
     finally:
         client.close()
 
@@ -253,117 +290,26 @@ def served_off(tmp_path: Path) -> Iterator[tuple[str, SQLiteStore]]:
     backing.close()
 
 
-def test_storage_without_vectors_answers_failed_precondition(served_off: tuple[str, SQLiteStore]) -> None:
+def test_storage_without_vectors_says_so_to_a_caller_that_requires_them(served_off: tuple[str, SQLiteStore]) -> None:
     address, backing = served_off
-    node = backing.insert(NewNote(raw_text=NEW))
-    with grpc.insecure_channel(address) as ch:
-        stub = storage_pb2_grpc.StorageServiceStub(ch)
-        for call in (
-            lambda: stub.AddVectors(storage_pb2.AddVectorsRequest(node_ids=[node.id])),
-            lambda: stub.NearestNodes(storage_pb2.NearestNodesRequest(text=NEW, namespace="default", limit=5)),
-        ):
-            with pytest.raises(grpc.RpcError) as info:
-                call()
-            assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-            assert info.value.details().startswith("[unavailable] vectors are off on this storage service")
-
-
-def test_required_client_raises_unavailable(served_off: tuple[str, SQLiteStore]) -> None:
-    address, backing = served_off
-    node = backing.insert(NewNote(raw_text=NEW))
-    client = GrpcVectors(address, required=True)
+    backing.insert(NewNote(raw_text=NEW))
+    client = GrpcStorage(address, vectors=True)
     try:
-        with pytest.raises(Unavailable, match="vectors are off"):
-            client.nearest(NEW, namespace="default", limit=5)
-        with pytest.raises(Unavailable, match="vectors are off"):
-            client.add([node])
-        assert client.name == f"grpc:{address}"  # no model to name
+        assert client.recall_nodes(recall(NEW, vectors_required=True)).vector_problem == VECTORS_OFF
+        assert client.recall_nodes(recall(NEW)).vector_problem is None  # auto: quiet
+        query = ContextQuery(text=NEW, namespace="default", candidates=True, vector_limit=5, vectors_required=True)
+        assert client.remember_context(query).vector_problem == VECTORS_OFF
+        assert VECTORS_OFF.startswith("vectors are off on this storage service")
     finally:
         client.close()
-
-
-def test_auto_client_goes_quiet_and_rechecks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    asked: list[str] = []
-
-    class Counting(StorageServicer):
-        def NearestNodes(self, request, context):  # type: ignore[no-untyped-def]
-            asked.append(request.text)
-            return super().NearestNodes(request, context)
-
-    backing = SQLiteStore(tmp_path / "bm25.db")
-    running = create_server(
-        "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(Counting(backing), s),
-        (STORAGE,),
-        metrics=False,
-    )
-    running.set_serving(True)
-    node = backing.insert(NewNote(raw_text=NEW))
-    client = GrpcVectors(f"127.0.0.1:{running.port}", recheck_s=3600)
-    try:
-        with caplog.at_level(logging.INFO, logger="evomem.grpc"):
-            assert client.nearest(NEW, namespace="default", limit=5) == []  # no error: auto accepts it
-            assert client.off
-            assert client.nearest(NEW, namespace="default", limit=5) == []
-            client.add([node])
-        assert asked == [NEW]  # once storage said it has no vectors, nothing more was asked
-        lines = [r.getMessage() for r in caplog.records if "hybrid recall off" in r.getMessage()]
-        assert len(lines) == 1, lines
-        client._off_until = time.monotonic() - 1  # the window is over: the next call asks again
-        assert client.nearest(NEW, namespace="default", limit=5) == []
-        assert asked == [NEW, NEW]
-        assert client.off
-    finally:
-        client.close()
-        running.stop(0)
-        backing.close()
-
-
-def test_a_storage_from_before_vectors_reads_as_unavailable(tmp_path: Path) -> None:
-    class OldStorage(storage_pb2_grpc.StorageServiceServicer):
-        pass  # every RPC UNIMPLEMENTED, as a storage service built before AddVectors
-
-    running = create_server(
-        "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(OldStorage(), s),
-        (STORAGE,),
-        metrics=False,
-    )
-    running.set_serving(True)
-    client = GrpcVectors(f"127.0.0.1:{running.port}", required=True)
-    try:
-        with pytest.raises(Unavailable, match="no vector RPCs"):
-            client.nearest(NEW, namespace="default", limit=5)
-    finally:
-        client.close()
-        running.stop(0)
 
 
 # ============================================================================ the gateway's MemoryService
 
 
-def gateway_service(address: str, **vectors_kw: object) -> MemoryService:
-    """The gateway's shape (``build_gateway``) without the Redis queue: extraction stays pending."""
-    return MemoryService(
-        GrpcStore(address),
-        extractor=None,
-        vectors=GrpcVectors(address, **vectors_kw),  # type: ignore[arg-type]
-        config=ServiceConfig(extract_inline=False, vectors_required=bool(vectors_kw.get("required"))),
-    )
-
-
-def close(service: MemoryService) -> None:
-    service.vectors.close()  # type: ignore[union-attr]
-    service.store.close()
-
-
-def heads(out: object) -> list[str]:
-    return [e.head.raw_text for e, _ in out.results]  # type: ignore[attr-defined]
-
-
 def test_gateway_recall_is_hybrid(served: tuple[str, SQLiteStore, SemanticIndex]) -> None:
     address, _, index = served
-    svc = gateway_service(address, required=True)
+    svc = gateway_service(address)
     try:
         for t in DISTRACTORS:
             svc.remember(t)
@@ -379,7 +325,7 @@ def test_gateway_recall_is_hybrid(served: tuple[str, SQLiteStore, SemanticIndex]
         svc.forget(out.node.id, purge=True)
         assert NEW not in heads(svc.recall(PARAPHRASE_QUERY, k=3))
     finally:
-        close(svc)
+        svc.close()
 
 
 @pytest.mark.parametrize("required", [False, True], ids=["auto", "on"])
@@ -397,31 +343,28 @@ def test_gateway_recalls_by_bm25_when_storage_has_no_vectors(
         assert heads(got)[0] == NEW
         assert NEW not in heads(para)  # no vectors: a paraphrase is not found, and nothing fails
         messages = [r.getMessage() for r in caplog.records]
-        if required:  # on: every vector call fails loudly, and remember says the note has no vector
-            assert any("vector search failed, BM25 only" in m for m in messages)
+        if required:  # on: every call says why, and remember says the note has no vector
+            assert any("vector search failed, BM25 only" in m and VECTORS_OFF in m for m in messages)
             assert any("not yet searchable by meaning" in w for w in out.warnings)
-        else:  # auto: one line, no warnings on the notes
-            assert sum("hybrid recall off (BM25 only)" in m for m in messages) == 1
-            assert out.warnings == []
+            assert got.notes == ["no search by meaning for this call (BM25 only): " + VECTORS_OFF]
+        else:  # auto: quiet, no warnings on the notes
+            assert out.warnings == [] and got.notes == []
             assert not any("vector search failed" in m for m in messages)
     finally:
-        close(svc)
+        svc.close()
 
 
 @pytest.mark.parametrize(("mode", "required"), [("auto", False), ("on", True), ("off", None)])
 def test_build_gateway_wires_vectors_through_storage(mode: str, required: bool | None) -> None:
     svc = build_gateway(Settings(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors=mode))
     try:
-        if required is None:
-            assert svc.vectors is None
-        else:
-            assert isinstance(svc.vectors, GrpcVectors)
-            assert svc.vectors.required is required
-            assert svc.vectors.address == "127.0.0.1:1"
+        assert svc.vectors is None  # the gateway holds no model: storage embeds
+        assert isinstance(svc.storage, GrpcStorage) and svc.storage.address == "127.0.0.1:1"
+        assert svc.config.vectors is (required is not None)
+        assert svc.config.vectors_required is bool(required)
+        assert svc.storage.model_state() == ("off" if required is None else "remote")
     finally:
-        if svc.vectors is not None:
-            svc.vectors.close()  # type: ignore[attr-defined]
-        svc.store.close()  # type: ignore[attr-defined]
+        svc.close()
     with pytest.raises(SettingsError, match="vectors must be one of"):
         build_gateway(Settings(storage_addr="127.0.0.1:1", redis_url="redis://127.0.0.1:1/0", vectors="maybe"))
 
@@ -488,11 +431,6 @@ def test_start_background_takes_the_vectors_themselves(tmp_path: Path, embedder:
             thread.join(60)
         assert later.id not in index.index
         assert start_background(None) == []
-        client = GrpcVectors("127.0.0.1:1")
-        try:
-            assert start_background(client) == []  # a client has nothing to load or backfill
-        finally:
-            client.close()
     finally:
         index.close()
         store.close()
@@ -521,21 +459,19 @@ def test_storage_process_backfills_and_serves_vectors(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    client = GrpcVectors(f"127.0.0.1:{port}", required=True, timeout_s=60)
+    client = GrpcStorage(f"127.0.0.1:{port}", vectors=True, timeout_s=60)
     try:
         deadline = time.monotonic() + 60
-        near: list[tuple[str, float]] = []
+        found: list[str] = []
         while time.monotonic() < deadline:
-            try:
-                near = client.nearest(PARAPHRASE_QUERY, namespace="default", limit=3)
-            except Unavailable as exc:  # the model loads in the background; no call waits for it
-                assert MODEL_LOADING in str(exc), exc
-                near = []
-            if near:
+            answer = client.recall_nodes(recall(PARAPHRASE_QUERY, vectors_required=True))
+            if answer.vector_problem is not None:  # the model loads in the background; no call waits for it
+                assert MODEL_LOADING in answer.vector_problem, answer.vector_problem
+            found = [e.head.id for e, _ in answer.results]
+            if found:
                 break
             time.sleep(0.2)
-        assert [i for i, _ in near] == [old.id]
-        assert client.name.startswith("all-MiniLM-L6-v2")
+        assert found == [old.id]
         proc.send_signal(signal.SIGTERM)
         try:
             _, err = proc.communicate(timeout=60)
@@ -605,9 +541,9 @@ def test_the_gateway_offers_candidates_with_auto_supersede_off(served: tuple[str
         assert backing.get(out.node.id).possible_supersedes == out.node.possible_supersedes  # stored by storage
         assert backing.get(old.id).status == "active"
     finally:
-        close(svc)
+        svc.close()
     quiet = build_gateway(Settings(storage_addr=address, redis_url="redis://127.0.0.1:1/0", offer_candidates=False))
     try:
         assert quiet.offerer is None
     finally:
-        close(quiet)
+        quiet.close()

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from test_mcp_transports import HttpServer, http_server  # noqa: F401 - the fixture
 
-from evomem.entrypoints.mcp.http import DEFAULT_BODY_LIMIT, body_limit
+from evomem.entrypoints.mcp.http_app import DEFAULT_BODY_LIMIT, body_limit
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 pytestmark = pytest.mark.anyio

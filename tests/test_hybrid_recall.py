@@ -23,8 +23,11 @@ from evomem.app.memory import MemoryService
 from evomem.bootstrap.embedded import build_embedded
 from evomem.bootstrap.vectors import vectors_problem
 from evomem.domain.errors import Unavailable
+from evomem.domain.linkers.decision_text import search_text
 from evomem.domain.model import SearchHit
 from evomem.domain.recall import fuse
+from evomem.domain.remember import ContextQuery
+from evomem.domain.text import query_terms
 from evomem.settings import Settings
 
 pytestmark = pytest.mark.skipif(
@@ -51,7 +54,7 @@ def embedder() -> OnnxEmbedder:
 def hybrid(path: Path | str, embedder: OnnxEmbedder, **kw: object) -> MemoryService:
     store = SQLiteStore(path)
     vectors = SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=0.2)
-    return MemoryService(store, vectors=vectors, **kw)  # type: ignore[arg-type]
+    return MemoryService.local(store, vectors=vectors, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -59,11 +62,26 @@ def svc(tmp_path: Path, embedder: OnnxEmbedder) -> Iterator[MemoryService]:
     s = hybrid(tmp_path / "h.db", embedder)
     yield s
     s.vectors.close()  # type: ignore[union-attr]
-    s.store.close()
+    s.close()
 
 
 def texts(out: object) -> list[str]:
     return [e.head.raw_text for e, _ in out.results]  # type: ignore[attr-defined]
+
+
+def link_candidates(svc: MemoryService, text: str) -> list[str]:
+    """The ids of the linker's candidates for a note of ``text``, as ``remember`` reads them
+    (``Storage.remember_context``, sized by the service's config)."""
+    config = svc.config
+    query = ContextQuery(
+        text=text,
+        namespace="default",
+        candidates=True,
+        search_terms=tuple(query_terms(search_text(text))),
+        limit=config.link_candidates,
+        vector_limit=config.link_vector_candidates if config.vectors else 0,
+    )
+    return [c.id for c in svc.storage.remember_context(query).candidates]
 
 
 # ---------------------------------------------------------------------- fusion (pure)
@@ -102,11 +120,11 @@ def test_paraphrase_is_found_only_with_vectors(tmp_path: Path, svc: MemoryServic
     assert "vector" in out.results[0][0].best.via
     assert "bm25" not in out.results[0][0].best.via
 
-    bm25_only = MemoryService(SQLiteStore(svc.store.path))  # same file, vectors off
+    bm25_only = MemoryService.local(SQLiteStore(svc.storage.store.path))  # same file, vectors off
     try:
         assert NEW not in texts(bm25_only.recall(PARAPHRASE_QUERY, k=3))
     finally:
-        bm25_only.store.close()
+        bm25_only.close()
 
 
 def test_old_version_found_by_meaning_resolves_to_the_head(svc: MemoryService) -> None:
@@ -148,12 +166,12 @@ def test_bm25_hits_keep_their_place_when_vectors_agree(svc: MemoryService) -> No
 def test_vectors_live_in_the_store_file_and_purge_clears_them(tmp_path: Path, svc: MemoryService) -> None:
     secret = svc.remember("The vault root token rotates every 30 days.").node
     svc.remember(DISTRACTORS[0])
-    with closing(sqlite.connect(svc.store.path)) as conn:
+    with closing(sqlite.connect(svc.storage.store.path)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM vec_items").fetchone()[0] == 2
         assert conn.execute("SELECT COUNT(*) FROM vec_items WHERE node_id = ?", (secret.id,)).fetchone()[0] == 1
     assert list(tmp_path.glob("*.vec.db")) == []  # no sibling file
     svc.forget(secret.id, purge=True)
-    with closing(sqlite.connect(svc.store.path)) as conn:
+    with closing(sqlite.connect(svc.storage.store.path)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM vec_items WHERE node_id = ?", (secret.id,)).fetchone()[0] == 0
         assert conn.execute("SELECT COUNT(*) FROM vec_items").fetchone()[0] == 1
         vec_rows = conn.execute("SELECT COUNT(*) FROM vec_scan_rowids").fetchone()[0]
@@ -164,19 +182,19 @@ def test_vectors_live_in_the_store_file_and_purge_clears_them(tmp_path: Path, sv
 
 def test_purge_without_sqlite_vec_fails_and_changes_nothing(tmp_path: Path, svc: MemoryService) -> None:
     n = svc.remember("The vault root token rotates every 30 days.").node
-    svc.store.vec_loaded = False  # type: ignore[attr-defined]  # as a process without sqlite-vec sees it
+    svc.storage.store.vec_loaded = False  # type: ignore[attr-defined]  # as a process without sqlite-vec sees it
     with pytest.raises(Unavailable, match="sqlite-vec"):
         svc.forget(n.id, purge=True)
-    node = svc.store.get(n.id)
+    node = svc.storage.store.get(n.id)
     assert node is not None and not node.purged and node.raw_text.startswith("The vault")
 
 
 def test_backfill_embeds_notes_written_with_vectors_off(tmp_path: Path, embedder: OnnxEmbedder) -> None:
     path = tmp_path / "b.db"
-    plain = MemoryService(SQLiteStore(path))
+    plain = MemoryService.local(SQLiteStore(path))
     for t in [*DISTRACTORS, NEW]:
         plain.remember(t)
-    plain.store.close()
+    plain.close()
     s = hybrid(path, embedder)
     try:
         assert NEW not in texts(s.recall(PARAPHRASE_QUERY, k=3))  # no vectors yet
@@ -187,14 +205,14 @@ def test_backfill_embeds_notes_written_with_vectors_off(tmp_path: Path, embedder
         assert s.vectors.backfill() == 0  # type: ignore[union-attr]
     finally:
         s.vectors.close()  # type: ignore[union-attr]
-        s.store.close()
+        s.close()
 
 
 def test_start_background_loads_and_backfills(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    plain = MemoryService(SQLiteStore(path))
+    plain = MemoryService.local(SQLiteStore(path))
     plain.remember(NEW)
-    plain.store.close()
+    plain.close()
     s = build_embedded(Settings(db=str(path), vectors="on"))
     try:
         assert not s.vectors.embedder.loaded  # type: ignore[union-attr]  # building loads nothing
@@ -203,7 +221,7 @@ def test_start_background_loads_and_backfills(tmp_path: Path) -> None:
         assert s.vectors.embedder.loaded  # type: ignore[union-attr]
         assert texts(s.recall(PARAPHRASE_QUERY, k=1)) == [NEW]
     finally:
-        s.store.close()
+        s.close()
 
 
 # ---------------------------------------------------------------------- failure and settings
@@ -212,6 +230,11 @@ def test_start_background_loads_and_backfills(tmp_path: Path) -> None:
 class BrokenEmbedder:
     name = "broken"
     dim = 384
+    state = "loaded"  # an ``EmbeddingModel`` whose model loads, and whose every encode fails
+    load_error = None
+
+    def load(self) -> None:
+        pass
 
     def encode(self, texts: Sequence[str]) -> object:
         raise RuntimeError("onnxruntime exploded")
@@ -219,13 +242,13 @@ class BrokenEmbedder:
 
 def test_embedding_failure_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = SQLiteStore(tmp_path / "f.db")
-    s = MemoryService(store, vectors=SemanticIndex(BrokenEmbedder(), VectorIndex(store.path, model="broken")))  # type: ignore[arg-type]
+    s = MemoryService.local(store, vectors=SemanticIndex(BrokenEmbedder(), VectorIndex(store.path, model="broken")))  # type: ignore[arg-type]
     with caplog.at_level(logging.WARNING):
         out = s.remember(OLD)
         got = s.recall("ledger", k=1)
     assert any("meaning" in w for w in out.warnings)
     assert texts(got) == [OLD]  # BM25 still answers
-    assert s.store.get(out.node.id) is not None
+    assert s.storage.store.get(out.node.id) is not None
     assert "vector search failed" in caplog.text
     store.close()
 
@@ -236,7 +259,7 @@ def test_vectors_on_without_a_model_is_a_clear_error(tmp_path: Path, monkeypatch
         build_embedded(Settings(db=str(tmp_path / "x.db"), vectors="on"))
     auto = build_embedded(Settings(db=str(tmp_path / "y.db"), vectors="auto"))
     assert auto.vectors is None  # auto: BM25 only, said in the log
-    auto.store.close()
+    auto.close()
 
 
 def test_lite_mode_turns_vectors_off(tmp_path: Path) -> None:
@@ -244,10 +267,10 @@ def test_lite_mode_turns_vectors_off(tmp_path: Path) -> None:
     try:
         assert s.vectors is None
         s.remember(NEW)
-        with closing(sqlite.connect(s.store.path)) as conn:
+        with closing(sqlite.connect(s.storage.store.path)) as conn:
             assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_items'").fetchone() is None
     finally:
-        s.store.close()
+        s.close()
 
 
 def test_settings_refuse_an_unknown_vectors_mode() -> None:
@@ -272,18 +295,12 @@ def test_linker_candidates_include_paraphrases(tmp_path: Path, embedder: OnnxEmb
         old = s.remember(OLD).node
         for t in DISTRACTORS:
             s.remember(t)
-        cands = s.link_candidates("Accounting entries are persisted in SQLite from now on.", "default", None)
-        assert old.id in [c.id for c in cands]
-        bm25_only = MemoryService(s.store)
-        assert old.id not in [
-            c.id
-            for c in bm25_only.link_candidates(
-                "Accounting entries are persisted in SQLite from now on.", "default", None
-            )
-        ]
+        assert old.id in link_candidates(s, "Accounting entries are persisted in SQLite from now on.")
+        bm25_only = MemoryService.local(s.storage.store)
+        assert old.id not in link_candidates(bm25_only, "Accounting entries are persisted in SQLite from now on.")
     finally:
         s.vectors.close()  # type: ignore[union-attr]
-        s.store.close()
+        s.close()
 
 
 def test_superseded_versions_do_not_crowd_the_decision_in_force_out_of_the_linkers_neighbours(
@@ -305,11 +322,11 @@ def test_superseded_versions_do_not_crowd_the_decision_in_force_out_of_the_linke
         s.remember("Release notes are written by the release captain.", supersedes=prev)
         note = "Accounting entries are persisted in SQLite from now on."
         nearest = s.vectors.nearest(note, namespace="default", limit=2)  # type: ignore[union-attr]
-        assert all(s.store.get(i).status == "superseded" for i, _ in nearest)  # type: ignore[union-attr]
-        assert old.id in [c.id for c in s.link_candidates(note, "default", None)]
+        assert all(s.storage.store.get(i).status == "superseded" for i, _ in nearest)  # type: ignore[union-attr]
+        assert old.id in link_candidates(s, note)
     finally:
         s.vectors.close()  # type: ignore[union-attr]
-        s.store.close()
+        s.close()
 
 
 def test_vec_problem_is_none_here() -> None:
@@ -324,7 +341,7 @@ def test_bm25_and_the_vector_search_run_at_the_same_time(svc: MemoryService) -> 
     for t in (OLD, NEW, *DISTRACTORS):
         svc.remember(t)
     seen: dict[str, str] = {}
-    search, nearest = svc.store.search, svc.vectors.nearest  # type: ignore[union-attr]
+    search, nearest = svc.storage.store.search, svc.vectors.nearest  # type: ignore[union-attr]
 
     def bm25(*a: object, **kw: object) -> object:
         seen["bm25"] = threading.current_thread().name
@@ -334,7 +351,7 @@ def test_bm25_and_the_vector_search_run_at_the_same_time(svc: MemoryService) -> 
         seen["vector"] = threading.current_thread().name
         return nearest(*a, **kw)  # type: ignore[arg-type]
 
-    svc.store.search, svc.vectors.nearest = bm25, near  # type: ignore[method-assign, union-attr]
+    svc.storage.store.search, svc.vectors.nearest = bm25, near  # type: ignore[method-assign, union-attr]
     out = svc.recall("ledger accounting entries", k=3)
     assert seen["bm25"] == threading.current_thread().name
     assert seen["vector"].startswith("evomem-nearest") and seen["vector"] != seen["bm25"]
@@ -348,7 +365,7 @@ def test_bm25_and_the_vector_search_run_at_the_same_time(svc: MemoryService) -> 
             f.set_result(fn(*a))  # type: ignore[operator]
             return f
 
-    svc._pool = Inline  # type: ignore[assignment, method-assign]
+    svc.storage._pool = Inline  # type: ignore[attr-defined]  # the pool recall's vector half runs on
     serial = svc.recall("ledger accounting entries", k=3)
     assert [(e.head.id, e.best.node_id, e.best.via) for e, _ in serial.results] == [
         (e.head.id, e.best.node_id, e.best.via) for e, _ in out.results

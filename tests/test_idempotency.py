@@ -4,7 +4,7 @@ A retry with the same key and text answers the first node and stores nothing; th
 another text is a ``[conflict]``. Without a key, an identical active note of the same
 namespace and scope stored moments ago is answered (``duplicate_of``), never copied. The
 store decides under its write lock, so concurrent retries agree, and the gateway's path
-(GrpcStore over a real storage server, the Redis queue) keeps the property.
+(GrpcStorage over a real storage server, the Redis queue) keeps the property.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import redis
 from mcp import Client
 from redis_server import RedisServer
 
-from evomem.adapters.grpc.clients import GrpcStore
+from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.redis_queue import STREAM, RedisQueue
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.storage import LocalStorage
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Conflict, Purged
 from evomem.domain.model import InsertOutcome
@@ -102,7 +103,7 @@ def test_concurrent_retries_with_one_key_store_one_note(db_path: Path) -> None:
         lock = threading.Lock()
 
         def retry(store: SQLiteStore) -> None:
-            svc = MemoryService(store, extractor=LiteCronista())
+            svc = MemoryService.local(store, extractor=LiteCronista())
             for _ in range(5):
                 node = svc.remember(NOTE, idempotency_key="same").node
                 with lock:
@@ -150,7 +151,7 @@ def test_a_forgotten_or_superseded_note_is_not_a_duplicate(service, store) -> No
 
 
 def test_after_the_window_an_identical_note_is_stored_again(store) -> None:
-    svc = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=50))
+    svc = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=50))
     first = svc.remember(NOTE)
     time.sleep(0.1)
     later = svc.remember(NOTE)
@@ -158,7 +159,7 @@ def test_after_the_window_an_identical_note_is_stored_again(store) -> None:
 
 
 def test_a_window_of_zero_turns_the_dedupe_off(store) -> None:
-    svc = MemoryService(store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0))
+    svc = MemoryService.local(store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0))
     assert svc.remember(NOTE).node.id != svc.remember(NOTE).node.id
 
 
@@ -199,13 +200,13 @@ def test_the_gateway_path_keeps_one_note_per_key_and_one_job(tmp_path: Path, red
     backing = SQLiteStore(tmp_path / "storage.db")
     server = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
         ("evomem.v1.StorageService",),
     )
     client = redis.Redis.from_url(redis_server.url)
     gateways = [
         MemoryService(
-            GrpcStore(f"127.0.0.1:{server.port}"),
+            GrpcStorage(f"127.0.0.1:{server.port}"),
             queue=RedisQueue(redis_server.url),
             config=ServiceConfig(extract_inline=False),
         )
@@ -224,6 +225,6 @@ def test_the_gateway_path_keeps_one_note_per_key_and_one_job(tmp_path: Path, red
         assert client.xlen(STREAM) == 2, "one extraction job per stored note, none for the retries"
     finally:
         for g in gateways:
-            g.store.close()
+            g.close()
         server.stop(0)
         backing.close()

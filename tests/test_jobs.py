@@ -117,7 +117,9 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 def make(
     store: SQLiteStore, extractor: object | None = None, **config: object
 ) -> tuple[ExtractionWorker, FakeJobSource]:
-    service = MemoryService(store, extractor=extractor or LiteCronista(), config=ServiceConfig(extract_inline=False))
+    service = MemoryService.local(
+        store, extractor=extractor or LiteCronista(), config=ServiceConfig(extract_inline=False)
+    )
     source = FakeJobSource()
     assert isinstance(source, JobSource)
     worker = ExtractionWorker(service, source, WorkerConfig(**{"sweep_interval_s": 3600, **config}))  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ the newer note, marked unconfirmed:
   newer distant guesses do not crowd out the version that replaces the hit;
 - never across namespaces or into a scope that could not replace the hit;
 - the same answer through a real storage server on loopback (``RecallNodes`` carries the
-  successors; ``ListPossibleSuccessors`` is the port's RPC);
+  successors, as ``Store.possible_successors`` finds them);
 - a file of the previous schema gets the side table filled from its ``possible_supersedes``;
 - the answer stays within the size budget, and the benchmark's judge sees the successors.
 """
@@ -32,11 +32,13 @@ import grpc
 import pytest
 from mcp import Client
 
-from evomem.adapters.grpc.clients import GrpcStore
-from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.grpc.clients import GrpcStorage
+from evomem.adapters.sqlite import schema as sqlite_schema
 from evomem.adapters.sqlite.driver import sqlite as sqlite3
-from evomem.adapters.sqlite.store import MIGRATIONS, SQLiteStore
+from evomem.adapters.sqlite.schema import MIGRATIONS
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.storage import LocalStorage
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import LinkDecision, NewNote
@@ -61,7 +63,18 @@ class OfferingLinker:
     def __init__(self, top: int = 3) -> None:
         self.top = top
 
-    def decide(self, text: str, scope: str | None, candidates: Any) -> LinkDecision:
+    def prepare(self, text: str) -> None:
+        pass
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Any,
+        similarities: Any = None,
+        scope_inferred: bool = False,
+        earlier: Any = None,
+    ) -> LinkDecision:
         listed = tuple((c.id, 0.5) for c in candidates[: self.top])
         return LinkDecision(kind="abstain", candidates=listed, reason="unsure", why=("p=0.50, test",) * len(listed))
 
@@ -70,7 +83,7 @@ class OfferingLinker:
 
 
 def service_on(store: Any, top: int = 3) -> MemoryService:
-    return MemoryService(store, extractor=LiteCronista(), linker=OfferingLinker(top), config=ServiceConfig())
+    return MemoryService.local(store, extractor=LiteCronista(), linker=OfferingLinker(top), config=ServiceConfig())
 
 
 @pytest.fixture
@@ -216,7 +229,18 @@ class GuessingLinker:
     def __init__(self, guesses: dict[str, float]) -> None:
         self.guesses = guesses
 
-    def decide(self, text: str, scope: str | None, candidates: Any) -> LinkDecision:
+    def prepare(self, text: str) -> None:
+        pass
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Any,
+        similarities: Any = None,
+        scope_inferred: bool = False,
+        earlier: Any = None,
+    ) -> LinkDecision:
         listed = tuple((c.id, self.guesses[text]) for c in candidates[:3])
         why = tuple(f"p={p:.2f}" for _, p in listed)
         return LinkDecision(kind="abstain", candidates=listed, reason="unsure", why=why)
@@ -234,7 +258,7 @@ def test_the_likeliest_successor_comes_before_newer_distant_guesses(store: SQLit
     confidence). The version that replaces it (its linker's sure guess) is shown first, not
     crowded out by the newer guesses, embedded and through a real storage server."""
     guesses = {OLD: 0.5, NEW: 0.9, GUESS_1: 0.2, GUESS_2: 0.3}
-    svc = MemoryService(store, extractor=LiteCronista(), linker=GuessingLinker(guesses), config=ServiceConfig())
+    svc = MemoryService.local(store, extractor=LiteCronista(), linker=GuessingLinker(guesses), config=ServiceConfig())
     old = svc.remember(OLD).node.id
     ids = []
     for text in (NEW, GUESS_1, GUESS_2):
@@ -245,14 +269,13 @@ def test_the_likeliest_successor_comes_before_newer_distant_guesses(store: SQLit
     assert entry.head.id == old
     assert [(y.node.id, y.confidence) for y in entry.maybe_replaced_by] == [(new, 0.9), (guess_2, 0.3)]
     assert [y.node.id for y in store.possible_successors([old], namespace="default")[old]] == [new, guess_2, guess_1]
-    remote = GrpcStore(storage)
+    remote = GrpcStorage(storage)
     try:
-        over = remote.possible_successors([old], namespace="default")
-        assert over == store.possible_successors([old], namespace="default")
         linker = GuessingLinker(guesses)
         gateway = MemoryService(remote, extractor=LiteCronista(), linker=linker, config=ServiceConfig())
-        (entry, _), *_ = gateway.recall(QUERY).results
-        assert [y.node.id for y in entry.maybe_replaced_by] == [new, guess_2]
+        (over, _), *_ = gateway.recall(QUERY).results
+        assert [y.node.id for y in over.maybe_replaced_by] == [new, guess_2]
+        assert over.maybe_replaced_by == entry.maybe_replaced_by  # the successors cross the wire whole
     finally:
         remote.close()
 
@@ -260,7 +283,7 @@ def test_the_likeliest_successor_comes_before_newer_distant_guesses(store: SQLit
 def test_a_sure_offer_reached_through_an_unsure_one_counts_as_unsure(store: SQLiteStore) -> None:
     """v2 may replace v1 (sure), v3 may replace v2 (unsure), X may replace v1 (fairly sure), and
     X is the newest: v3 is reached at its weakest step, so v2 and X come before it."""
-    svc = MemoryService(store, extractor=LiteCronista())
+    svc = MemoryService.local(store, extractor=LiteCronista())
     v1 = svc.remember(OLD).node
     v2 = store.insert(NewNote(raw_text=NEW, possible_supersedes=(v1.id,), possible_supersedes_confidence=(0.9,)))
     time.sleep(0.005)
@@ -287,13 +310,15 @@ def test_a_sure_offer_reached_through_an_unsure_one_counts_as_unsure(store: SQLi
 def test_an_offer_confidence_out_of_range_is_refused(svc: MemoryService, confidence: Any, problem: str) -> None:
     old = svc.remember(OLD).node.id
     with pytest.raises(InvalidArgument, match=problem):
-        svc.check_note(NewNote(raw_text=NEW, possible_supersedes=(old,), possible_supersedes_confidence=confidence))
+        svc.rules.check_note(
+            NewNote(raw_text=NEW, possible_supersedes=(old,), possible_supersedes_confidence=confidence)
+        )
 
 
 def test_offers_are_followed_along_a_chain_of_versions(store: SQLiteStore) -> None:
     """v2 lists v1, v3 lists v2 (each linker abstained on its own predecessor, nobody confirmed):
     a recall matching v1 alone shows v3 first, reached through v2, then v2."""
-    svc = MemoryService(store, extractor=LiteCronista())
+    svc = MemoryService.local(store, extractor=LiteCronista())
     v1 = svc.remember(OLD).node
     v2 = store.insert(NewNote(raw_text=NEW, possible_supersedes=(v1.id,), possible_supersedes_why=("p=0.61",)))
     time.sleep(0.005)  # "newest first" reads created_at (ms): versions a few ms apart, as real ones are
@@ -335,7 +360,7 @@ def test_another_namespace_or_an_incompatible_scope_is_never_shown(svc: MemorySe
 @pytest.fixture
 def storage(store: SQLiteStore) -> Iterator[str]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), server)
+    storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(store)), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
@@ -345,10 +370,10 @@ def storage(store: SQLiteStore) -> Iterator[str]:
 
 
 def test_the_gateway_path_answers_the_same_as_in_process(store: SQLiteStore, storage: str) -> None:
-    remote = GrpcStore(storage)
+    remote = GrpcStorage(storage)
     try:
-        gateway = service_on(remote)
-        old, new = story(gateway)  # InsertNode carries the linker's reasons
+        gateway = MemoryService(remote, extractor=LiteCronista(), linker=OfferingLinker(), config=ServiceConfig())
+        old, new = story(gateway)  # RememberNote carries the linker's reasons
         embedded = service_on(store)
         for query in (QUERY, "invoices"):
             for detail in ("brief", "full"):
@@ -359,13 +384,14 @@ def test_the_gateway_path_answers_the_same_as_in_process(store: SQLiteStore, sto
                 assert there == here, (query, detail)
         hit = recall_answer(gateway.recall(QUERY), detail="full", note_chars=2000, scoped=False).data["results"][0]
         assert hit["maybe_replaced_by"][0]["id"] == new and hit["maybe_replaced_by"][0]["reason"] == "p=0.50, test"
-        # The port itself, over ListPossibleSuccessors.
-        over = remote.possible_successors([old, new], namespace="default")
-        assert list(over) == [old] and [y.node.id for y in over[old]] == [new]
-        assert over == store.possible_successors([old, new], namespace="default")
-        assert remote.possible_successors([old], namespace="other") == {}
-        with pytest.raises(InvalidArgument, match="limit"):
-            remote.possible_successors([old], namespace="default", limit=21)
+        # The store's possible successors, as they cross the wire with the recall (RecallNodes).
+        offered = store.possible_successors([old, new], namespace="default")
+        assert list(offered) == [old] and [y.node.id for y in offered[old]] == [new]
+        (entry, _), *_ = gateway.recall(QUERY).results
+        assert [(y.node, y.reason, y.confidence) for y in entry.maybe_replaced_by] == [
+            (y.node, y.reason, y.confidence) for y in offered[old]
+        ]
+        assert gateway.recall(QUERY, namespace="other").results == []
     finally:
         remote.close()
 
@@ -377,7 +403,7 @@ def test_a_file_of_the_previous_schema_gets_its_offers_from_possible_supersedes(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as m:
-        m.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:5])
+        m.setattr(sqlite_schema, "MIGRATIONS", MIGRATIONS[:5])
         SQLiteStore(db_path).close()
     # What the previous version wrote: a note, one that lists it, one forgotten that listed it too.
     old, new, gone, other = (
@@ -423,7 +449,7 @@ def test_offers_of_the_previous_schema_keep_their_order_without_a_confidence(
     """Offers stored before ``0007_offer_position``: where each note listed the candidate comes
     from its ``possible_supersedes`` order, and no confidence (they rank after any offer with one)."""
     with monkeypatch.context() as m:
-        m.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:6])
+        m.setattr(sqlite_schema, "MIGRATIONS", MIGRATIONS[:6])
         SQLiteStore(db_path).close()
     a, b, c = "01JA0000000000000000000001", "01JA0000000000000000000002", "01JA0000000000000000000003"
     with closing(sqlite3.connect(db_path)) as conn:
@@ -467,7 +493,7 @@ def test_an_answer_with_successors_stays_within_the_recall_budget(store: SQLiteS
     """recall(k=5): at most 1.5 x the notes' text + 100 characters per item, where the items are
     the hits and the successors shown beside them (their text is returned notes' text). The
     notes are as short as bench.answers' (~80 characters), where the overhead weighs most."""
-    svc = MemoryService(store, extractor=LiteCronista())
+    svc = MemoryService.local(store, extractor=LiteCronista())
     for topic in ["invoices", "payroll", "reports", "exports", "backups"]:
         old = svc.remember(
             f"We keep the {topic} in Postgres because the accountants query them with psql at month-end "

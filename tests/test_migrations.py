@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite import store as sqlite_store
+from evomem.adapters.sqlite import schema as sqlite_schema
 from evomem.adapters.sqlite.driver import sqlite as sqlite3
-from evomem.adapters.sqlite.store import MIGRATIONS, SCHEMA_VERSION, SQLiteStore
+from evomem.adapters.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
 
 
@@ -50,7 +51,7 @@ def test_schema_version_is_the_number_of_migrations(store):
 
 def test_opening_an_existing_file_again_does_not_reapply_migrations(db_path):
     first = SQLiteStore(db_path)
-    node_id = MemoryService(first).remember("The ledger uses SQLite.").node.id
+    node_id = MemoryService.local(first).remember("The ledger uses SQLite.").node.id
     first.close()
     before = migrations_table(db_path)
 
@@ -67,7 +68,7 @@ def test_two_stores_open_at_once_on_one_file_share_one_schema(db_path):
     a = SQLiteStore(db_path)
     b = SQLiteStore(db_path)
     try:
-        node_id = MemoryService(a).remember("The ledger uses SQLite.").node.id
+        node_id = MemoryService.local(a).remember("The ledger uses SQLite.").node.id
         assert b.get(node_id) is not None
         assert len(migrations_table(db_path)) == SCHEMA_VERSION
     finally:
@@ -77,7 +78,7 @@ def test_two_stores_open_at_once_on_one_file_share_one_schema(db_path):
 
 def test_an_older_file_gets_only_the_missing_migrations(db_path, monkeypatch):
     with monkeypatch.context() as m:
-        m.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:1])
+        m.setattr(sqlite_schema, "MIGRATIONS", MIGRATIONS[:1])
         old = SQLiteStore(db_path)
         old.close()
     # What an older version wrote: a row with only the first migration's columns.
@@ -108,12 +109,12 @@ def test_an_older_file_gets_only_the_missing_migrations(db_path, monkeypatch):
 
 def test_a_failing_migration_rolls_back_and_records_nothing(db_path, monkeypatch):
     broken = [*MIGRATIONS, ("9999_broken", "CREATE TABLE half_done (x INTEGER);\nTHIS IS NOT SQL;")]
-    monkeypatch.setattr(sqlite_store, "MIGRATIONS", broken)
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", broken)
     with pytest.raises(sqlite3.OperationalError):
         SQLiteStore(db_path)
     names = object_names(db_path)  # the whole run is one transaction: nothing is left behind
     assert not names & {"half_done", "nodes", "link_audit", "schema_migrations"}, names
-    monkeypatch.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS)
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", MIGRATIONS)
     store = SQLiteStore(db_path)  # and a fixed release migrates the same file cleanly
     store.close()
     assert len(migrations_table(db_path)) == SCHEMA_VERSION
@@ -138,7 +139,7 @@ def _open_each(paths: list[str], start: object, results: object) -> None:
             start.wait()  # type: ignore[attr-defined]
             store = SQLiteStore(path)
             # Each process its own text: identical notes moments apart would be one (the dedupe window).
-            node_id = MemoryService(store).remember(f"Opened concurrently by process {os.getpid()}.").node.id
+            node_id = MemoryService.local(store).remember(f"Opened concurrently by process {os.getpid()}.").node.id
             version = store.schema_version()
             store.close()
             results.put((path, "ok", version, node_id))  # type: ignore[attr-defined]

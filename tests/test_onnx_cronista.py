@@ -31,8 +31,8 @@ from test_cronista import (  # noqa: E402  (the lite contract's helpers; tests/ 
 )
 
 from evomem.adapters.models import onnx_cronista as oc  # noqa: E402
+from evomem.adapters.models.loader import sha256_file  # noqa: E402
 from evomem.adapters.models.onnx_cronista import CronistaModelUnavailable, OnnxCronista  # noqa: E402
-from evomem.adapters.models.pinned import sha256_file  # noqa: E402
 from evomem.app.memory import MemoryService  # noqa: E402
 from evomem.app.ports import Extractor  # noqa: E402
 from evomem.domain.cronista import SUMMARY_MAX_CHARS  # noqa: E402
@@ -76,7 +76,7 @@ def test_constructing_it_reads_nothing(tmp_path):
 
 
 def test_a_remembered_note_records_the_onnx_extractor(store, cronista):
-    service = MemoryService(store, extractor=cronista)
+    service = MemoryService.local(store, extractor=cronista)
     text = "Switched the mobile backend from REST polling to websockets since polling drained batteries."
     node = service.remember(text).node
     assert node.extraction_state == "done" and node.extractor == NAME

@@ -92,11 +92,12 @@ def test_a_missing_model_says_how_to_build_it(tmp_path: Path) -> None:
 
 def test_the_linker_runs_without_the_model(tmp_path: Path) -> None:
     """A missing cross-encoder loses only its reading: the pair model's answer stands."""
+    from evomem.adapters.models.pair_weights import shipped_pair_model
     from evomem.domain.linkers.pair import PairLinker
     from evomem.domain.model import MemoryNode
 
     old = MemoryNode(id="A", raw_text="Standup is at 10:00 in the small meeting room.", created_at=1)
-    linker = PairLinker(None, cross=OnnxPairScorer(tmp_path), link_at=1.01)
+    linker = PairLinker(None, model=shipped_pair_model(), cross=OnnxPairScorer(tmp_path), link_at=1.01)
     decision = linker.decide("Standup moves to 9:30 from Monday.", None, [old])
     assert decision.kind in ("abstain", "none")
 

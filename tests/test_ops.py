@@ -35,7 +35,7 @@ from procutil import free_ports, stop_process
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
 from evomem.entrypoints.mcp import telemetry
-from evomem.entrypoints.mcp.http import readiness
+from evomem.entrypoints.mcp.http_app import readiness
 from evomem.entrypoints.mcp.server import build_mcp_server
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
@@ -147,6 +147,7 @@ def test_embedded_http_metrics_probes_and_call_logs(http_server: dict[str, Any])
 def gateway_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     import uvicorn
 
+    from evomem.app.storage import LocalStorage
     from evomem.entrypoints.grpc.server import create_server
     from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.entrypoints.mcp import gateway
@@ -155,7 +156,7 @@ def gateway_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dic
     store = SQLiteStore(tmp_path / "served.db")
     running = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(store)), s),
         ("evomem.v1.StorageService",),
     )
     running.set_serving(True)
@@ -226,16 +227,20 @@ def test_gateway_metrics_and_readyz_follow_storage(gateway_url: dict[str, Any]) 
 # ---------------------------------------------------------------------------- units
 
 
-class _Vectors:
-    def __init__(self, state: str) -> None:
-        self.model_state = state
+class _Storage:
+    def __init__(self, state: str | None) -> None:
+        self.state = state
+
+    def model_state(self) -> str:
+        return self.state or "off"
 
 
 class _Service:
-    """Only what ``readiness`` reads: stats() and vectors (a fake: a model cannot be held mid-load)."""
+    """Only what ``readiness`` reads: stats() and storage's model state (a fake: a model cannot
+    be held mid-load)."""
 
     def __init__(self, state: str | None, fail: bool = False) -> None:
-        self.vectors = _Vectors(state) if state else None
+        self.storage = _Storage(state)
         self.fail = fail
 
     def stats(self) -> None:

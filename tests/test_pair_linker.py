@@ -15,8 +15,11 @@ from dataclasses import replace
 
 import pytest
 
+from evomem.adapters.models.pair_weights import MODEL_FILE, shipped_pair_model
 from evomem.domain.linkers import decision_text as dt
-from evomem.domain.linkers.pair import EMBEDDED_PREFIX_CHARS, FEATURES, MODEL_FILE, PairLinker, PairModel
+from evomem.domain.linkers.pair import EMBEDDED_PREFIX_CHARS, PairLinker
+from evomem.domain.linkers.pair_features import FEATURES
+from evomem.domain.linkers.pair_model import PairModel
 from evomem.domain.model import MemoryNode
 
 _counter = iter(range(1, 10_000))
@@ -36,7 +39,7 @@ def linker() -> PairLinker:
     embedder = OnnxEmbedder(threads=1)
     if not embedder.available:
         pytest.skip("no embedding model installed")
-    return PairLinker(embedder)
+    return PairLinker(embedder, model=shipped_pair_model())
 
 
 DISTRACTORS = (
@@ -114,6 +117,30 @@ def test_revert(linker: PairLinker) -> None:
 
     with_history = PairLinker(linker.embedder, lookup=lookup, model=linker.model)
     assert_links_or_abstains(with_history, new, second, distractors())
+
+
+def test_earlier_versions_given_with_the_candidates_decide_as_the_lookup() -> None:
+    """``decide(..., earlier=)``: the candidates' earlier versions as the caller read them. With no
+    lookup, the linker reads a chain of 3 versions from them and decides exactly as through the
+    store's lookup: the revert to the first version, two back, is read either way, and missed with
+    neither. A stand-in embedder (no model needed)."""
+    from evomem.adapters.models.embedding import HashingEmbedder
+
+    first = node("Build cache lives on the shared NFS volume.", status="superseded")
+    second = node("Build cache moved to a Ceph cluster.", status="superseded", supersedes=first.id)
+    third = node("Build cache moved to S3 for the CI fleet.", supersedes=second.id)
+    chain = {n.id: n for n in (first, second, third)}
+    new = "Build cache is back on the NFS volume; S3 round trips made builds slower."
+    cands = [*distractors(), third]
+    model = shipped_pair_model()
+    looked_up = PairLinker(HashingEmbedder(), model=model, lookup=lambda ids: {i: chain[i] for i in ids if i in chain})
+    given = PairLinker(HashingEmbedder(), model=model)
+    earlier = {first.id: first, second.id: second}
+    decision = given.decide(new, None, cands, earlier=earlier)
+    assert decision == looked_up.decide(new, None, cands)
+    assert given.score(new, None, cands, earlier=earlier) == looked_up.score(new, None, cands)
+    assert decision.candidates[0][0] == third.id and "goes back to its chain" in decision.why[0], decision
+    assert given.decide(new, None, cands) != decision  # without the chain the revert is not read
 
 
 def test_removal_with_no_replacement(linker: PairLinker) -> None:
@@ -251,7 +278,7 @@ def test_the_list_keeps_a_place_for_the_closest_plausible_candidate() -> None:
     """``pair.listed``: the model's likeliest first; the last of ``MAX_LISTED`` places goes to the
     plausible candidate nearest by the decision-part cosine (by shared words without embeddings)
     when the model ranks it lower; nothing changes when it is already listed or when few are."""
-    from evomem.domain.linkers.pair import MAX_LISTED, listed
+    from evomem.domain.linkers.pair_features import MAX_LISTED, listed
 
     def row(cos: float, jacc: float = 0.0, emb: bool = True) -> list[float]:
         r = [0.0] * len(FEATURES)
@@ -390,7 +417,7 @@ def test_candidates_are_offered_with_auto_supersede_off(tmp_path, vectors: str) 
 
     service = build_embedded(Settings(db=str(tmp_path / "o.db"), vectors=vectors))
     try:
-        assert service.linker is None and isinstance(service.offerer, PairLinker)
+        assert service.linker is None and isinstance(service.offerer.built(), PairLinker)
         for t in OFFER_OTHERS:
             service.remember(t)
         old = service.remember(OFFER_OLD).node
@@ -399,11 +426,11 @@ def test_candidates_are_offered_with_auto_supersede_off(tmp_path, vectors: str) 
         assert old.id in out.node.possible_supersedes and len(out.node.possible_supersedes) <= 3
         assert service.get_node(old.id)[0].status == "active"
         assert out.decision is not None and out.decision.why and out.decision.why[0].startswith("p=")
-        assert service.store.get(out.node.id).possible_supersedes == out.node.possible_supersedes  # stored
+        assert service.storage.get(out.node.id).possible_supersedes == out.node.possible_supersedes  # stored
         service.supersede(out.node.id, old.id)  # the agent confirms with one call
         assert service.get_node(old.id)[0].status == "superseded"
     finally:
-        service.store.close()
+        service.close()
 
 
 def test_offering_is_a_setting(tmp_path) -> None:
@@ -418,8 +445,8 @@ def test_offering_is_a_setting(tmp_path) -> None:
         out = off.remember(OFFER_NEW)
         assert out.node.possible_supersedes == () and out.decision is None
     finally:
-        off.store.close()
-        on_linker.store.close()
+        off.close()
+        on_linker.close()
 
 
 def test_the_remember_answer_lists_the_offer_with_its_reason(tmp_path) -> None:
@@ -435,7 +462,7 @@ def test_the_remember_answer_lists_the_offer_with_its_reason(tmp_path) -> None:
         assert f"{old.id} (p=" in line and "supersede(node_id, supersedes)" in line
         assert answer.data["possible_supersedes"] == [old.id]
     finally:
-        service.store.close()
+        service.close()
 
 
 def test_search_similarities_replace_the_linker_embedding() -> None:
@@ -450,7 +477,7 @@ def test_search_similarities_replace_the_linker_embedding() -> None:
             return [[1.0, 0.0] for _ in texts]
 
     a, b = node(OFFER_OLD), node(OFFER_OTHERS[0])
-    linker = PairLinker(Counting())
+    linker = PairLinker(Counting(), model=shipped_pair_model())
     with_sims = linker.decide(OFFER_NEW, None, [a, b], similarities={a.id: 0.7, b.id: 0.1})
     assert Counting.calls == 0
     row = linker.features(OFFER_NEW, None, [a, b], {a.id: 0.7, b.id: 0.1})[0]
@@ -512,6 +539,42 @@ def test_the_shipped_model_states_both_subject_gates() -> None:
 def test_the_shipped_model_calibrates_long_documents_apart() -> None:
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
     assert data["link_at"] <= data["link_at_long"] <= 1
+
+
+def test_the_shipped_model_file_is_the_pinned_one(tmp_path) -> None:
+    """The weights file is read by its adapter, against the sha256 its ``pins.json`` pins (written
+    by ``lab.handoff``, with its provenance): a damaged or replaced file, or one without pins, is an
+    error naming the file. The linker takes its model from its caller; it reads no file."""
+    import shutil
+
+    from evomem.adapters.models.pair_weights import PairModelFileUnavailable, load_pair_model
+
+    pins = json.loads(MODEL_FILE.with_name("pins.json").read_text(encoding="utf-8"))
+    assert pins["bytes"][MODEL_FILE.name] == MODEL_FILE.stat().st_size
+    assert pins["provenance"]["made_by"] == "make -C lab train-linker"
+    sources = json.loads(MODEL_FILE.read_text(encoding="utf-8"))["training"]["sources"]
+    assert {s["file"]: s["sha256"] for s in sources.values() if "file" in s}.items() <= pins["provenance"][
+        "data"
+    ].items()
+    model = shipped_pair_model()
+    assert model is shipped_pair_model() and model.meta is not None and model.features == FEATURES
+    copy = tmp_path / "pair"
+    shutil.copytree(MODEL_FILE.parent, copy)
+    assert load_pair_model(copy / MODEL_FILE.name).trees == model.trees
+    damaged = copy / MODEL_FILE.name
+    damaged.write_text(
+        damaged.read_text(encoding="utf-8").replace('"link_at": 1.0', '"link_at": 0.5'), encoding="utf-8"
+    )
+    with pytest.raises(PairModelFileUnavailable, match=r"pair_model\.json does not match its pinned sha256"):
+        load_pair_model(damaged)
+    assert load_pair_model(damaged, verify=False).link_at == 0.5  # a lab file, read as it is
+    (copy / "pins.json").unlink()
+    with pytest.raises(PairModelFileUnavailable, match=r"pins\.json"):
+        load_pair_model(damaged)
+    with pytest.raises(PairModelFileUnavailable, match=r"nowhere\.json"):
+        load_pair_model(tmp_path / "nowhere.json")
+    with pytest.raises(TypeError, match="model"):
+        PairLinker(None)  # type: ignore[call-arg]
 
 
 # ---------------------------------------------------------------------------- the cross-encoder stage
@@ -618,7 +681,7 @@ def test_cross_encoder_reads_a_long_documents_decision_part() -> None:
 def test_frame_reads_a_restated_fact_with_a_new_value() -> None:
     """A note that repeats the candidate's words in order with one value swapped: most words
     kept, the leading ones exactly, and what was dropped is a value."""
-    from evomem.domain.linkers.pair import frame, read
+    from evomem.domain.linkers.pair_reading import frame, read
 
     kept, prefix, values = frame(read("Pepper weighs 11.9 kg."), read("Pepper weighs 11.2 kg."))
     assert (kept, prefix, values) == (0.75, 0.5, 1.0)
@@ -627,7 +690,7 @@ def test_frame_reads_a_restated_fact_with_a_new_value() -> None:
 def test_frame_tells_a_swapped_subject_and_a_swapped_relation_from_a_new_value() -> None:
     """Another person with the same value keeps as many words but not the leading ones; another
     relation of the same thing drops a common word, not only a value."""
-    from evomem.domain.linkers.pair import frame, read
+    from evomem.domain.linkers.pair_reading import frame, read
 
     value = frame(read("Team Falcon sits in room 2.08."), read("Team Falcon sits in room 3.14."))
     subject = frame(read("Dagny lives in Odense."), read("Quorra lives in Odense."))
@@ -639,7 +702,7 @@ def test_frame_tells_a_swapped_subject_and_a_swapped_relation_from_a_new_value()
 def test_frame_is_zero_for_long_parts_and_for_unrelated_notes() -> None:
     """Nothing to align: a decision part over FRAME_WORDS words is not aligned at all, and two
     notes with no word in common keep nothing."""
-    from evomem.domain.linkers.pair import FRAME_WORDS, frame, read
+    from evomem.domain.linkers.pair_reading import FRAME_WORDS, frame, read
 
     long = read(" ".join(f"word{i}" for i in range(FRAME_WORDS + 1)) + ".")
     assert frame(long, read("word1 word2 is here.")) == (0.0, 0.0, 0.0)

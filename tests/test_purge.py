@@ -247,7 +247,7 @@ def test_a_purge_blocked_by_a_long_reader_is_completed_by_the_next_checkpoint(db
     at the next checkpoint (documented: purged from the file "after a checkpoint")."""
     store = SQLiteStore(db_path, busy_timeout_ms=200)
     try:
-        service = MemoryService(store)
+        service = MemoryService.local(store)
         fill(service, 10)
         node_id = store_secret(service, secret)
         reader = sqlite3.connect(db_path, isolation_level=None)
@@ -302,7 +302,7 @@ def hold_snapshot(db_path: Path) -> sqlite3.Connection:
 def test_a_purge_under_a_reader_answers_honestly_and_finishes_when_the_reader_closes(db_path, secret, checkpoint_first):
     store = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
     try:
-        service = MemoryService(store)
+        service = MemoryService.local(store)
         fill(service, 20)
         node_id = store_secret(service, secret)
         fill(service, 5)
@@ -345,7 +345,7 @@ def test_a_purge_under_a_reader_answers_honestly_and_finishes_when_the_reader_cl
 
 def test_a_purge_left_unfinished_at_exit_is_finished_at_the_next_start(db_path, secret):
     store = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
-    service = MemoryService(store)
+    service = MemoryService.local(store)
     fill(service, 10)
     node_id = store_secret(service, secret)
     store.checkpoint()
@@ -399,7 +399,7 @@ def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
     embedder = HashingEmbedder()
     vectors = SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name))
     try:
-        service = MemoryService(store, vectors=vectors)
+        service = MemoryService.local(store, vectors=vectors)
         node_id = store_secret(service, secret)
         assert any(secret["key"] in key for key in vectors._cache), "the embedding cache keys the note's text"
         out = service.forget(node_id, purge=True)
@@ -412,7 +412,8 @@ def test_a_purge_evicts_the_text_from_the_embedding_cache(store, secret):
 
 def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(db_path, secret):
     """Through storage's gRPC API (the gateway's path): the answer and the tombstone agree."""
-    from evomem.adapters.grpc.clients import GrpcStore
+    from evomem.adapters.grpc.clients import GrpcStorage
+    from evomem.app.storage import LocalStorage
     from evomem.entrypoints.grpc.server import create_server
     from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
@@ -420,12 +421,12 @@ def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(
     backing = SQLiteStore(db_path, busy_timeout_ms=300, purge_retry_s=0.1)  # type: ignore[arg-type]
     server = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
         ("evomem.v1.StorageService",),
     )
-    gateway = MemoryService(GrpcStore(f"127.0.0.1:{server.port}"))
+    gateway = MemoryService(GrpcStorage(f"127.0.0.1:{server.port}"))
     try:
-        fill(MemoryService(backing), 10)
+        fill(MemoryService.local(backing), 10)
         node_id = store_secret(gateway, secret)
         backing.checkpoint()
         reader = hold_snapshot(db_path)
@@ -436,10 +437,10 @@ def test_the_gateway_gets_the_same_honest_answer_and_storage_finishes_the_purge(
         finally:
             reader.execute("COMMIT")
             reader.close()
-        assert wait_for(lambda: gateway.store.get(node_id).file_erased_at is not None)
+        assert wait_for(lambda: gateway.storage.get(node_id).file_erased_at is not None)
         assert found_in_files(db_path, secret_needles(secret)) == []
         assert gateway.stats().purges_file_pending == 0 and gateway.stats().last_file_erased_at is not None
     finally:
-        gateway.store.close()
+        gateway.close()
         server.stop(0)
         backing.close()

@@ -153,6 +153,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 @pytest.fixture
 def stack_factory(tmp_path: Path, redis_server: RedisServer) -> Iterator[Callable[[Extractor], Stack]]:
     """Storage (a SQLite file) and cronista (the given extractor) gRPC servers on loopback port 0."""
+    from evomem.app.storage import LocalStorage
     from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
@@ -162,7 +163,7 @@ def stack_factory(tmp_path: Path, redis_server: RedisServer) -> Iterator[Callabl
         store = SQLiteStore(tmp_path / "evomem.db")
         storage = start_grpc(
             "127.0.0.1:0",
-            lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(store), s),
+            lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(store)), s),
             "evomem.v1.StorageService",
         )
         stack = Stack(store, f"127.0.0.1:{storage.port}", "127.0.0.1:0", redis_server, extractor, [storage])
@@ -439,7 +440,7 @@ def test_enqueue_fails_fast_when_redis_is_absent(tmp_path: Path) -> None:
     # Through the service: the note is stored, pending, and the caller gets a warning.
     store = SQLiteStore(tmp_path / "evomem.db")
     try:
-        service = MemoryService(store, queue=queue, config=ServiceConfig(extract_inline=False))
+        service = MemoryService.local(store, queue=queue, config=ServiceConfig(extract_inline=False))
         out = service.remember(note(1))
         assert any("queue is unavailable" in w for w in out.warnings)
         assert store.get(out.node.id).extraction_state == ExtractionState.PENDING  # type: ignore[union-attr]

@@ -1,11 +1,10 @@
 """Recall in one storage round trip: ``RecallNodes`` runs ``evomem.app.recall.recall_nodes`` in
 the storage service, the very function the embedded wiring runs in-process.
 
-- The same story, recalled in-process (``SQLiteStore`` + ``SemanticIndex``) and through a
-  real storage server on loopback (``GrpcStore`` + ``GrpcVectors``), answers identically
-  (the MCP result, latency aside), with and without vectors.
-- A gateway recall makes exactly one storage RPC (counted by a server interceptor); the path
-  before it (``LocalRecall`` over the gRPC ports) made one per step.
+- The same story, recalled in-process (``LocalStorage`` over ``SQLiteStore`` + ``SemanticIndex``)
+  and through a real storage server on loopback (``GrpcStorage``, the vectors in storage),
+  answers identically (the MCP result, latency aside), with and without vectors.
+- A gateway recall makes exactly one storage RPC (counted by a server interceptor).
 - Bad sizes sent straight to the RPC are refused as ``InvalidArgument``.
 """
 
@@ -15,18 +14,18 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from evomem.adapters.grpc.clients import GrpcStore, GrpcVectors
+from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
-from evomem.app.ports import NodeRecall, Vectors
-from evomem.app.recall import LocalRecall
+from evomem.app.ports import Storage, Vectors
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap.vectors import vectors_problem
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import InvalidArgument
@@ -112,17 +111,16 @@ def wirings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wirings]
         closers.insert(0, vectors.close)  # type: ignore[attr-defined]
     counter = CountingInterceptor()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), interceptors=[counter])
-    storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing, vectors), server)
+    storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing, vectors)), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     closers.insert(0, lambda: server.stop(0))
     address = f"127.0.0.1:{port}"
     config = ServiceConfig(extract_inline=True)
-    embedded = MemoryService(backing, extractor=LiteCronista(), vectors=vectors, config=config)
-    store = GrpcStore(address)
-    remote_vectors = GrpcVectors(address, required=True) if vectors is not None else None
-    gateway = MemoryService(store, extractor=LiteCronista(), vectors=remote_vectors, config=config)
-    closers[:0] = [store.close] + ([remote_vectors.close] if remote_vectors else [])
+    embedded = MemoryService.local(backing, extractor=LiteCronista(), vectors=vectors, config=config)
+    storage = GrpcStorage(address, vectors=vectors is not None)
+    gateway = MemoryService(storage, extractor=LiteCronista(), config=replace(config, vectors=vectors is not None))
+    closers.insert(0, storage.close)
     try:
         _story(embedded)
         yield Wirings(embedded, gateway, address, counter)
@@ -137,9 +135,10 @@ def _answer(svc: MemoryService, query: str, kw: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def test_the_gateway_store_is_a_node_recall_and_sqlite_is_not(wirings: Wirings) -> None:
-    assert isinstance(wirings.gateway.store, NodeRecall) and wirings.gateway.node_recall is wirings.gateway.store
-    assert not isinstance(wirings.embedded.store, NodeRecall) and wirings.embedded.node_recall is None
+def test_both_wirings_recall_through_the_storage_port(wirings: Wirings) -> None:
+    assert isinstance(wirings.gateway.storage, GrpcStorage) and isinstance(wirings.gateway.storage, Storage)
+    assert isinstance(wirings.embedded.storage, LocalStorage) and isinstance(wirings.embedded.storage, Storage)
+    assert wirings.gateway.config.vectors is wirings.embedded.config.vectors
 
 
 def test_recall_in_process_and_over_grpc_answer_the_same(wirings: Wirings) -> None:
@@ -164,21 +163,6 @@ def test_a_gateway_recall_is_one_storage_rpc(wirings: Wirings) -> None:
         assert wirings.counter.calls == expected, f"recall({query!r}, {kw})"
 
 
-def test_the_path_before_recall_nodes_made_one_call_per_step(wirings: Wirings) -> None:
-    before = MemoryService(
-        wirings.gateway.store,
-        vectors=wirings.gateway.vectors,
-        config=wirings.gateway.config,
-        recall=LocalRecall(wirings.gateway.store, wirings.gateway.vectors),
-    )
-    wirings.counter.calls.clear()
-    old = _answer(before, "ledger database", {"include_history": True})
-    assert old == _answer(wirings.gateway, "ledger database", {"include_history": True})
-    assert wirings.counter.calls["RecallNodes"] == 1  # the second recall only
-    steps = sum(n for m, n in wirings.counter.calls.items() if m != "RecallNodes")
-    assert steps >= 4  # search, (nearest, nodes), heads, nodes, a chain per result
-
-
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -193,4 +177,4 @@ def test_recall_nodes_refuses_bad_sizes(wirings: Wirings, change: dict[str, int]
     base = {"terms": ("ledger",), "text": "ledger", "namespace": "default", "k": 5, "limit": 50}
     query = RecallQuery(**{**base, **change})  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match=message):
-        wirings.gateway.store.recall_nodes(query)  # type: ignore[attr-defined]
+        wirings.gateway.storage.recall_nodes(query)

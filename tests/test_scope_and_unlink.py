@@ -84,7 +84,7 @@ def test_a_long_record_is_scoped_by_its_decision_not_by_its_background(tmp_path)
     got = infer_note_scope(staging)
     assert got is not None and got.scope == "staging" and got.evidence == "In staging"
     assert infer_note_scope("In staging, the cache is Redis.") == infer_scope("In staging, the cache is Redis.")
-    svc = MemoryService(SQLiteStore(tmp_path / "s.db"))
+    svc = MemoryService.local(SQLiteStore(tmp_path / "s.db"))
     assert svc.remember(everywhere).node.scope is None
     stored = svc.remember(staging).node
     assert (stored.scope, stored.scope_source) == ("staging", "inferred")
@@ -141,7 +141,7 @@ def test_an_inferred_scope_offers_the_default_decision_and_an_explicit_one_does_
             assert (old.id in out.node.possible_supersedes) is offered
             assert out.node.supersedes is None and service.get_node(old.id)[0].status == "active"
         finally:
-            service.store.close()
+            service.close()
 
 
 def test_a_staging_note_never_replaces_the_default_decision(linking_service: MemoryService):
@@ -218,7 +218,10 @@ class AbstainingLinker:
     name = "abstainer/test"
     abstains = True
 
-    def decide(self, text, scope, candidates):
+    def prepare(self, text):
+        pass
+
+    def decide(self, text, scope, candidates, similarities=None, scope_inferred=False, earlier=None):
         return LinkDecision(kind="abstain", candidates=tuple((c.id, 0.5) for c in candidates[:2]), reason="unsure")
 
     def propose(self, text, scope, candidates):  # pragma: no cover - decide is preferred
@@ -228,7 +231,7 @@ class AbstainingLinker:
 def test_an_abstaining_linker_marks_possible_supersedes_and_one_call_confirms(store):
     from evomem.domain.cronista import LiteCronista
 
-    svc = MemoryService(store, extractor=LiteCronista(), linker=AbstainingLinker())
+    svc = MemoryService.local(store, extractor=LiteCronista(), linker=AbstainingLinker())
     old = svc.remember("We picked Postgres for the ledger.").node
     out = svc.remember("We moved the ledger from Postgres to SQLite.")
     assert out.node.supersedes is None

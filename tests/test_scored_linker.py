@@ -12,6 +12,7 @@ import itertools
 
 import pytest
 
+from bench.timing import instrument
 from evomem.adapters.models.embedding import HashingEmbedder
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
@@ -190,7 +191,8 @@ def test_a_link_records_method_version_confidence_and_evidence_spans():
 def test_a_link_is_stored_with_its_provenance_through_the_service(tmp_path):
     store = SQLiteStore(tmp_path / "m.db")
     try:
-        svc = MemoryService(store, extractor=LiteCronista(), linker=linker_for("scored", store=store))
+        svc = MemoryService.local(store, extractor=LiteCronista(), linker=linker_for("scored", store=store))
+        timings = instrument(svc)  # counts the linker's calls from outside
         old = svc.remember(LEDGER_DB).node
         out = svc.remember("We moved the ledger database from Postgres to SQLite.")
         assert out.linked_to == old.id
@@ -201,7 +203,7 @@ def test_a_link_is_stored_with_its_provenance_through_the_service(tmp_path):
         assert 0.6 <= link.confidence <= 0.99
         assert any(e.startswith("note leaves: Postgres") for e in link.evidence)
         assert store.get(old.id).status == "superseded"  # type: ignore[union-attr]
-        assert len(svc.linker_ms) == 2 - 1  # the first note had no candidate: no linker call
+        assert len(timings.decide_ms) == 2 - 1  # the first note had no candidate: no linker call
     finally:
         store.close()
 
@@ -287,6 +289,30 @@ def test_a_terse_candidate_inherits_the_subject_of_its_chain():
     assert_link(run("The ledger database migrated to MySQL this week.", terse, linker=with_history), terse)
 
 
+def test_earlier_versions_given_with_the_candidates_decide_as_the_lookup():
+    """``decide(..., earlier=)``: the candidates' earlier versions as the caller read them. With no
+    lookup, the linker reads a chain of 3 versions from them and decides exactly as through the
+    store's lookup (the subject the chain gives a terse candidate, the revert to an option two
+    versions back); without either, it reads less."""
+    first = node(LEDGER_DB, status="superseded")
+    second = node("Ledger moved to MariaDB; Postgres was overkill.", status="superseded", supersedes=first.id)
+    third = node("Ledger runs on SQLite; MariaDB was slow.", supersedes=second.id)
+    chain = {n.id: n for n in (first, second, third)}
+    cands = [node(LEDGER_AUTH), third]
+    looked_up = ScoredLinker(lookup=lambda ids: {i: chain[i] for i in ids if i in chain})
+    given = ScoredLinker()
+    earlier = {first.id: first, second.id: second}
+    for text in (
+        "The ledger database migrated to MySQL this week.",
+        "The ledger database is back on Postgres; SQLite was overkill.",
+    ):
+        decision = given.decide(text, None, cands, earlier=earlier)
+        assert decision == looked_up.decide(text, None, cands)
+        assert_link(decision, third)
+        assert given.decide(text, None, cands) != decision  # without the chain it reads less
+    assert decision.proposal is not None and "goes back to: Postgres" in decision.proposal.evidence
+
+
 def test_never_link_when_the_note_leaves_an_option_no_candidate_has():
     old = node("We picked ECS for the billing service deployment platform.")
     d = run("Switched the billing service deployment platform to Kubernetes; Nomad was overkill.", old)
@@ -297,7 +323,7 @@ def test_never_link_when_the_note_leaves_an_option_no_candidate_has():
 def test_an_abstention_is_stored_as_possible_supersedes_through_the_service(tmp_path):
     store = SQLiteStore(tmp_path / "m.db")
     try:
-        svc = MemoryService(store, extractor=LiteCronista(), linker=ScoredLinker(lookup=store.get_many))
+        svc = MemoryService.local(store, extractor=LiteCronista(), linker=ScoredLinker(lookup=store.get_many))
         auth = svc.remember(LEDGER_AUTH).node
         db = svc.remember(LEDGER_DB).node
         out = svc.remember("From here on the ledger runs on Zorblax.")

@@ -2,7 +2,7 @@
 
 ``SQLiteStore.search`` ranks the rows with the rarest terms first and leaves out rows that,
 by the terms' BM25 bounds, cannot reach the ``limit``-th score. These tests compare it with
-ranking every match (``_ranked`` over the plain OR query) on a real SQLite file whose words
+ranking every match (``search.ranked`` over the plain OR query) on a real SQLite file whose words
 are as skewed as real notes' (a few common words, many rare ones), with the pruning turned on
 for a store this small (``PRUNE_FROM`` and ``PRUNE_ROWS`` 0).
 """
@@ -13,8 +13,9 @@ import random
 
 import pytest
 
-from evomem.adapters.sqlite import store as sqlite_store
-from evomem.adapters.sqlite.store import SQLiteStore, essential_split, fts_query, term_bound
+from evomem.adapters.sqlite import search as sqlite_search
+from evomem.adapters.sqlite.search import essential_split, fts_query, term_bound
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import NewNote
 
 COMMON = ["service", "database", "team", "uses", "queue", "cache"]
@@ -46,28 +47,28 @@ def full(
     count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
     hits = {t: conn.execute(count, (fts_query([t]),)).fetchone()[0] for t in dict.fromkeys(terms)}
     present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
-    found = store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
+    found = sqlite_search.ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
     return [(h.node_id, h.score) for h in found]
 
 
-def _answered(monkeypatch: pytest.MonkeyPatch, method: str) -> list[bool]:
+def _answered(monkeypatch: pytest.MonkeyPatch, function: str) -> list[bool]:
     """Spy on one of ``search``'s shortcuts: per call, whether it answered (else the search fell back)."""
     answered: list[bool] = []
-    real = getattr(SQLiteStore, method)
+    real = getattr(sqlite_search, function)
 
-    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        found = real(self, *args, **kwargs)
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real(*args, **kwargs)
         answered.append(found is not None)
         return found
 
-    monkeypatch.setattr(SQLiteStore, method, counted)
+    monkeypatch.setattr(sqlite_search, function, counted)
     return answered
 
 
 def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteStore, monkeypatch) -> None:
-    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
-    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
-    passes = _answered(monkeypatch, "_search_pruned")
+    monkeypatch.setattr(sqlite_search, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_search, "PRUNE_ROWS", 0)
+    passes = _answered(monkeypatch, "search_pruned")
     rng = random.Random(5)
     checked = 0
     for _ in range(150):
@@ -85,8 +86,8 @@ def test_pruned_search_answers_what_ranking_every_match_answers(store: SQLiteSto
 
 
 def test_a_forgotten_or_other_namespace_note_never_comes_back_through_the_pruned_passes(store, monkeypatch) -> None:
-    monkeypatch.setattr(sqlite_store, "PRUNE_FROM", 0)
-    monkeypatch.setattr(sqlite_store, "PRUNE_ROWS", 0)
+    monkeypatch.setattr(sqlite_search, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_search, "PRUNE_ROWS", 0)
     ids = {h.node_id for h in store.search(["service", "w001", "w002", "database"], namespace="default", limit=500)}
     for node_id in ids:
         node = store.get(node_id)
@@ -100,7 +101,9 @@ def test_a_term_bound_is_what_fts5_can_add_at_most(store: SQLiteStore) -> None:
     for term in [*COMMON, *RARE[:40]]:
         match = (fts_query([term]),)
         hits = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", match).fetchone()[0]
-        scores = conn.execute(f"SELECT {sqlite_store._BM25} FROM nodes_fts WHERE nodes_fts MATCH ?", match).fetchall()
+        scores = conn.execute(
+            f"SELECT {sqlite_search.BM25_SQL} FROM nodes_fts WHERE nodes_fts MATCH ?", match
+        ).fetchall()
         best = -min(r[0] for r in scores)
         assert 0 < best < term_bound(rows, hits), term
     assert term_bound(1000, 10) > term_bound(1000, 100) > term_bound(1000, 400)
@@ -135,8 +138,8 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> SQLiteStore:
 
 def _informative_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Turn the long-query path on for short queries; record whether it answered or fell back."""
-    monkeypatch.setattr(sqlite_store, "COUNT_TERMS_FROM", 4)
-    return _answered(monkeypatch, "_search_informative")
+    monkeypatch.setattr(sqlite_search, "COUNT_TERMS_FROM", 4)
+    return _answered(monkeypatch, "search_informative")
 
 
 def test_a_long_query_ranks_without_the_words_half_the_rows_have_and_answers_the_same(records, monkeypatch) -> None:

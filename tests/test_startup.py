@@ -59,7 +59,7 @@ def test_recall_answers_by_words_while_the_model_waits_then_by_meaning(tmp_path:
     finally:
         go.set()
         service.vectors.close()  # type: ignore[union-attr]
-        service.store.close()
+        service.close()
 
 
 def test_evomem_mcp_help_lists_every_flag_and_the_environment_only_settings(capsys: pytest.CaptureFixture[str]) -> None:

@@ -417,7 +417,9 @@ class ChainMachine(RuleBasedStateMachine):
         self.store = SQLiteStore(self.dir / "m.db")
         # This machine models chains, not retries: an identical text is a distinct note here (the
         # dedupe window, which would return the earlier note, has its own tests in test_idempotency.py).
-        self.service = MemoryService(self.store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0))
+        self.service = MemoryService.local(
+            self.store, extractor=LiteCronista(), config=ServiceConfig(dedupe_window_ms=0)
+        )
         self.chains: dict[str, list[str]] = {}  # root -> ids, oldest first
         self.chain_of: dict[str, str] = {}  # id -> root
         self.words: dict[str, str] = {}  # id -> the vocabulary word in its text

@@ -43,7 +43,7 @@ async def gateway_client(url: str, token: str) -> AsyncIterator[Client]:
 
 def test_thirty_two_writers_lose_nothing_and_sign_everything(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "team.db")
-    service = MemoryService(store, extractor=LiteCronista())
+    service = MemoryService.local(store, extractor=LiteCronista())
     admin = GuardedService(service, Principal("root", "admin", ("*",)), store)
     head = admin.remember("We picked Postgres for the ledger", namespace="ns0").node.id
     principals = [Principal(f"agent-{i}", "writer", (f"ns{i % NAMESPACES}",)) for i in range(AGENTS)]

@@ -26,9 +26,10 @@ from procutil import free_port
 from redis_server import RedisServer
 from test_team_auth import INIT, JSON_HEADERS, TOKENS, token_file
 
-from evomem.adapters.grpc.clients import GrpcStore
+from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.access import Principal
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap.services import grpc_listen_secret
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError
@@ -58,7 +59,7 @@ def backing(tmp_path: Path) -> Iterator[SQLiteStore]:
 def storage(backing: SQLiteStore) -> Iterator[RunningServer]:
     running = create_server(
         "127.0.0.1:0",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(backing), s),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
         ("evomem.v1.StorageService",),
         secret=SECRET,
     )
@@ -73,12 +74,12 @@ def storage(backing: SQLiteStore) -> Iterator[RunningServer]:
 def test_storage_refuses_calls_without_the_secret(storage: RunningServer) -> None:
     addr = f"127.0.0.1:{storage.port}"
     for secret in (None, "wrong", SECRET + "x", ""):
-        client = GrpcStore(addr, secret=secret, timeout_s=5)
+        client = GrpcStorage(addr, secret=secret, timeout_s=5)
         with pytest.raises(EvoMemError) as caught:
             client.stats()
         assert "unauthenticated" in str(caught.value).lower()
         client.close()
-    good = GrpcStore(addr, secret=SECRET, timeout_s=5)
+    good = GrpcStorage(addr, secret=SECRET, timeout_s=5)
     assert good.stats().by_status["active"] == 0
     good.close()
     # Health stays open: probes carry no metadata.
@@ -88,7 +89,7 @@ def test_storage_refuses_calls_without_the_secret(storage: RunningServer) -> Non
 
 
 def test_audit_entries_go_through_storage(storage: RunningServer, backing: SQLiteStore) -> None:
-    client = GrpcStore(f"127.0.0.1:{storage.port}", secret=SECRET, timeout_s=5)
+    client = GrpcStorage(f"127.0.0.1:{storage.port}", secret=SECRET, timeout_s=5)
     for n in range(5):
         client.append_audit(
             AuditEntry(

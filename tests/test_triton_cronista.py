@@ -170,7 +170,7 @@ def test_when_triton_dies_mid_run_every_note_is_extracted_by_lite_recorded_and_c
         c = TritonCronista(model, tiny, retry_after_s=60)
         states: list[str | None] = []
         c.on_change = states.append
-        service = MemoryService(store, extractor=c, config=ServiceConfig(extract_inline=True))
+        service = MemoryService.local(store, extractor=c, config=ServiceConfig(extract_inline=True))
         before = fallback_count()
         ids = [service.remember(f"{NOTES[i % 4]} (note {i})").node.id for i in range(10)]
         own.kill()  # mid-run: the server and its model stubs, SIGKILL

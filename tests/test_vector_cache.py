@@ -1,4 +1,4 @@
-"""The vector index's in-process cache of binary vectors (``vector_index._Bits``).
+"""The vector index's in-process cache of binary vectors (``vectors.bits.Bits``).
 
 The shortlist a cached scan returns must be the one a ``vec0`` scan returns (the ``want``
 nearest by Hamming distance; at the cut-off distance the smaller rowids), and the cache must
@@ -20,8 +20,11 @@ import numpy as np
 import pytest
 
 from evomem.adapters.sqlite.driver import load_vec, sqlite
+from evomem.adapters.sqlite.purge import purge_vector
 from evomem.adapters.vectors import index as vector_index
+from evomem.adapters.vectors.bits import Bits
 from evomem.adapters.vectors.index import VectorIndex
+from evomem.adapters.vectors.quantize import quantize_int8
 from tests.test_vector_index import _MISSING  # the same skip: sqlite-vec or a driver that loads it
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +90,7 @@ def test_cached_scan_equals_the_vec0_scan(tmp_path: Path, monkeypatch: pytest.Mo
     (dead slots, the unsorted tail, rebuilds): the same shortlist and the same results."""
     if small:  # rebuild often: after a few dead slots, a short tail, no spare slots
         for name in ("SPARE", "TAIL", "DEAD"):
-            monkeypatch.setattr(vector_index._Bits, name, 4)
+            monkeypatch.setattr(Bits, name, 4)
     path = tmp_path / "v.db"
     x = unit_rows(3000, seed=1)
     ns = ["alpha", "beta", "gamma"]
@@ -220,7 +223,7 @@ def test_a_purged_vector_leaves_the_cache_and_the_log_holds_no_vector_bytes(tmp_
         ix.add("secret", "ns", secret)
         assert ix.search(secret, "ns", 1)[0][0] == "secret"
         with store._write() as conn:  # the store's purge, in its own transaction
-            store._purge_vector(conn, "secret")
+            purge_vector(conn, "secret", vec_loaded=store.vec_loaded)
         assert "secret" not in [h[0] for h in ix.search(secret, "ns", 41)]
         b = ix._bits["ns"]
         needle = np.frombuffer(bits_of(secret), b.dtype)
@@ -243,7 +246,7 @@ OLD_SCHEMA = [  # vec_* as the index wrote them before the change log (schema 1)
 def _old_add(conn: object, node: str, namespace: str, v: np.ndarray) -> None:
     cur = conn.execute(  # type: ignore[attr-defined]
         "INSERT INTO vec_items(node_id, namespace, vector) VALUES (?, ?, ?)",
-        (node, namespace, vector_index.quantize_int8(v).tobytes()),
+        (node, namespace, quantize_int8(v).tobytes()),
     )
     conn.execute(  # type: ignore[attr-defined]
         "INSERT INTO vec_scan(rowid, namespace, embedding) VALUES (?, ?, vec_bit(?))",

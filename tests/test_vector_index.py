@@ -21,9 +21,9 @@ from evomem.adapters.vectors.index import (
     VectorIndex,
     VectorIndexMismatch,
     VectorIndexUnavailable,
-    quantize_int8,
     sqlite_driver,
 )
+from evomem.adapters.vectors.quantize import quantize_int8
 from evomem.domain.errors import InvalidArgument
 
 DIM = 384

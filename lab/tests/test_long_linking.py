@@ -22,12 +22,12 @@ of 2026-12-03 for two changes on purpose: the linker's vector neighbours skip su
 in another order) and ``link_at_long`` must be shown by enough links (1.0 now: the evidence of
 the explicit-reference links names the new threshold); no decision, listing or target moved.
 Recorded again in the same session when an abstention's last listed place went to the closest
-plausible candidate (``pair.listed``): with vectors on, one generated note lists a candidate the
+plausible candidate (``pair_features.listed``): with vectors on, one generated note lists a candidate the
 note leaves, at cosine 0.76, instead of one at 0.44. Recorded again on 2026-12-04 when only a
-record's declaration ("ADR-12 supersedes ADR-7.", ``pair.declares``) became a link on its own: the
+record's declaration ("ADR-12 supersedes ADR-7.", ``pair_reading.declares``) became a link on its own: the
 one explicit-reference link here is such a declaration; its reason, why and evidence now say so,
 and no decision, listing or target moved. Recorded again on 2026-12-06 when the pair model became
-monotone histogram boosting with the frame features (``pair.frame``) and dev-f in its training
+monotone histogram boosting with the frame features (``pair_reading.frame``) and dev-f in its training
 data: no link was made or lost and no target moved; with vectors off and on one note each went
 from abstain to none, and 4 (off) and 16 (on) listings changed order or members. Recorded again
 later on 2026-12-06 when the pair model was trained on the candidates the service's own search
@@ -49,11 +49,14 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite import store as sqlite_store
-from evomem.adapters.sqlite.store import SQLiteStore, fts_query
+from evomem.adapters.models.pair_weights import shipped_pair_model
+from evomem.adapters.sqlite import search as sqlite_search
+from evomem.adapters.sqlite.search import fts_query
+from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.linkers import decision_text as dt
-from evomem.domain.linkers import pair
-from evomem.domain.linkers.pair import FEATURES, PairLinker, PairModel
+from evomem.domain.linkers import pair_model, pair_reading
+from evomem.domain.linkers.pair import PairLinker
+from evomem.domain.linkers.pair_features import FEATURES
 from evomem.domain.model import NewNote
 from lab import linker_long
 from tests.test_pair_linker import node
@@ -81,7 +84,7 @@ def test_long_notes_get_the_decisions_they_got_before(vectors: str) -> None:
 
 
 def test_compiled_trees_add_up_to_the_walked_trees_to_the_bit() -> None:
-    model = PairModel.load()
+    model = shipped_pair_model()
     assert model.kind == "gbt"
     rng = random.Random(3)
     rows = [[rng.choice((0.0, 1.0, rng.random(), rng.uniform(-2.0, 6.0))) for _ in FEATURES] for _ in range(3000)]
@@ -91,16 +94,16 @@ def test_compiled_trees_add_up_to_the_walked_trees_to_the_bit() -> None:
         rows += linker.features(text, None, [node(t) for j, t in enumerate(notes) if j != k])
     model.prob(rows[0])
     walk = model._walk[0]
-    assert all(walk(x) == pair._tree_sum(model.trees, x) for x in rows)
-    assert PairModel.load() is model  # one model (and one compilation) per file
+    assert all(walk(x) == pair_model._tree_sum(model.trees, x) for x in rows)
+    assert shipped_pair_model() is model  # one model (and one compilation) per file
 
 
-def _refers_before(note: pair._Read, ident: str | None) -> bool:
+def _refers_before(note: pair_reading.Reading, ident: str | None) -> bool:
     """``refers`` as it was: every sentence of the note, the pattern compiled each call."""
     if ident is None or ident == note.ident:
         return False
     prefix, num = ident.split()
-    pat = re.compile(rf"{pair._REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
+    pat = re.compile(rf"{pair_reading._REF_VERB}(?::{re.escape(prefix)}:`|{re.escape(prefix)}\W{{0,3}})0*{num}\b", re.I)
     for sent in dt.sentences(note.text):
         m = pat.search(sent)
         if m is not None and dt.NEGATED.search(sent[: m.start()]) is None and dt.HEDGE.search(sent) is None:
@@ -116,12 +119,12 @@ def test_an_explicit_reference_is_found_as_before() -> None:
         "Title: RFC 3\nWe do not replace RFC 2; it replaces nothing. Maybe it supersedes RFC 1?",
         "KEP 5 -- supersedes\nKEP 4 (a line break between them).",
     ]
-    reads = [pair.read(t) for t in texts]
+    reads = [pair_reading.read(t) for t in texts]
     idents = sorted({r.ident for r in reads if r.ident} | {"adr 12", "pep 215", "pep 8", "rfc 2", "rfc 1", "kep 4"})
     found = 0
     for r in reads:
         for ident in idents:
-            assert pair.refers(r, ident) == _refers_before(r, ident), (r.text[:60], ident)
+            assert pair_reading.refers(r, ident) == _refers_before(r, ident), (r.text[:60], ident)
             found += _refers_before(r, ident)
     assert found >= 3
 
@@ -132,13 +135,13 @@ def _search_before(store: SQLiteStore, terms: list[str], namespace: str, limit: 
     conn = store._conn()
     count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
     present = [t for t in dict.fromkeys(terms) if conn.execute(count, (fts_query([t]),)).fetchone()[0]]
-    return store._ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
+    return sqlite_search.ranked(conn, [fts_query(present)], namespace, limit, status) if present else []
 
 
 @pytest.mark.parametrize("size", [5, 60, 81, 160])
 def test_a_small_table_is_searched_as_before(tmp_path: Path, size: int) -> None:
     """Below ``PRUNE_ROWS`` every match is ranked, as before the MaxScore passes."""
-    assert size < sqlite_store.PRUNE_ROWS
+    assert size < sqlite_search.PRUNE_ROWS
     rng = random.Random(size)
     store = SQLiteStore(tmp_path / "s.db")
     texts = [n["text"] for n in linker_long.long_records(size, seed=size)]
@@ -155,7 +158,7 @@ def test_a_small_table_is_searched_as_before(tmp_path: Path, size: int) -> None:
             got = store.search(terms, namespace=namespace, limit=limit, active_only=active_only)
             want = _search_before(store, terms, namespace, limit, active_only)
             # The same notes in the same order. A query of many terms ranks without the words half
-            # the rows have (``_search_informative``): each score is lower by at most their bounds.
+            # the rows have (``search_informative``): each score is lower by at most their bounds.
             assert [h.node_id for h in got] == [h.node_id for h in want]
             for g, w in zip(got, want, strict=True):
                 assert w.score - 1.5e-4 < g.score <= w.score + 1e-9
@@ -171,11 +174,11 @@ def test_prepare_leaves_the_decision_as_it_was() -> None:
     embedder = OnnxEmbedder(threads=1)
     texts = [n["text"] for n in linker_long.long_records(8, seed=4)]
     cands = [node(t) for t in texts[:-1]]
-    plain = PairLinker(embedder).decide(texts[-1], None, cands)
-    ahead = PairLinker(embedder)
+    plain = PairLinker(embedder, model=shipped_pair_model()).decide(texts[-1], None, cands)
+    ahead = PairLinker(embedder, model=shipped_pair_model())
     ahead.prepare(texts[-1])
     assert ahead.decide(texts[-1], None, cands) == plain
-    PairLinker(None).prepare(texts[-1])  # without an embedder: only the reading
+    PairLinker(None, model=shipped_pair_model()).prepare(texts[-1])  # without an embedder: only the reading
 
 
 def test_a_long_document_is_searched_by_its_title_and_decision() -> None:
@@ -206,13 +209,13 @@ def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.Mo
 
     service = build_embedded(Settings(db=":memory:", auto_supersede="pair", vectors="off"))
     searched: list[list[str]] = []
-    real = service.store.search
+    real = service.storage.store.search
 
     def spy(terms: list[str], **kw: object) -> object:
         searched.append(list(terms))
         return real(terms, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(service.store, "search", spy)
+    monkeypatch.setattr(service.storage.store, "search", spy)
     old = service.remember("Billing events go through RabbitMQ.").node
     filler = " ".join(f"word{k} topic{k}." for k in range(120))  # 64 other terms before the decision
     record = f"# ADR 32: Billing events\n\n## Context\n\n{filler}\n\n## Decision\n\nRabbitMQ is out; NATS JetStream.\n"
@@ -221,4 +224,4 @@ def test_the_service_searches_a_long_note_by_its_decision(monkeypatch: pytest.Mo
     assert out.decision is not None and old.id in {c for c, _ in out.decision.candidates} | {
         p.target_id for p in [out.decision.proposal] if p is not None
     }
-    service.store.close()  # type: ignore[attr-defined]
+    service.close()  # type: ignore[attr-defined]

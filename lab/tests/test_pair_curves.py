@@ -133,7 +133,8 @@ def test_the_learning_curve_trains_on_nested_shares_of_the_written_scenarios_and
     ones, and every share is judged on the same out-of-fold notes (here a logistic regression, the
     trees need scikit-learn, over two small generated sets, one filed as hand-written)."""
     from bench import scenarios as scen
-    from evomem.domain.linkers.pair import PairLinker, PairModel
+    from evomem.domain.linkers.pair import PairLinker
+    from evomem.domain.linkers.pair_model import PairModel
     from lab import linker_learning as ll
     from lab import train_linker as tl
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import random
 
-from evomem.domain.linkers.pair import FEATURES, MODEL_FILE, PairLinker, PairModel
+from evomem.adapters.models.pair_weights import MODEL_FILE, shipped_pair_model
+from evomem.domain.linkers.pair import PairLinker
+from evomem.domain.linkers.pair_features import FEATURES
+from evomem.domain.linkers.pair_model import PairModel
 
 
 def test_threshold_calibration_is_reproducible_from_its_seed() -> None:
@@ -58,7 +61,7 @@ def test_abstain_threshold_counts_only_what_the_probability_adds() -> None:
     """abstain_at is calibrated under the rule the linker runs (plausible_ranked): a predecessor
     already listed because it is on the note's subject gains nothing from a lower threshold, so
     it does not pull the threshold down; one only the probability can list does."""
-    from evomem.domain.linkers.pair import FEATURES
+    from evomem.domain.linkers.pair_features import FEATURES
     from lab import train_linker as tl
 
     def row(cos: float) -> list[float]:
@@ -86,8 +89,8 @@ def test_training_report_counts_offers_as_the_linker_makes_them() -> None:
     """The out-of-fold report counts an abstention where the linker abstains: a candidate on the
     note's subject is listed whatever its probability, an off-subject one below abstain_at is not,
     a linked note offers nothing, and the gold must be among the candidates the linker lists
-    (``pair.listed``: the model's first, the last place to the closest by meaning)."""
-    from evomem.domain.linkers.pair import FEATURES
+    (``pair_features.listed``: the model's first, the last place to the closest by meaning)."""
+    from evomem.domain.linkers.pair_features import FEATURES
     from lab import train_linker as tl
 
     def row(cos: float) -> list[float]:
@@ -184,7 +187,7 @@ def test_shipped_model_is_monotone_where_its_training_says() -> None:
 
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
     assert data.get("fit") == "hgb" and data["monotone"] == MONOTONE
-    model = PairModel.load()
+    model = shipped_pair_model()
     rng = random.Random(5)
     for _ in range(200):
         row = [rng.random() for _ in FEATURES]

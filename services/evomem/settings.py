@@ -459,17 +459,6 @@ def _explain(exc: ValidationError, *, given: set[str]) -> str:
     return f"{key if from_flag else var} {message}"
 
 
-def read_sqlite_driver() -> str:
-    """``EVOMEM_SQLITE_DRIVER`` for ``evomem.adapters.sqlite.driver``, which picks its library at
-    import, before any settings object exists (so only this one variable is read here)."""
-    var = var_name("store", "sqlite_driver")
-    raw = os.environ.get(var, "").strip()
-    try:
-        return StoreSettings(sqlite_driver=raw or None).sqlite_driver or ""
-    except ValidationError as exc:
-        raise SettingsError(f"{var} {str(exc.errors()[0]['msg']).removeprefix('Value error, ')}") from None
-
-
 # ----------------------------------------------------------------------------- command-line flags
 
 

@@ -25,9 +25,9 @@ error, garbage, an unknown id or a low confidence make it *abstain*: it never gu
 abstention carries the candidate ids, so the caller can mark the note ``possible_supersedes``.
 
 This module is the adapter only: the prompt, the HTTP call and the validation of the answer.
-When to ask the LLM is policy: ``evomem.domain.linkers.cascade.CascadeLinker`` puts the scored
-linker in front and asks the LLM only when it is unsure (``unsure_or_cued``), which is what
-``--auto-supersede llm`` wires (``evomem.bootstrap.services.build_linker``).
+When to ask the LLM is policy: ``evomem.domain.linkers.cascade.CascadeLinker`` puts the pair
+linker in front and asks the LLM only when it is unsure (``pair_unsure``), which is what
+``--auto-supersede llm`` wires (``evomem.bootstrap.linkers.linker_for``).
 
 Only the standard library is used (``http.client``); the API key comes from
 ``EVOMEM_LINKER_API_KEY`` and is sent as ``Authorization: Bearer``.
@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -283,6 +283,9 @@ class LLMLinker:
 
     # -- the Linker port
 
+    def prepare(self, text: str) -> None:
+        """Nothing to do on the note alone: the whole question is one request in ``decide``."""
+
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         """The ``Linker`` protocol: a proposal only for a validated link; abstain and none are ``None``."""
         return self.decide(text, scope, candidates).proposal
@@ -307,7 +310,17 @@ class LLMLinker:
             }
         return body
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LLMLinkDecision:
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
+    ) -> LLMLinkDecision:
+        """The model's answer, validated. The model reads the note and the eligible candidates
+        only: ``similarities``, ``scope_inferred`` and ``earlier`` are not read."""
         started = time.perf_counter()
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         offered_ids = tuple(c.id for c in offered)

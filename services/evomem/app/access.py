@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evomem.app.memory import ForgetOutcome, MemoryService, RecallOutcome, RememberOutcome
-from evomem.app.ports import AuditLog, Store
+from evomem.app.ports import AuditLog, Storage
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX, AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument, NotFound
-from evomem.domain.model import LinkProvenance, MemoryNode, NewNote, Stats, is_valid_id, now_ms
+from evomem.domain.model import Extraction, ExtractionState, LinkProvenance, MemoryNode, Stats, is_valid_id, now_ms
+from evomem.domain.recall import RecallAnswer, RecallQuery
+from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext, StoredNote
 
 log = logging.getLogger("evomem.app.access")
 
@@ -113,56 +115,74 @@ def visible_info(principal: Principal | None, info: Mapping[str, str]) -> dict[s
     return {k: v for k, v in info.items() if k in PUBLIC_INFO}
 
 
-class ScopedStore:
-    """A ``Store`` that holds only the nodes of the namespaces one principal may use.
+class ScopedStorage:
+    """The ``Storage`` of one principal: only the nodes of the namespaces it may use exist.
 
-    Reads return nothing for a node elsewhere, and a link to one fails with the message the
-    real store gives for an id that does not exist, so the service answers "no node with id"
-    word for word whether the id is unknown or merely hidden. Everything else is delegated."""
+    Reads return nothing for a node elsewhere, and a link to one fails with the message storage
+    gives for an id that does not exist, so the service answers "no node with id" word for word
+    whether the id is unknown or merely hidden. Operations that name their namespace (recall,
+    remember) are checked by ``GuardedService`` before they get here."""
 
-    def __init__(self, store: Store, principal: Principal) -> None:
-        self._store = store
+    def __init__(self, storage: Storage, principal: Principal) -> None:
+        self._storage = storage
         self._may = principal.may_use
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def get(self, node_id: str) -> MemoryNode | None:
-        node = self._store.get(node_id)
+    def _visible(self, node: MemoryNode | None) -> MemoryNode | None:
         return node if node is not None and self._may(node.namespace) else None
 
-    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
-        return {i: n for i, n in self._store.get_many(node_ids).items() if self._may(n.namespace)}
+    def get(self, node_id: str) -> MemoryNode | None:
+        return self._visible(self._storage.get(node_id))
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
-        return {r: n for r, n in self._store.heads(chain_roots).items() if self._may(n.namespace)}
+        return {r: n for r, n in self._storage.heads(chain_roots).items() if self._may(n.namespace)}
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
-        return [n for n in self._store.chain(node_id, depth) if self._may(n.namespace)]
+        return [n for n in self._storage.chain(node_id, depth) if self._may(n.namespace)]
 
-    def possible_successors(self, node_ids: Iterable[str], *, namespace: str, limit: int = 8) -> dict[str, Any]:
-        if not self._may(namespace):
-            return {}
-        return self._store.possible_successors(node_ids, namespace=namespace, limit=limit)
+    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
+        return self._storage.recall_nodes(query)
 
-    def _target(self, target: str | None) -> None:
-        if target is not None and self.get(target) is None and self._store.get(target) is not None:
-            raise NotFound(f"supersedes: no node with id {target}")
+    def remember_context(self, query: ContextQuery) -> RememberContext:
+        context = self._storage.remember_context(query)
+        context.nodes = {i: n for i, n in context.nodes.items() if self._may(n.namespace)}
+        return context
 
-    def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
-        self._target(supersedes)
-        return self._store.insert(note, supersedes=supersedes, link=link)
-
-    def insert_once(
-        self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None, **once: Any
-    ) -> Any:
-        """``insert`` at most once (idempotency key, dedupe window): the same hidden-target rule."""
-        self._target(supersedes)
-        return self._store.insert_once(note, supersedes=supersedes, link=link, **once)
+    def remember_note(self, write: NoteWrite) -> StoredNote:
+        return self._storage.remember_note(write)
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
-        self._target(supersedes)
-        return self._store.link(node_id, supersedes, link)
+        if self.get(supersedes) is None and self._storage.get(supersedes) is not None:
+            raise NotFound(f"supersedes: no node with id {supersedes}")
+        return self._storage.link(node_id, supersedes, link)
+
+    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
+        return self._storage.unlink(node_id, by=by)
+
+    def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
+        return self._storage.forget(node_id, purge=purge)
+
+    def set_extraction(
+        self, node_id: str, extraction: Extraction | None, state: ExtractionState, error: str | None = None
+    ) -> MemoryNode | None:
+        return self._storage.set_extraction(node_id, extraction, state, error)
+
+    def pending_extractions(self, limit: int = 100) -> list[str]:
+        return self._storage.pending_extractions(limit)
+
+    def stats(self, namespace: str | None = None) -> Stats:
+        return self._storage.stats(namespace)
+
+    def append_audit(self, entry: AuditEntry) -> None:
+        self._storage.append_audit(entry)
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        return self._storage.audit_page(query)
+
+    def model_state(self) -> str:
+        return self._storage.model_state()
+
+    def close(self) -> None:
+        self._storage.close()
 
 
 class GuardedService:
@@ -176,7 +196,7 @@ class GuardedService:
             self.service = service
         else:  # the same service (its pool, linker, queue) over the principal's part of the store
             self.service = copy.copy(service)
-            self.service.store = ScopedStore(service.store, principal)  # type: ignore[assignment]
+            self.service.storage = ScopedStorage(service.storage, principal)
 
     # ------------------------------------------------------------------ checks
 
@@ -237,11 +257,26 @@ class GuardedService:
     ) -> None:
         if self.audit_log is None:
             return
+        entry = self._entry(tool, namespace, ids, outcome, on_behalf_of, detail)
+        try:
+            self.audit_log.append_audit(entry)
+        except Exception as exc:  # the write itself is done (or failed) already; say so loudly
+            log.error("could not record the audit entry %s: %s", entry, exc)
+
+    def _entry(
+        self,
+        tool: str,
+        namespace: str | None,
+        ids: Sequence[str],
+        outcome: str,
+        on_behalf_of: object,
+        detail: str | None = None,
+    ) -> AuditEntry:
         try:
             behalf = self._behalf(on_behalf_of)
         except EvoMemError:
             behalf = None
-        entry = AuditEntry(
+        return AuditEntry(
             at=now_ms(),
             identity=self.principal.name,
             role=self.principal.role,
@@ -252,10 +287,6 @@ class GuardedService:
             on_behalf_of=behalf,
             detail=detail,
         )
-        try:
-            self.audit_log.append_audit(entry)
-        except Exception as exc:  # the write itself is done (or failed) already; say so loudly
-            log.error("could not record the audit entry %s: %s", entry, exc)
 
     @staticmethod
     def _requested(*values: object) -> list[str]:
@@ -302,28 +333,39 @@ class GuardedService:
     def remember(
         self, raw_text: object, *, namespace: object = None, author: object = None, **kwargs: Any
     ) -> RememberOutcome:
+        """A failed remember is recorded here; a written one by storage, with the write (one call)."""
+
         def call() -> RememberOutcome:
             require_role(self.principal, "remember")
             ns = self._namespace(namespace)
             given = textrules.clean_short(author, "author")
             recorded = self._author(author)
-            out = self.service.remember(raw_text, namespace=ns, author=recorded, **kwargs)
+            entry = self._entry("remember", ns, (), "ok", author) if self.audit_log is not None else None
+            out = self.service.remember(raw_text, namespace=ns, author=recorded, audit=entry, **kwargs)
             if self.principal.role != "admin" and given not in (None, recorded):
                 out.warnings.append(f"author is the authenticated identity {self.principal.name!r}, not {given!r}")
             return out
 
-        return self._audited(
-            "remember",
-            self._requested(kwargs.get("supersedes")),
-            call,
-            lambda out: (
-                out.node.namespace,
-                (out.node.id, out.linked_to or ""),
-                f"link {out.link.method}" if out.link else None,
-            ),
-            self._audit_namespace(namespace),
-            author,
-        )
+        try:
+            return call()
+        except EvoMemError as exc:
+            self._record(
+                "remember",
+                self._audit_namespace(namespace),
+                self._requested(kwargs.get("supersedes")),
+                exc.code,
+                author,
+            )
+            raise
+        except Exception:
+            self._record(
+                "remember",
+                self._audit_namespace(namespace),
+                self._requested(kwargs.get("supersedes")),
+                "internal",
+                author,
+            )
+            raise
 
     def supersede(self, node_id: object, supersedes: object, *, author: object = None) -> MemoryNode:
         def call() -> MemoryNode:

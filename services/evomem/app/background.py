@@ -17,7 +17,7 @@ class _Stopped(Exception):
 
 
 def start_background(
-    target: MemoryService | Vectors | None,
+    target: MemoryService | Vectors | None,  # the embedded service (its vectors), or the vectors
     *,
     stop: threading.Event | None = None,
     after: threading.Event | None = None,
@@ -27,22 +27,19 @@ def start_background(
     notes that have no vector yet (written with vectors off, or before a crash).
 
     ``target``: the embedded ``MemoryService`` (its vectors), or the ``Vectors`` itself (the
-    storage service, which has no ``MemoryService``). Vectors that cannot backfill (None, or a
-    gRPC client) start nothing. ``stop``: set it, then join the threads, before the process
-    exits: the backfill stops after its current batch (the next start continues it). A
-    process that exits while onnxruntime is still loading the model aborts (SIGABRT).
+    storage service, which has no ``MemoryService``). No vectors (None): nothing starts.
+    ``stop``: set it, then join the threads, before the process exits: the backfill stops after
+    its current batch (the next start continues it). A process that exits while onnxruntime is
+    still loading the model aborts (SIGABRT).
 
-    From here on no call waits for the model (``SemanticIndex.wait_for_model``): recall answers
+    From here on no call waits for the model (``Vectors.load_in_background``): recall answers
     by BM25 until it has loaded and says so. ``after``/``after_s``: start loading once ``after``
     is set or ``after_s`` seconds have passed, whichever comes first (``evomem-mcp``: after the
     first tool call is answered, so loading the model never competes with it)."""
     vectors = target.vectors if isinstance(target, MemoryService) else target
-    backfill = getattr(vectors, "backfill", None)
-    load = getattr(getattr(vectors, "embedder", None), "load", None)
-    if vectors is None or backfill is None:
+    if vectors is None:
         return []
-    if hasattr(vectors, "wait_for_model"):
-        vectors.wait_for_model = False
+    vectors.load_in_background()
 
     def progress(n: int) -> None:
         if stop is not None and stop.is_set():
@@ -56,11 +53,10 @@ def start_background(
         if stop is not None and stop.is_set():
             return
         try:
-            if load is not None:
-                load()
+            vectors.load_model()
             if stop is not None and stop.is_set():
                 return
-            done = backfill(progress=progress)
+            done = vectors.backfill(progress=progress)
             if done:
                 log.info("embedded %d notes that had no vector", done)
         except _Stopped:

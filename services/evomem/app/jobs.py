@@ -19,7 +19,7 @@ settles each job:
   fault when a probe (a tiny storage read and extraction) fails too: the worker keeps the
   job, backs off and tries again, renewing its claim, so an outage uses up no attempt. When
   the probe succeeds the job itself is at fault and the attempt counts.
-* The sweeper lists ``store.pending_extractions()`` every ``sweep_interval_s``, at start-up
+* The sweeper lists ``storage.pending_extractions()`` every ``sweep_interval_s``, at start-up
   and right after the queue comes back (or is found empty), and enqueues the nodes that have
   no job queued. Notes stored while the queue was down are extracted this way.
 * Queue down: the worker logs, backs off (0.5 s doubling to 5 s) and keeps retrying; it
@@ -291,7 +291,7 @@ class ExtractionWorker:
     def _dependencies_ok(self) -> bool:
         """Do storage and the cronista answer a small request? (Tells an outage from a bad job.)"""
         try:
-            self.service.store.pending_extractions(1)
+            self.service.storage.pending_extractions(1)
             if self.service.extractor is not None:
                 self.service.extractor.extract("Probe: we chose this because it is a health check.")
         except Exception as exc:
@@ -309,14 +309,14 @@ class ExtractionWorker:
         node_id = job.node_id
         if node_id:
             try:
-                node = self.service.store.get(node_id)
+                node = self.service.storage.get(node_id)
                 if node is not None and node.extraction_state == ExtractionState.DONE:
                     # A duplicate of a job that did succeed: nothing to report.
                     self.source.ack(job.id)
                     self._count("done")
                     return
                 if node is not None and not node.purged:
-                    self.service.store.set_extraction(
+                    self.service.storage.set_extraction(
                         node_id,
                         None,
                         ExtractionState.FAILED,
@@ -341,7 +341,7 @@ class ExtractionWorker:
     def sweep(self) -> int:
         """Enqueue pending nodes that have no job queued. Storage down: log, try next time."""
         try:
-            pending = self.service.store.pending_extractions(self.config.sweep_batch)
+            pending = self.service.storage.pending_extractions(self.config.sweep_batch)
         except Exception as exc:
             log.warning("sweep skipped: could not list pending extractions: %s", exc)
             return 0

@@ -1,27 +1,27 @@
-"""Ports: what the core needs from the outside world, as ``typing.Protocol``s.
+"""Ports: what the application needs from the outside world, as ``typing.Protocol``s.
 
-The application service (``evomem.app.memory``) and the domain only ever see these names. What
-implements them:
+Every capability the application uses is a method here; nothing probes an object for an optional
+one. What implements them:
 
-- ``Store``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore`` (the
-  storage service).
-- ``Extractor``: ``domain.cronista.LiteCronista``; ``adapters.onnx_cronista.OnnxCronista``;
-  ``adapters.triton_cronista.TritonCronista``; ``adapters.grpc.clients.GrpcExtractor``.
-- ``Linker``: ``domain.linkers.heuristic.HeuristicLinker``, ``domain.linkers.scored.ScoredLinker``,
-  ``domain.linkers.cascade.CascadeLinker``; ``adapters.llm_linker.LLMLinker`` (OpenAI-compatible
-  HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
-- ``JobQueue``: ``adapters.redis_queue.RedisQueue`` (Redis Streams).
-- ``Vectors``: ``adapters.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec);
-  ``adapters.grpc.clients.GrpcVectors``.
-- ``AuditLog``: ``adapters.sqlite_store.SQLiteStore``; ``adapters.grpc.clients.GrpcStore``.
-- ``Embedder``: ``adapters.embedding.OnnxEmbedder``, ``adapters.triton_client.TritonEmbedder`` (and the
-  unit tests' ``HashingEmbedder``);
-  ``adapters.semantic.SemanticIndex`` is one too, through its cache.
+- ``Store``: one storage engine, complete (``adapters.sqlite.store.SQLiteStore``; the unit tests'
+  in-memory fake). A second engine is written from this class alone.
+- ``Storage``: what the application service asks of storage, one call per business operation:
+  ``app.storage.LocalStorage`` (in process, over a ``Store`` and its ``Vectors``) and
+  ``adapters.grpc.clients.GrpcStorage`` (the storage service, one RPC each).
+- ``Extractor``: ``domain.cronista.LiteCronista``; ``adapters.models.onnx_cronista.OnnxCronista``;
+  ``adapters.models.triton_cronista.TritonCronista``; ``adapters.grpc.clients.GrpcExtractor``.
+- ``Linker``: ``domain.linkers`` (heuristic, scored, pair, cascade); ``adapters.llm_linker.LLMLinker``
+  (OpenAI-compatible HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
+- ``Vectors``: ``adapters.vectors.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec).
+- ``Embedder`` / ``EmbeddingModel``: ``adapters.models.embedding.OnnxEmbedder``, ``adapters.models.triton``'s
+  ``TritonEmbedder`` and ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
+- ``JobQueue`` / ``JobSource``: ``adapters.redis_queue`` (Redis Streams).
+- ``AuditLog``: every ``Store`` and ``Storage``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,16 +39,79 @@ from evomem.domain.model import (
     Stats,
 )
 from evomem.domain.recall import RecallAnswer, RecallQuery, Successor
+from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext, StoredNote
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Durable nodes and chains. Every write is atomic; chain changes check the head."""
+class AuditLog(Protocol):
+    """The write audit log (``evomem.app.access`` appends, the admin's ``audit`` tool pages)."""
 
-    def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
-        """Write a new node. With ``supersedes``, link it after the current head of that chain
-        (re-targeting when the named node was already superseded), in one transaction."""
+    def append_audit(self, entry: AuditEntry) -> None: ...
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
+        """Entries matching ``query``, newest first (highest ``seq`` first)."""
         ...
+
+
+@runtime_checkable
+class Records(AuditLog, Protocol):
+    """Nodes and chains read and changed one at a time: what ``Store`` and ``Storage`` share."""
+
+    def get(self, node_id: str) -> MemoryNode | None: ...
+
+    def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
+        """The head (newest version) of each chain, keyed by chain root."""
+        ...
+
+    def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
+        """``node_id`` and up to ``depth`` earlier versions, newest first."""
+        ...
+
+    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
+        """Attach the chain that starts at ``node_id`` after the head of ``supersedes``'s chain
+        (the same namespace; no cycle). Errors: ``NotFound``, ``NamespaceMismatch``, ``CycleError``,
+        ``Purged``. (That ``node_id`` supersedes nothing yet is the service's rule.)"""
+        ...
+
+    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
+        """Undo ``node_id``'s supersedes link: its predecessor is the head again, and the link's
+        provenance goes to the audit. Returns (the node, first of its own chain; the restored head)."""
+        ...
+
+    def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
+        """Soft-forget (kept as history, out of recall) or purge (the text, its index entries and
+        its vector erased; the chain keeps a tombstone). The node after the change and whether
+        anything changed."""
+        ...
+
+    def set_extraction(
+        self,
+        node_id: str,
+        extraction: Extraction | None,
+        state: ExtractionState,
+        error: str | None = None,
+    ) -> MemoryNode | None:
+        """A job's result, accepted only while the node's extraction is pending (``Conflict``
+        otherwise). ``None`` when the node is gone or purged."""
+        ...
+
+    def pending_extractions(self, limit: int = 100) -> list[str]:
+        """Ids of live nodes whose extraction is pending, oldest first (0: none)."""
+        ...
+
+    def stats(self, namespace: str | None = None) -> Stats: ...
+
+
+@runtime_checkable
+class Store(Records, Protocol):
+    """One storage engine: durable nodes and chains, full-text search, the audit log.
+
+    The engine enforces the chain invariants itself, in the write's transaction: a node is
+    superseded by at most one node, a chain has exactly one head, versions count up without gaps,
+    a link stays inside one namespace and never makes a cycle. ``supersedes`` naming a version
+    that is no longer the head is re-targeted to the head (``LinkProvenance.requested_id`` keeps
+    what was named); a forgotten head is superseded all the same (the new note continues the chain).
+    """
 
     def insert_once(
         self,
@@ -59,76 +122,65 @@ class Store(Protocol):
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
     ) -> tuple[MemoryNode, InsertOutcome]:
-        """``insert`` at most once, decided in the write's transaction: a key used before in the
-        namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
+        """Write a new node at most once, decided in the write's transaction: a key used before in
+        the namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
         one ``Purged``); without a key, an identical active note of the same namespace and scope
-        created within ``dedupe_window_ms`` answers that node (DUPLICATE)."""
+        created within ``dedupe_window_ms`` answers that node (DUPLICATE). With ``supersedes``, the
+        node is linked after the head of that chain. (That its relations name nodes of its namespace
+        is checked before: ``app.notes.NoteRules``.)"""
         ...
 
-    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
-        """Attach the chain that starts at ``node_id`` after the head of ``supersedes``'s chain."""
-        ...
-
-    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
-        """Undo ``node_id``'s supersedes link: its predecessor is the head again. Audited."""
-        ...
-
-    def get(self, node_id: str) -> MemoryNode | None: ...
-
-    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]: ...
-
-    def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
-        """The head (newest version) of each chain, keyed by chain root."""
-        ...
-
-    def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
-        """``node_id`` and up to ``depth`` earlier versions, newest first."""
+    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        """The nodes that exist among ``node_ids``, by id (purged ones included)."""
         ...
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
-        """Full-text (BM25) matches over raw text and fields, best first; forgotten nodes excluded."""
+        """Full-text (BM25) matches over raw text and fields, best first; forgotten and purged
+        nodes excluded; ``active_only``: heads in force only."""
         ...
 
     def possible_successors(
         self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
     ) -> dict[str, list[Successor]]:
         """For each of ``node_ids``: the active or superseded notes of ``namespace`` that list it
-        in their ``possible_supersedes`` (unconfirmed successors; recall shows a superseded one's
-        chain head instead), newest first, at most ``limit`` each,
-        with the linker's reason when stored. A reverse lookup, cheap at any store size; ids
-        with none are left out. Forgetting, purging or linking a note drops it from here."""
+        in their ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit``
+        each, with the linker's reason and confidence when stored. A reverse lookup, cheap at any
+        store size; ids with none are left out. Forgetting, purging or linking a note drops it."""
         ...
 
-    def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
-        """Soft-forget or purge. Returns the node after the change and whether anything changed."""
+    def ping(self) -> None:
+        """One cheap read; raises when the engine cannot answer (a health probe)."""
         ...
-
-    def set_extraction(
-        self,
-        node_id: str,
-        extraction: Extraction | None,
-        state: ExtractionState,
-        error: str | None = None,
-    ) -> MemoryNode | None:
-        """Write extraction results (idempotent). ``None`` when the node is gone."""
-        ...
-
-    def pending_extractions(self, limit: int = 100) -> list[str]: ...
-
-    def stats(self, namespace: str | None = None) -> Stats: ...
 
     def close(self) -> None: ...
 
 
 @runtime_checkable
-class NodeRecall(Protocol):
-    """Recall's storage side in one call: search (BM25, and the store's own vectors when the
-    query asks), the heads in force, resolution and history. ``evomem.app.recall.recall_nodes``
-    is the one implementation; ``GrpcStore`` runs it in the storage service (``RecallNodes``),
-    so a gateway recall is one round trip. A ``Store`` that is also a ``NodeRecall`` is used
-    as such by ``MemoryService.recall``; any other store gets the function in-process."""
+class Storage(Records, Protocol):
+    """What the application service asks of storage: one call per business operation, so that a
+    gateway pays one round trip for each (``recall_nodes``, ``remember_context``,
+    ``remember_note``), plus the single-node reads and writes of ``Records``."""
 
-    def recall_nodes(self, query: RecallQuery) -> RecallAnswer: ...
+    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
+        """Recall's storage side: search (BM25, fused with the vectors when asked), the heads in
+        force, resolution, possible successors and history (``evomem.app.recall.recall_nodes``)."""
+        ...
+
+    def remember_context(self, query: ContextQuery) -> RememberContext:
+        """What remember reads before it decides: the named nodes, and the linker's candidates
+        with their cosines and earlier versions (``evomem.app.candidates``)."""
+        ...
+
+    def remember_note(self, write: NoteWrite) -> StoredNote:
+        """The note stored at most once, and its vector added."""
+        ...
+
+    def model_state(self) -> str:
+        """The embedding model's state: ``off`` (no vectors), ``not_loaded``, ``loading``,
+        ``loaded``, ``failed``, or ``remote`` (the storage service's business)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable
@@ -139,20 +191,47 @@ class Extractor(Protocol):
 
     def extract(self, text: str) -> Extraction: ...
 
+    def load(self) -> None:
+        """Load what ``extract`` needs now (a model, a tokenizer), or raise ``Unavailable`` saying
+        what is missing. Nothing to load: nothing to do."""
+        ...
+
+    def check(self) -> str | None:
+        """Degraded or not, as a health probe reads it: None (serving as built), "" (serving
+        again), or why it answers through a fallback."""
+        ...
+
+    def close(self) -> None: ...
+
 
 @runtime_checkable
 class Linker(Protocol):
     """Decides whether a new note replaces one of the candidate decisions.
 
-    Every linker checks status and scope itself: only active, scope-compatible candidates
-    can be linked, whatever the caller passes. A linker with ``reads_inferred_scopes`` also takes
-    ``decide(..., scope_inferred=)`` and may *list* (never link) a candidate whose scope differs
-    only by a scope inferred from a text (``scope.may_list``)."""
+    Every linker checks status and scope itself: only active, scope-compatible candidates can be
+    linked, whatever the caller passes. Each takes every argument and reads what it needs:
+    ``similarities``, the search's cosine of the note with a candidate (no second embedding);
+    ``scope_inferred``, the note's scope is a guess, so a candidate whose scope differs only by
+    such a guess may be *listed* (never linked, ``scope.may_list``); ``earlier``, the candidates'
+    earlier versions as the caller read them (the history a linker would otherwise look up)."""
 
     name: str
     abstains: bool  # whether ``decide`` can answer abstain (the heuristic never does)
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+    def prepare(self, text: str) -> None:
+        """Work on the note alone, ahead of ``decide`` (run while the candidates are searched);
+        never raises. A linker with nothing to prepare does nothing."""
+        ...
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
+    ) -> LinkDecision:
         """The full answer: link (with a proposal), abstain (with the candidates the note may
         replace, best first) or none."""
         ...
@@ -180,14 +259,33 @@ class PairScorer(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Texts in, one L2-normalised vector per text out, in order (the scored linker's
-    similarity feature; ``SemanticIndex`` embeds notes with one). ``name`` identifies the
-    vector space: vectors of different names are never compared."""
+    """Texts in, one L2-normalised vector per text out, in order (the linkers' similarity
+    features). ``name`` identifies the vector space: vectors of different names are never compared."""
 
     name: str
 
     def encode(self, texts: Sequence[str]) -> Any:
         """A sequence of vectors (rows of floats; a float32 numpy array in the ONNX adapter)."""
+        ...
+
+
+@runtime_checkable
+class EmbeddingModel(Embedder, Protocol):
+    """An ``Embedder`` with a model to load (what ``SemanticIndex`` embeds notes with): loaded on
+    first use or ahead (``load``), its state readable without waiting."""
+
+    def load(self) -> None:
+        """Load the model now (idempotent); raises ``Unavailable`` saying what is missing."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """``not_loaded``, ``loading``, ``loaded`` or ``failed``."""
+        ...
+
+    @property
+    def load_error(self) -> str | None:
+        """Why the last load failed (None: it did not fail)."""
         ...
 
 
@@ -209,7 +307,7 @@ class Vectors(Protocol):
     """Semantic neighbours: embeds notes and finds the notes nearest a text (hybrid recall).
 
     Vectors are derived data, like the FTS index: a node without one is still found by its
-    words, and a missing vector can be rebuilt from the raw text at any time.
+    words, and a missing vector can be rebuilt from the raw text at any time (``backfill``).
     """
 
     name: str  # the embedding model: vectors of different names are never compared
@@ -224,11 +322,35 @@ class Vectors(Protocol):
 
     def remove(self, node_id: str) -> None: ...
 
-    # Optional: ``evict(texts) -> int`` drops texts from an embedding cache keyed by the texts
-    # themselves (``SemanticIndex``); ``MemoryService.forget`` calls it on a purge when present.
-    # Optional: ``prepare(text) -> None`` embeds a note ahead, into that cache, when the model can
-    # be used now; ``remember`` calls it before the linker's candidate search, so the note's one
-    # embedding (which ``add`` stores) is timed as storage's cost, not the linker's.
+    def prepare(self, text: str) -> None:
+        """Embed ``text`` ahead, into a cache that ``add`` and ``nearest`` reuse, when the model
+        can be used now (the note is embedded once, before the linker's candidate search)."""
+        ...
+
+    def evict(self, texts: Sequence[str]) -> int:
+        """Drop these texts from the embedding cache (a purge); how many entries went."""
+        ...
+
+    @property
+    def model_state(self) -> str:
+        """``not_loaded``, ``loading``, ``loaded`` or ``failed``."""
+        ...
+
+    def load_in_background(self) -> None:
+        """From now on no call waits for the model: until it has loaded, ``nearest`` raises
+        ``Unavailable`` (recall answers by words and says so) and ``add`` leaves the node to the
+        backfill. The caller then runs ``load_model`` and ``backfill`` on a thread of its own."""
+        ...
+
+    def load_model(self) -> None:
+        """Load the embedding model now (raises ``Unavailable`` when it cannot)."""
+        ...
+
+    def backfill(self, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every live node that has no vector; how many were embedded."""
+        ...
+
+    def close(self) -> None: ...
 
 
 # ----------------------------------------------------------------------------- the job source (worker side)
@@ -300,15 +422,4 @@ class JobSource(Protocol):
 
     def forget_stale_consumers(self) -> None:
         """Drop consumers that hold nothing and have been idle a long time (dead workers)."""
-        ...
-
-
-@runtime_checkable
-class AuditLog(Protocol):
-    """The write audit log (``evomem.app.access`` appends, the admin's ``audit`` tool pages)."""
-
-    def append_audit(self, entry: AuditEntry) -> None: ...
-
-    def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
-        """Entries matching ``query``, newest first (highest ``seq`` first)."""
         ...

@@ -5,7 +5,7 @@
 Written against the ports, so the same function runs in the embedded process (over
 ``SQLiteStore`` and ``SemanticIndex``) and in the storage service, where the ``RecallNodes``
 RPC runs it next to the file: the gateway's ``MemoryService.recall`` then makes one storage
-call (``GrpcStore.recall_nodes``) instead of one per step. ``MemoryService.recall`` validates
+call (``GrpcStorage.recall_nodes``) instead of one per step. ``MemoryService.recall`` validates
 and sizes the query (``RecallQuery``) and turns the ``RecallAnswer`` into its outcome.
 """
 
@@ -216,18 +216,3 @@ def in_force(store: Store, offered: dict[str, list[Successor]]) -> dict[str, lis
         ]
         for k, found in offered.items()
     }
-
-
-class LocalRecall:
-    """The ``NodeRecall`` port as ``recall_nodes`` over ``store`` and ``vectors`` in this process.
-
-    What ``MemoryService`` does for a store that cannot recall by itself; given a ``GrpcStore``
-    and ``GrpcVectors`` it is the gateway's path before ``RecallNodes`` (one storage call per
-    step: search, nearest, heads, nodes, chains), which ``bench/gateway.py --path steps`` measures."""
-
-    def __init__(self, store: Store, vectors: Vectors | None = None, *, vectors_off: str | None = None) -> None:
-        self.store, self.vectors, self.vectors_off = store, vectors, vectors_off
-        self._pool = LazyPool()
-
-    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
-        return recall_nodes(self.store, self.vectors, query, self._pool, vectors_off=self.vectors_off)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.sqlite.driver import select_driver
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap.linkers import linker_for, offerer_for
 from evomem.bootstrap.vectors import build_vectors
 from evomem.domain.cronista import LiteCronista
@@ -16,12 +18,15 @@ if TYPE_CHECKING:
     from evomem.security.gate import Gate
 
 
-def _service_config(settings: Settings, *, extract_inline: bool, vectors_required: bool = False) -> ServiceConfig:
+def _service_config(
+    settings: Settings, *, extract_inline: bool, vectors: bool, vectors_required: bool = False
+) -> ServiceConfig:
     return ServiceConfig(
         default_namespace=settings.memory.namespace,
         max_note_bytes=settings.memory.max_note_bytes,
         default_author=settings.memory.author,
         extract_inline=extract_inline,
+        vectors=vectors,
         vectors_required=vectors_required,  # recall then logs each time storage skips the vector half
         dedupe_window_ms=settings.memory.dedupe_window_s * 1000,
     )
@@ -30,6 +35,7 @@ def _service_config(settings: Settings, *, extract_inline: bool, vectors_require
 def build_embedded(settings: Settings) -> MemoryService:
     if settings.linker.auto_supersede == "llm":
         settings.require_llm("auto_supersede")  # before the database is opened
+    select_driver(settings.store.sqlite_driver)  # one SQLite library per process, before any file
     store = SQLiteStore(settings.db_path(), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = build_vectors(settings, store)
@@ -37,18 +43,18 @@ def build_embedded(settings: Settings) -> MemoryService:
         store.close()
         raise
     return MemoryService(
-        store,
+        LocalStorage(store, vectors),
         extractor=LiteCronista(),
         linker=linker_for(settings.linker.auto_supersede, settings, store=store, embedder=vectors),
         offerer=offerer_for(settings, store, vectors, lazy=True),
         vectors=vectors,
-        config=_service_config(settings, extract_inline=True),
+        config=_service_config(settings, extract_inline=True, vectors=vectors is not None),
     )
 
 
 def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     """What the embedded server reports about itself (``stats``' ``server``) and logs at start."""
-    vectors = getattr(service.vectors, "name", None) or "off"
+    vectors = service.vectors.name if service.vectors is not None else "off"
     auto = settings.linker.auto_supersede
     # The file's name only: a client has no business knowing the server's directory layout.
     db = os.path.basename(settings.db_path()) or settings.db_path()

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from evomem.app.ports import Embedder, Linker, Store
+from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.settings import Settings
 
 
@@ -54,12 +54,14 @@ def linker_for(
 
 
 def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *, cross: bool = False) -> Linker:
-    """The pair linker (``evomem.domain.linkers.pair``) with the shipped ``pair_model.json``:
+    """The pair linker (``evomem.domain.linkers.pair``) with the shipped model
+    (``evomem.adapters.models.pair_weights.shipped_pair_model``, checked against its pins):
     ``embedder`` for its similarity features (the service passes the search's cosines, so it
     embeds only what the search did not), ``store`` to read a candidate's earlier versions.
     ``cross``: with the packaged cross-encoder (``evomem.adapters.models.onnx_pair``), which reads the
     plausible candidates the pair model is unsure of (when onnxruntime or the model is missing,
     the pair model's answer stands)."""
+    from evomem.adapters.models.pair_weights import shipped_pair_model
     from evomem.domain.linkers.pair import PairLinker
 
     scorer = None
@@ -67,18 +69,21 @@ def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *,
         from evomem.adapters.models.onnx_pair import OnnxPairScorer
 
         scorer = OnnxPairScorer.shared()
-    return PairLinker(embedder, lookup=store.get_many if store is not None else None, cross=scorer)
+    lookup = store.get_many if store is not None else None
+    return PairLinker(embedder, model=shipped_pair_model(), lookup=lookup, cross=scorer)
 
 
 class LazyLinker:
-    """A linker built on first use: the pair linker's module and weights (tens of ms) load at
-    the first ``remember`` that needs them, not before a server's first answer. It reads as the
-    linker it builds (attributes, ``isinstance``)."""
+    """A ``Linker`` built on first use: the pair linker's module and weights (tens of ms) load at
+    the first ``remember`` that needs them, not before a server's first answer."""
 
-    def __init__(self, build: Callable[[], Linker]) -> None:
+    abstains = True
+
+    def __init__(self, build: Callable[[], Linker], name: str = "pair") -> None:
         self._build = build
         self._linker: Linker | None = None
         self._lock = threading.Lock()
+        self._name = name
 
     def built(self) -> Linker:
         if self._linker is None:
@@ -87,14 +92,26 @@ class LazyLinker:
                     self._linker = self._build()
         return self._linker
 
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # isinstance(offerer, PairLinker) holds, as for the linker itself
-        return type(self.built())
+    @property
+    def name(self) -> str:
+        return self._linker.name if self._linker is not None else self._name
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.built(), name)
+    def prepare(self, text: str) -> None:
+        self.built().prepare(text)
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
+    ) -> LinkDecision:
+        return self.built().decide(text, scope, candidates, similarities, scope_inferred, earlier)
+
+    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
+        return self.built().propose(text, scope, candidates)
 
 
 def offerer_for(
@@ -106,5 +123,5 @@ def offerer_for(
     if settings.linker.auto_supersede != "off" or not settings.linker.offer_candidates:
         return None
     if lazy:
-        return LazyLinker(lambda: pair_linker(store, embedder))  # type: ignore[return-value]
+        return LazyLinker(lambda: pair_linker(store, embedder))
     return pair_linker(store, embedder)

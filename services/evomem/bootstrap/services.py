@@ -8,10 +8,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.sqlite.driver import select_driver
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.background import start_background
 from evomem.app.memory import MemoryService, ServiceConfig
+from evomem.app.notes import NoteLimits, NoteRules
 from evomem.app.ports import Extractor
+from evomem.app.storage import LocalStorage
 from evomem.bootstrap.embedded import _service_config
 from evomem.bootstrap.http import build_gate
 from evomem.bootstrap.linkers import linker_for, offerer_for
@@ -36,34 +39,63 @@ def build_gateway(settings: Settings) -> MemoryService:
     queued on Redis (the worker runs it), automatic linking over gRPC when
     ``auto_supersede`` is not ``off`` (then the linker's address is required).
 
-    Hybrid recall: the vectors live in storage's file and storage embeds them, so the gateway
-    only holds a ``GrpcVectors``. ``vectors``: ``auto`` (hybrid when storage has vectors, BM25
-    quietly when it answers that it has none), ``on`` (a storage without vectors is an error
-    each call: logged, and ``remember`` warns), ``off`` (BM25 only, no vector calls).
+    Hybrid recall: the vectors live in storage's file and storage embeds them; the gateway asks
+    for them. ``vectors``: ``auto`` (hybrid when storage has vectors, BM25 quietly when it has
+    none), ``on`` (a storage without vectors is reported each call: logged, recall says so and
+    ``remember`` warns), ``off`` (BM25 only).
+
+    A remember is two storage calls (``PrepareRemember``: the named nodes and the linker's
+    candidates; ``RememberNote``: the write and its vector), a recall one (``RecallNodes``).
 
     Linking is synchronous here: the linker answers before ``remember`` writes, so a link
     exists from the moment the note does and no recall can show the replaced decision as
     active. Extraction is asynchronous: the note is stored (and searchable by its raw text)
     with extraction ``pending`` and a job is queued.
     """
-    from evomem.adapters.grpc.clients import GrpcLinker, GrpcStore, GrpcVectors
+    from evomem.adapters.grpc.clients import GrpcLinker, GrpcStorage
     from evomem.adapters.redis_queue import RedisQueue
 
     storage_addr, redis_url, linker_addr = gateway_peers(settings)
     mode = settings.vectors.mode
     peer = grpc_peer(settings)  # every gRPC call carries the secret, over mutual TLS when set
-    store = GrpcStore(storage_addr, **peer)
+    storage = GrpcStorage(storage_addr, vectors=mode != "off", **peer)
     return MemoryService(
-        store,
+        storage,
         extractor=None,
         linker=GrpcLinker(linker_addr, **peer) if linker_addr else None,
-        # Offering runs in the gateway, on the candidates it fetched, with storage's vector-search
-        # cosines (the gateway holds no embedding model): no linker service is needed for it.
-        offerer=offerer_for(settings, store),
-        vectors=GrpcVectors(storage_addr, required=mode == "on", **peer) if mode != "off" else None,
+        # Offering runs in the gateway, on the candidates storage found (with their cosines and
+        # earlier versions: the gateway holds no embedding model), so it needs no linker service.
+        offerer=offerer_for(settings),
         queue=RedisQueue(redis_url),
-        config=_service_config(settings, extract_inline=False, vectors_required=mode == "on"),
+        config=_service_config(settings, extract_inline=False, vectors=mode != "off", vectors_required=mode == "on"),
     )
+
+
+def gateway_app(settings: Settings) -> Any:
+    """The gateway's HTTP app (``evomem.entrypoints.mcp.gateway:create_app()`` under gunicorn):
+    the logs, the gateway's ``MemoryService`` (``build_gateway``), the gate (tokens; SIGHUP to
+    gunicorn re-reads them), the MCP tools, and the HTTP front, stateless."""
+    from evomem.bootstrap.http import http_front
+    from evomem.entrypoints.mcp.server import build_mcp_server
+    from evomem.ops import logs
+
+    logs.configure(settings.logging.level, settings.log_format("json"))
+    service = build_gateway(settings)
+    info = {
+        "wiring": "gateway",
+        "storage": settings.addresses.storage,
+        "auto_supersede": settings.linker.auto_supersede,
+        "vectors": settings.vectors.mode,
+    }
+    host = settings.mcp.host or "127.0.0.1"
+    gate = build_gate(settings, host, settings.mcp.port)  # tokens (issue 14)
+    # vectors=auto: hybrid when storage has vectors, which the gateway learns per call.
+    hybrid = {"on": True, "off": False}.get(settings.vectors.mode)
+    server = build_mcp_server(
+        lambda: service, server_info=info, gate=gate, hybrid=hybrid, note_chars=settings.mcp.answer_note_chars
+    )
+    # /readyz asks storage (a stats call); the model lives in storage, so it is never required here.
+    return http_front(settings, server, gate, service=lambda: service, stateless=True)
 
 
 def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
@@ -148,28 +180,28 @@ def build_storage(settings: Settings) -> GrpcService:
     from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
+    select_driver(settings.store.sqlite_driver)  # one SQLite library per process, before any file
     store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
     try:
         vectors = storage_vectors(settings, store)
     except BaseException:
         store.close()
         raise
-    closers: list[Callable[[], None]] = [vectors.close] if vectors is not None else []  # type: ignore[attr-defined]
+    storage = LocalStorage(store, vectors)
+    rules = NoteRules(NoteLimits(settings.memory.namespace, settings.memory.max_note_bytes))
     return GrpcService(
         settings,
         "storage",
         "evomem.v1.StorageService",
-        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(
-            StorageServicer(store, vectors, _service_config(settings, extract_inline=False)), s
-        ),
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(storage, rules), s),
         f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
         probe=store.ping,  # every 5 s: one cheap read (stats would count every row)
         # The model loads and notes without a vector are embedded in the background; until
-        # then NearestNodes answers UNAVAILABLE ("has not loaded yet") at once and RecallNodes
-        # answers by BM25 with a note saying so: no call waits for the model.
+        # then RecallNodes and PrepareRemember answer by BM25 with a note saying so: no call
+        # waits for the model.
         background=lambda stop: start_background(vectors, stop=stop),
-        close=[*closers, store.close],
+        close=[storage.close],
         listen_peer=lambda: grpc_listen_peer(settings),
     )
 
@@ -178,7 +210,7 @@ def _warm_up(extractor: Extractor) -> None:
     extractor.extract("warm-up: we picked the lite cronista because it is fast.")
 
 
-def build_extractor(settings: Settings) -> Extractor:
+def build_extractor(settings: Settings, *, on_change: Callable[[str | None], None] | None = None) -> Extractor:
     """The cronista of EVOMEM_CRONISTA_BACKEND: ``lite``; ``onnx`` (the project's model on
     onnxruntime in process, EVOMEM_CRONISTA_MODEL_DIR or the packaged folder); ``triton`` (the
     same model on the Triton server at EVOMEM_TRITON_URL, the lite cronista when Triton cannot
@@ -200,7 +232,9 @@ def build_extractor(settings: Settings) -> Extractor:
             raise ConfigError(f"EVOMEM_CRONISTA_BACKEND=triton: {exc}") from exc
         t = settings.triton
         model = TritonModel(url, t.model, t.model_version, timeout_s=t.timeout_ms / 1000, retries=t.retries)
-        return TritonCronista(model, settings.cronista.model_dir, retry_after_s=float(t.retry_after_s))
+        cronista = TritonCronista(model, settings.cronista.model_dir, retry_after_s=float(t.retry_after_s))
+        cronista.on_change = on_change  # health follows the fallback: NOT_SERVING while it answers
+        return cronista
     return LiteCronista()
 
 
@@ -211,14 +245,17 @@ def build_cronista(settings: Settings) -> GrpcService:
     from evomem.entrypoints.grpc.servicers import CronistaServicer
     from evomem.v1 import cronista_pb2_grpc
 
-    extractor = build_extractor(settings)
-    load = getattr(extractor, "load", None)
-    if load is not None:
-        try:
-            load()  # the tokenizer, pinned: a missing or wrong file stops the start
-        except Unavailable as exc:
-            raise ConfigError(f"EVOMEM_CRONISTA_BACKEND={settings.cronista.backend}: {exc.message}") from exc
-    check = getattr(extractor, "check", None)
+    holder: list[GrpcService] = []
+
+    def tell(reason: str | None) -> None:  # the triton cronista's fallback turned on or off
+        if holder and holder[0].running is not None:
+            holder[0].running.set_degraded(reason is not None)
+
+    extractor = build_extractor(settings, on_change=tell)
+    try:
+        extractor.load()  # the tokenizer, pinned: a missing or wrong file stops the start
+    except Unavailable as exc:
+        raise ConfigError(f"EVOMEM_CRONISTA_BACKEND={settings.cronista.backend}: {exc.message}") from exc
     service = GrpcService(
         settings,
         "cronista",
@@ -226,25 +263,18 @@ def build_cronista(settings: Settings) -> GrpcService:
         lambda s: cronista_pb2_grpc.add_CronistaServiceServicer_to_server(CronistaServicer(extractor), s),
         f"backend {extractor.name}",
         warm=lambda: _warm_up(extractor),
-        degraded=check,
-        probe_interval_s=1.0 if check is not None else 5.0,
-        close=[extractor.close] if hasattr(extractor, "close") else [],
+        degraded=extractor.check,
+        probe_interval_s=1.0 if settings.cronista.backend == "triton" else 5.0,
+        close=[extractor.close],
         listen_peer=lambda: grpc_listen_peer(settings),
     )
-    if hasattr(extractor, "on_change"):
-
-        def tell(reason: str | None) -> None:
-            if service.running is not None:
-                service.running.set_degraded(reason is not None)
-
-        extractor.on_change = tell
+    holder.append(service)
     return service
 
 
 def build_linker(settings: Settings) -> GrpcService:
-    """The LinkerService with the linker of EVOMEM_LINKER; with EVOMEM_STORAGE_ADDR the
-    scored linker reads earlier versions of a candidate's chain from storage."""
-    from evomem.adapters.grpc.clients import GrpcStore
+    """The LinkerService with the linker of EVOMEM_LINKER. It never calls storage: a candidate's
+    earlier versions come with the request (DecideLink's ``earlier``, read by PrepareRemember)."""
     from evomem.entrypoints.grpc.servicers import LinkerServicer
     from evomem.v1 import linker_pb2_grpc
 
@@ -256,9 +286,7 @@ def build_linker(settings: Settings) -> GrpcService:
             settings.require_llm("auto_supersede")
         except SettingsError as exc:
             raise ConfigError(f"EVOMEM_LINKER=llm: {exc}") from exc
-    peer = grpc_peer(settings)
-    store = GrpcStore(settings.addresses.storage, **peer) if settings.addresses.storage else None
-    linker = linker_for(mode, settings, store)
+    linker = linker_for(mode, settings)
     assert linker is not None
     return GrpcService(
         settings,
@@ -266,7 +294,6 @@ def build_linker(settings: Settings) -> GrpcService:
         "evomem.v1.LinkerService",
         lambda s: linker_pb2_grpc.add_LinkerServiceServicer_to_server(LinkerServicer(linker), s),
         f"linker {linker.name}",
-        close=[store.close] if store is not None else [],
         listen_peer=lambda: grpc_listen_peer(settings),
     )
 
@@ -275,12 +302,12 @@ def worker_service(
     storage_addr: str, cronista_addr: str, *, timeout_s: float | None = None, **peer: Any
 ) -> MemoryService:
     """The worker's ``MemoryService``: storage and cronista over gRPC, nothing inline."""
-    from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStore
+    from evomem.adapters.grpc.clients import GrpcExtractor, GrpcStorage
 
     t = {} if timeout_s is None else {"timeout_s": timeout_s}
-    store = GrpcStore(storage_addr, **peer, **t)
+    storage = GrpcStorage(storage_addr, **peer, **t)
     extractor = GrpcExtractor(cronista_addr, **peer, **t)
-    return MemoryService(store, extractor=extractor, config=ServiceConfig(extract_inline=False))
+    return MemoryService(storage, extractor=extractor, config=ServiceConfig(extract_inline=False))
 
 
 def build_worker(settings: Settings, *, stop: threading.Event | None = None) -> ExtractionWorker:

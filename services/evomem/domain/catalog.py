@@ -5,7 +5,7 @@ the memory holds the relay's serialization format *and* its login provider, only
 that CBOR is a serialization format tells which decision the note replaces. An LLM knows
 that; the scored linker (``evomem.domain.linkers.scored.ScoredLinker``) reads it here.
 
-The catalogue maps a product's name to the concepts of ``evomem.domain.subject.CONCEPTS``
+The catalogue maps a product's name to the concepts of ``evomem.domain.subject_words.CONCEPTS``
 (``@database``, ``@queue``, ...). It is general knowledge of the field, written from what
 the products are, not from any data set, and deliberately broad (open source and hosted,
 old and new). A product that serves several purposes lists each (Redis is a cache, a

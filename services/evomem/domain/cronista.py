@@ -311,3 +311,13 @@ class LiteCronista:
 
     def extract(self, text: str) -> Extraction:
         return extract(text)
+
+    def load(self) -> None:
+        """Nothing to load: sentence heuristics."""
+
+    def check(self) -> str | None:
+        """Never degraded: there is no fallback to fall to."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""

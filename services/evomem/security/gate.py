@@ -9,7 +9,7 @@ HTTP wirings (the embedded server, the gateway), so both apply the same rules:
   naming the protected-resource metadata (``/.well-known/oauth-protected-resource/mcp``).
 * ``scoped(service)``: the ``MemoryService`` as the current caller may use it
   (``evomem.app.access.GuardedService``); the caller comes from the SDK's auth context.
-* ``register(mcp, get)``: the admin's ``audit`` tool.
+* ``tools()``: the admin's ``audit`` tool (a plain function, bound and registered by the MCP server).
 * ``wrap(app)``: per-token rate limits (HTTP 429 with ``Retry-After``), see ``evomem.security.ratelimit``.
 
 Stdio never builds a gate: one local user, no tokens.
@@ -22,12 +22,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from evomem.app.access import GuardedService, Principal
-from evomem.app.ports import AuditLog
 from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument
 from evomem.security.tokens import TokenVerifier, principal_of
@@ -130,8 +129,7 @@ class Gate:
         principal = current_principal()
         if principal is None:  # the SDK's middleware lets no such request through over HTTP
             raise Forbidden("no authenticated identity: send Authorization: Bearer <token>")
-        audit = service.store if isinstance(service.store, AuditLog) else None
-        return GuardedService(service, principal, audit)
+        return GuardedService(service, principal, service.storage)  # storage keeps the audit log
 
     def wrap(self, app: Any) -> Any:
         if self.limiter is None:
@@ -140,50 +138,62 @@ class Gate:
 
         return RateLimitMiddleware(app, self.verifier, self.limiter)
 
-    def register(self, mcp: Any, get: Callable[[], Any]) -> None:
-        """The ``audit`` tool (admin only)."""
-        from mcp.server.mcpserver.exceptions import ToolError
+    def tools(self) -> list[tuple[Callable[..., Any], Any]]:
+        """The tools the gate adds, each with its MCP annotations: the admin's ``audit``."""
         from mcp.types import ToolAnnotations
 
-        @mcp.tool(annotations=ToolAnnotations(title="Read the write audit log", read_only_hint=True))
-        def audit(
-            namespace: Annotated[str | None, Field(description="Only writes in this namespace.")] = None,
-            since: Annotated[str | None, Field(description="Only writes at or after this ISO 8601 time.")] = None,
-            until: Annotated[str | None, Field(description="Only writes before this ISO 8601 time.")] = None,
-            before: Annotated[int | None, Field(description="Cursor: next_before of the previous page.")] = None,
-            limit: Annotated[int, Field(ge=1, le=AUDIT_PAGE_MAX, description="Entries per page.")] = 50,
-        ) -> AuditResult:
-            """Page through the write audit log, newest first (admin only).
+        return [(audit, ToolAnnotations(title="Read the write audit log", read_only_hint=True))]
 
-            Every remember, supersede, unlink, forget and purge made over authenticated HTTP is
-            recorded with the caller's identity, the ids, the time and the outcome (failures and
-            refusals too). Records hold no note text.
-            """
-            try:
-                entries = get().audit(
-                    namespace=namespace,
-                    since_ms=_ms(since, "since"),
-                    until_ms=_ms(until, "until"),
-                    before_seq=before,
-                    limit=limit,
-                )
-            except EvoMemError as exc:
-                raise ToolError(str(exc)) from exc
-            return AuditResult(
-                entries=[
-                    AuditRecord(
-                        seq=e.seq,
-                        at=_iso(e.at),
-                        identity=e.identity,
-                        role=e.role,
-                        tool=e.tool,
-                        namespace=e.namespace,
-                        ids=list(e.ids),
-                        outcome=e.outcome,
-                        on_behalf_of=e.on_behalf_of,
-                        detail=e.detail,
-                    )
-                    for e in entries
-                ],
-                next_before=entries[-1].seq if len(entries) == limit else None,
+
+class Bound(Protocol):
+    """What the server binds to a tool (``evomem.entrypoints.mcp.tools.Resources``): here, the
+    service getter, which answers as the current caller may use the service."""
+
+    @property
+    def service(self) -> Callable[[], Any]: ...
+
+
+def audit(
+    resources: Bound,
+    namespace: Annotated[str | None, Field(description="Only writes in this namespace.")] = None,
+    since: Annotated[str | None, Field(description="Only writes at or after this ISO 8601 time.")] = None,
+    until: Annotated[str | None, Field(description="Only writes before this ISO 8601 time.")] = None,
+    before: Annotated[int | None, Field(description="Cursor: next_before of the previous page.")] = None,
+    limit: Annotated[int, Field(ge=1, le=AUDIT_PAGE_MAX, description="Entries per page.")] = 50,
+) -> AuditResult:
+    """Page through the write audit log, newest first (admin only).
+
+    Every remember, supersede, unlink, forget and purge made over authenticated HTTP is
+    recorded with the caller's identity, the ids, the time and the outcome (failures and
+    refusals too). Records hold no note text.
+    """
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        entries = resources.service().audit(
+            namespace=namespace,
+            since_ms=_ms(since, "since"),
+            until_ms=_ms(until, "until"),
+            before_seq=before,
+            limit=limit,
+        )
+    except EvoMemError as exc:
+        raise ToolError(str(exc)) from exc
+    return AuditResult(
+        entries=[
+            AuditRecord(
+                seq=e.seq,
+                at=_iso(e.at),
+                identity=e.identity,
+                role=e.role,
+                tool=e.tool,
+                namespace=e.namespace,
+                ids=list(e.ids),
+                outcome=e.outcome,
+                on_behalf_of=e.on_behalf_of,
+                detail=e.detail,
             )
+            for e in entries
+        ],
+        next_before=entries[-1].seq if len(entries) == limit else None,
+    )

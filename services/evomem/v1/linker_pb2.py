@@ -25,25 +25,25 @@ _sym_db = _symbol_database.Default()
 from evomem.v1 import common_pb2 as evomem_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65vomem/v1/linker.proto\x12\tevomem.v1\x1a\x16\x65vomem/v1/common.proto\"\x83\x01\n\x12ProposeLinkRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\x05scope\x18\x02 \x01(\tH\x00\x88\x01\x01\x12)\n\ncandidates\x18\x03 \x03(\x0b\x32\x15.evomem.v1.MemoryNode\x12\x16\n\x0escope_inferred\x18\x04 \x01(\x08\x42\x08\n\x06_scope\"c\n\x0cLinkProposal\x12\x11\n\ttarget_id\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x10\n\x08\x65vidence\x18\x04 \x03(\t\x12\n\n\x02\x62y\x18\x05 \x01(\t\"b\n\x13ProposeLinkResponse\x12.\n\x08proposal\x18\x01 \x01(\x0b\x32\x17.evomem.v1.LinkProposalH\x00\x88\x01\x01\x12\x0e\n\x06linker\x18\x02 \x01(\tB\x0b\n\t_proposal\"/\n\rLinkCandidate\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xca\x01\n\x12\x44\x65\x63ideLinkResponse\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.evomem.v1.LinkDecisionKind\x12.\n\x08proposal\x18\x02 \x01(\x0b\x32\x17.evomem.v1.LinkProposalH\x00\x88\x01\x01\x12,\n\ncandidates\x18\x03 \x03(\x0b\x32\x18.evomem.v1.LinkCandidate\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06linker\x18\x05 \x01(\tB\x0b\n\t_proposal*\x90\x01\n\x10LinkDecisionKind\x12\"\n\x1eLINK_DECISION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17LINK_DECISION_KIND_LINK\x10\x01\x12\x1e\n\x1aLINK_DECISION_KIND_ABSTAIN\x10\x02\x12\x1b\n\x17LINK_DECISION_KIND_NONE\x10\x03\x32\xa9\x01\n\rLinkerService\x12L\n\x0bProposeLink\x12\x1d.evomem.v1.ProposeLinkRequest\x1a\x1e.evomem.v1.ProposeLinkResponse\x12J\n\nDecideLink\x12\x1d.evomem.v1.ProposeLinkRequest\x1a\x1d.evomem.v1.DecideLinkResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65vomem/v1/linker.proto\x12\tevomem.v1\x1a\x16\x65vomem/v1/common.proto\"\xab\x01\n\x12ProposeLinkRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\x05scope\x18\x02 \x01(\tH\x00\x88\x01\x01\x12)\n\ncandidates\x18\x03 \x03(\x0b\x32\x15.evomem.v1.MemoryNode\x12\x16\n\x0escope_inferred\x18\x04 \x01(\x08\x12&\n\x07\x65\x61rlier\x18\x05 \x03(\x0b\x32\x15.evomem.v1.MemoryNodeB\x08\n\x06_scope\"c\n\x0cLinkProposal\x12\x11\n\ttarget_id\x18\x01 \x01(\t\x12\x12\n\nconfidence\x18\x02 \x01(\x01\x12\x0e\n\x06method\x18\x03 \x01(\t\x12\x10\n\x08\x65vidence\x18\x04 \x03(\t\x12\n\n\x02\x62y\x18\x05 \x01(\t\"b\n\x13ProposeLinkResponse\x12.\n\x08proposal\x18\x01 \x01(\x0b\x32\x17.evomem.v1.LinkProposalH\x00\x88\x01\x01\x12\x0e\n\x06linker\x18\x02 \x01(\tB\x0b\n\t_proposal\"/\n\rLinkCandidate\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\"\xca\x01\n\x12\x44\x65\x63ideLinkResponse\x12)\n\x04kind\x18\x01 \x01(\x0e\x32\x1b.evomem.v1.LinkDecisionKind\x12.\n\x08proposal\x18\x02 \x01(\x0b\x32\x17.evomem.v1.LinkProposalH\x00\x88\x01\x01\x12,\n\ncandidates\x18\x03 \x03(\x0b\x32\x18.evomem.v1.LinkCandidate\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0e\n\x06linker\x18\x05 \x01(\tB\x0b\n\t_proposal*\x90\x01\n\x10LinkDecisionKind\x12\"\n\x1eLINK_DECISION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17LINK_DECISION_KIND_LINK\x10\x01\x12\x1e\n\x1aLINK_DECISION_KIND_ABSTAIN\x10\x02\x12\x1b\n\x17LINK_DECISION_KIND_NONE\x10\x03\x32\xa9\x01\n\rLinkerService\x12L\n\x0bProposeLink\x12\x1d.evomem.v1.ProposeLinkRequest\x1a\x1e.evomem.v1.ProposeLinkResponse\x12J\n\nDecideLink\x12\x1d.evomem.v1.ProposeLinkRequest\x1a\x1d.evomem.v1.DecideLinkResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'evomem.v1.linker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LINKDECISIONKIND']._serialized_start=651
-  _globals['_LINKDECISIONKIND']._serialized_end=795
+  _globals['_LINKDECISIONKIND']._serialized_start=691
+  _globals['_LINKDECISIONKIND']._serialized_end=835
   _globals['_PROPOSELINKREQUEST']._serialized_start=62
-  _globals['_PROPOSELINKREQUEST']._serialized_end=193
-  _globals['_LINKPROPOSAL']._serialized_start=195
-  _globals['_LINKPROPOSAL']._serialized_end=294
-  _globals['_PROPOSELINKRESPONSE']._serialized_start=296
-  _globals['_PROPOSELINKRESPONSE']._serialized_end=394
-  _globals['_LINKCANDIDATE']._serialized_start=396
-  _globals['_LINKCANDIDATE']._serialized_end=443
-  _globals['_DECIDELINKRESPONSE']._serialized_start=446
-  _globals['_DECIDELINKRESPONSE']._serialized_end=648
-  _globals['_LINKERSERVICE']._serialized_start=798
-  _globals['_LINKERSERVICE']._serialized_end=967
+  _globals['_PROPOSELINKREQUEST']._serialized_end=233
+  _globals['_LINKPROPOSAL']._serialized_start=235
+  _globals['_LINKPROPOSAL']._serialized_end=334
+  _globals['_PROPOSELINKRESPONSE']._serialized_start=336
+  _globals['_PROPOSELINKRESPONSE']._serialized_end=434
+  _globals['_LINKCANDIDATE']._serialized_start=436
+  _globals['_LINKCANDIDATE']._serialized_end=483
+  _globals['_DECIDELINKRESPONSE']._serialized_start=486
+  _globals['_DECIDELINKRESPONSE']._serialized_end=688
+  _globals['_LINKERSERVICE']._serialized_start=838
+  _globals['_LINKERSERVICE']._serialized_end=1007
 # @@protoc_insertion_point(module_scope)

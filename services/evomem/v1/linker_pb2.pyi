@@ -20,16 +20,18 @@ LINK_DECISION_KIND_ABSTAIN: LinkDecisionKind
 LINK_DECISION_KIND_NONE: LinkDecisionKind
 
 class ProposeLinkRequest(_message.Message):
-    __slots__ = ("text", "scope", "candidates", "scope_inferred")
+    __slots__ = ("text", "scope", "candidates", "scope_inferred", "earlier")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     SCOPE_INFERRED_FIELD_NUMBER: _ClassVar[int]
+    EARLIER_FIELD_NUMBER: _ClassVar[int]
     text: str
     scope: str
     candidates: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
     scope_inferred: bool
-    def __init__(self, text: _Optional[str] = ..., scope: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., scope_inferred: _Optional[bool] = ...) -> None: ...
+    earlier: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, text: _Optional[str] = ..., scope: _Optional[str] = ..., candidates: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., scope_inferred: _Optional[bool] = ..., earlier: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
 
 class LinkProposal(_message.Message):
     __slots__ = ("target_id", "confidence", "method", "evidence", "by")

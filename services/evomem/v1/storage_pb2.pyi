@@ -7,27 +7,85 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
-class InsertNodeRequest(_message.Message):
-    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms")
+class PrepareRememberRequest(_message.Message):
+    __slots__ = ("text", "namespace", "node_ids", "candidates", "search_terms", "scope", "scope_inferred", "limit", "vector_limit", "vectors_required", "earlier_depth")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_TERMS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_INFERRED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    EARLIER_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    namespace: str
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    candidates: bool
+    search_terms: _containers.RepeatedScalarFieldContainer[str]
+    scope: str
+    scope_inferred: bool
+    limit: int
+    vector_limit: int
+    vectors_required: bool
+    earlier_depth: int
+    def __init__(self, text: _Optional[str] = ..., namespace: _Optional[str] = ..., node_ids: _Optional[_Iterable[str]] = ..., candidates: _Optional[bool] = ..., search_terms: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., scope_inferred: _Optional[bool] = ..., limit: _Optional[int] = ..., vector_limit: _Optional[int] = ..., vectors_required: _Optional[bool] = ..., earlier_depth: _Optional[int] = ...) -> None: ...
+
+class NearestHit(_message.Message):
+    __slots__ = ("node_id", "similarity")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    similarity: float
+    def __init__(self, node_id: _Optional[str] = ..., similarity: _Optional[float] = ...) -> None: ...
+
+class PrepareRememberResponse(_message.Message):
+    __slots__ = ("nodes", "candidates", "similarities", "earlier", "vector_problem")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITIES_FIELD_NUMBER: _ClassVar[int]
+    EARLIER_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    candidates: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    similarities: _containers.RepeatedCompositeFieldContainer[NearestHit]
+    earlier: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    vector_problem: str
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., candidates: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., similarities: _Optional[_Iterable[_Union[NearestHit, _Mapping]]] = ..., earlier: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., vector_problem: _Optional[str] = ...) -> None: ...
+
+class RememberNoteRequest(_message.Message):
+    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms", "vectors", "vectors_required", "audit")
     NOTE_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     DEDUPE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    AUDIT_FIELD_NUMBER: _ClassVar[int]
     note: _common_pb2.NewNote
     supersedes: str
     link: _common_pb2.LinkProvenance
     idempotency_key: str
     dedupe_window_ms: int
-    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ...) -> None: ...
+    vectors: bool
+    vectors_required: bool
+    audit: AuditEntry
+    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ..., vectors: _Optional[bool] = ..., vectors_required: _Optional[bool] = ..., audit: _Optional[_Union[AuditEntry, _Mapping]] = ...) -> None: ...
 
-class InsertNodeResponse(_message.Message):
-    __slots__ = ("node", "outcome")
+class RememberNoteResponse(_message.Message):
+    __slots__ = ("node", "outcome", "vector_problem", "head_was_forgotten")
     NODE_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    HEAD_WAS_FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
     node: _common_pb2.MemoryNode
     outcome: str
-    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., outcome: _Optional[str] = ...) -> None: ...
+    vector_problem: str
+    head_was_forgotten: bool
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., outcome: _Optional[str] = ..., vector_problem: _Optional[str] = ..., head_was_forgotten: _Optional[bool] = ...) -> None: ...
 
 class LinkNodesRequest(_message.Message):
     __slots__ = ("node_id", "supersedes", "link")
@@ -73,18 +131,6 @@ class GetNodeResponse(_message.Message):
     node: _common_pb2.MemoryNode
     def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
 
-class GetNodesRequest(_message.Message):
-    __slots__ = ("node_ids",)
-    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
-    node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
-
-class GetNodesResponse(_message.Message):
-    __slots__ = ("nodes",)
-    NODES_FIELD_NUMBER: _ClassVar[int]
-    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
-
 class GetHeadsRequest(_message.Message):
     __slots__ = ("chain_roots",)
     CHAIN_ROOTS_FIELD_NUMBER: _ClassVar[int]
@@ -110,24 +156,6 @@ class GetChainResponse(_message.Message):
     NODES_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
     def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
-
-class SearchNodesRequest(_message.Message):
-    __slots__ = ("terms", "namespace", "limit", "active_only")
-    TERMS_FIELD_NUMBER: _ClassVar[int]
-    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
-    LIMIT_FIELD_NUMBER: _ClassVar[int]
-    ACTIVE_ONLY_FIELD_NUMBER: _ClassVar[int]
-    terms: _containers.RepeatedScalarFieldContainer[str]
-    namespace: str
-    limit: int
-    active_only: bool
-    def __init__(self, terms: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ..., active_only: _Optional[bool] = ...) -> None: ...
-
-class SearchNodesResponse(_message.Message):
-    __slots__ = ("hits",)
-    HITS_FIELD_NUMBER: _ClassVar[int]
-    hits: _containers.RepeatedCompositeFieldContainer[_common_pb2.SearchHit]
-    def __init__(self, hits: _Optional[_Iterable[_Union[_common_pb2.SearchHit, _Mapping]]] = ...) -> None: ...
 
 class ForgetNodeRequest(_message.Message):
     __slots__ = ("node_id", "purge")
@@ -224,46 +252,6 @@ class GetStatsResponse(_message.Message):
     last_file_erased_at: int
     def __init__(self, by_status: _Optional[_Mapping[str, int]] = ..., purged: _Optional[int] = ..., chains: _Optional[int] = ..., extraction: _Optional[_Mapping[str, int]] = ..., namespaces: _Optional[_Mapping[str, int]] = ..., db_bytes: _Optional[int] = ..., schema_version: _Optional[int] = ..., purges_file_pending: _Optional[int] = ..., last_file_erased_at: _Optional[int] = ...) -> None: ...
 
-class AddVectorsRequest(_message.Message):
-    __slots__ = ("node_ids",)
-    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
-    node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
-
-class AddVectorsResponse(_message.Message):
-    __slots__ = ("added", "model")
-    ADDED_FIELD_NUMBER: _ClassVar[int]
-    MODEL_FIELD_NUMBER: _ClassVar[int]
-    added: int
-    model: str
-    def __init__(self, added: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
-
-class NearestNodesRequest(_message.Message):
-    __slots__ = ("text", "namespace", "limit")
-    TEXT_FIELD_NUMBER: _ClassVar[int]
-    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
-    LIMIT_FIELD_NUMBER: _ClassVar[int]
-    text: str
-    namespace: str
-    limit: int
-    def __init__(self, text: _Optional[str] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
-
-class NearestHit(_message.Message):
-    __slots__ = ("node_id", "similarity")
-    NODE_ID_FIELD_NUMBER: _ClassVar[int]
-    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
-    node_id: str
-    similarity: float
-    def __init__(self, node_id: _Optional[str] = ..., similarity: _Optional[float] = ...) -> None: ...
-
-class NearestNodesResponse(_message.Message):
-    __slots__ = ("hits", "model")
-    HITS_FIELD_NUMBER: _ClassVar[int]
-    MODEL_FIELD_NUMBER: _ClassVar[int]
-    hits: _containers.RepeatedCompositeFieldContainer[NearestHit]
-    model: str
-    def __init__(self, hits: _Optional[_Iterable[_Union[NearestHit, _Mapping]]] = ..., model: _Optional[str] = ...) -> None: ...
-
 class RecallNodesRequest(_message.Message):
     __slots__ = ("terms", "text", "namespace", "k", "limit", "vector_limit", "vectors_required", "scope", "tags", "include_history", "history_depth")
     TERMS_FIELD_NUMBER: _ClassVar[int]
@@ -347,30 +335,6 @@ class RecallNodesResponse(_message.Message):
     hidden_forgotten: int
     vector_problem: str
     def __init__(self, results: _Optional[_Iterable[_Union[RecalledChain, _Mapping]]] = ..., hidden_forgotten: _Optional[int] = ..., vector_problem: _Optional[str] = ...) -> None: ...
-
-class ListPossibleSuccessorsRequest(_message.Message):
-    __slots__ = ("node_ids", "namespace", "limit")
-    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
-    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
-    LIMIT_FIELD_NUMBER: _ClassVar[int]
-    node_ids: _containers.RepeatedScalarFieldContainer[str]
-    namespace: str
-    limit: int
-    def __init__(self, node_ids: _Optional[_Iterable[str]] = ..., namespace: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
-
-class SuccessorsOf(_message.Message):
-    __slots__ = ("node_id", "successors")
-    NODE_ID_FIELD_NUMBER: _ClassVar[int]
-    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
-    node_id: str
-    successors: _containers.RepeatedCompositeFieldContainer[PossibleSuccessor]
-    def __init__(self, node_id: _Optional[str] = ..., successors: _Optional[_Iterable[_Union[PossibleSuccessor, _Mapping]]] = ...) -> None: ...
-
-class ListPossibleSuccessorsResponse(_message.Message):
-    __slots__ = ("entries",)
-    ENTRIES_FIELD_NUMBER: _ClassVar[int]
-    entries: _containers.RepeatedCompositeFieldContainer[SuccessorsOf]
-    def __init__(self, entries: _Optional[_Iterable[_Union[SuccessorsOf, _Mapping]]] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
     __slots__ = ("seq", "at_ms", "identity", "role", "tool", "namespace", "ids", "outcome", "on_behalf_of", "detail")

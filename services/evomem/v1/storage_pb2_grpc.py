@@ -5,7 +5,7 @@ import warnings
 
 from evomem.v1 import storage_pb2 as evomem_dot_v1_dot_storage__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class StorageServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """One RPC per business operation's storage side, plus the single-node reads and writes.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -34,30 +35,25 @@ class StorageServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.InsertNode = channel.unary_unary(
-                '/evomem.v1.StorageService/InsertNode',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.InsertNodeRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.InsertNodeResponse.FromString,
+        self.PrepareRemember = channel.unary_unary(
+                '/evomem.v1.StorageService/PrepareRemember',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.PrepareRememberRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.PrepareRememberResponse.FromString,
                 _registered_method=True)
-        self.LinkNodes = channel.unary_unary(
-                '/evomem.v1.StorageService/LinkNodes',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
+        self.RememberNote = channel.unary_unary(
+                '/evomem.v1.StorageService/RememberNote',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.RememberNoteRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.RememberNoteResponse.FromString,
                 _registered_method=True)
-        self.UnlinkNode = channel.unary_unary(
-                '/evomem.v1.StorageService/UnlinkNode',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
+        self.RecallNodes = channel.unary_unary(
+                '/evomem.v1.StorageService/RecallNodes',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
                 _registered_method=True)
         self.GetNode = channel.unary_unary(
                 '/evomem.v1.StorageService/GetNode',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetNodeRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.GetNodeResponse.FromString,
-                _registered_method=True)
-        self.GetNodes = channel.unary_unary(
-                '/evomem.v1.StorageService/GetNodes',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.GetNodesRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.GetNodesResponse.FromString,
                 _registered_method=True)
         self.GetHeads = channel.unary_unary(
                 '/evomem.v1.StorageService/GetHeads',
@@ -69,10 +65,15 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetChainRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.GetChainResponse.FromString,
                 _registered_method=True)
-        self.SearchNodes = channel.unary_unary(
-                '/evomem.v1.StorageService/SearchNodes',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.SearchNodesRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.SearchNodesResponse.FromString,
+        self.LinkNodes = channel.unary_unary(
+                '/evomem.v1.StorageService/LinkNodes',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
+                _registered_method=True)
+        self.UnlinkNode = channel.unary_unary(
+                '/evomem.v1.StorageService/UnlinkNode',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
                 _registered_method=True)
         self.ForgetNode = channel.unary_unary(
                 '/evomem.v1.StorageService/ForgetNode',
@@ -94,26 +95,6 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
-        self.AddVectors = channel.unary_unary(
-                '/evomem.v1.StorageService/AddVectors',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.FromString,
-                _registered_method=True)
-        self.NearestNodes = channel.unary_unary(
-                '/evomem.v1.StorageService/NearestNodes',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
-                _registered_method=True)
-        self.RecallNodes = channel.unary_unary(
-                '/evomem.v1.StorageService/RecallNodes',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
-                _registered_method=True)
-        self.ListPossibleSuccessors = channel.unary_unary(
-                '/evomem.v1.StorageService/ListPossibleSuccessors',
-                request_serializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.SerializeToString,
-                response_deserializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.FromString,
-                _registered_method=True)
         self.AppendAudit = channel.unary_unary(
                 '/evomem.v1.StorageService/AppendAudit',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.SerializeToString,
@@ -127,33 +108,30 @@ class StorageServiceStub:
 
 
 class StorageServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """One RPC per business operation's storage side, plus the single-node reads and writes.
+    """
 
-    def InsertNode(self, request, context):
+    def PrepareRemember(self, request, context):
+        """remember, in two calls: what it needs to decide, then the write (with the note's vector).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RememberNote(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def LinkNodes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def UnlinkNode(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+    def RecallNodes(self, request, context):
+        """recall's whole storage side.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetNode(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetNodes(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -171,7 +149,13 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def SearchNodes(self, request, context):
+    def LinkNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnlinkNode(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -201,30 +185,6 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def AddVectors(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def NearestNodes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def RecallNodes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ListPossibleSuccessors(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
     def AppendAudit(self, request, context):
         """The write audit log (evomem.app.access, authenticated HTTP): append one entry, page newest first.
         """
@@ -241,30 +201,25 @@ class StorageServiceServicer:
 
 def add_StorageServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'InsertNode': grpc.unary_unary_rpc_method_handler(
-                    servicer.InsertNode,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.InsertNodeRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.InsertNodeResponse.SerializeToString,
+            'PrepareRemember': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrepareRemember,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.PrepareRememberRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.PrepareRememberResponse.SerializeToString,
             ),
-            'LinkNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.LinkNodes,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.SerializeToString,
+            'RememberNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.RememberNote,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.RememberNoteRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.RememberNoteResponse.SerializeToString,
             ),
-            'UnlinkNode': grpc.unary_unary_rpc_method_handler(
-                    servicer.UnlinkNode,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.SerializeToString,
+            'RecallNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecallNodes,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.SerializeToString,
             ),
             'GetNode': grpc.unary_unary_rpc_method_handler(
                     servicer.GetNode,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.GetNodeRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.GetNodeResponse.SerializeToString,
-            ),
-            'GetNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetNodes,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.GetNodesRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.GetNodesResponse.SerializeToString,
             ),
             'GetHeads': grpc.unary_unary_rpc_method_handler(
                     servicer.GetHeads,
@@ -276,10 +231,15 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.GetChainRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.GetChainResponse.SerializeToString,
             ),
-            'SearchNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.SearchNodes,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.SearchNodesRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.SearchNodesResponse.SerializeToString,
+            'LinkNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.LinkNodes,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.SerializeToString,
+            ),
+            'UnlinkNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnlinkNode,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.SerializeToString,
             ),
             'ForgetNode': grpc.unary_unary_rpc_method_handler(
                     servicer.ForgetNode,
@@ -301,26 +261,6 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.GetStatsRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.GetStatsResponse.SerializeToString,
             ),
-            'AddVectors': grpc.unary_unary_rpc_method_handler(
-                    servicer.AddVectors,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.SerializeToString,
-            ),
-            'NearestNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.NearestNodes,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.SerializeToString,
-            ),
-            'RecallNodes': grpc.unary_unary_rpc_method_handler(
-                    servicer.RecallNodes,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.SerializeToString,
-            ),
-            'ListPossibleSuccessors': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListPossibleSuccessors,
-                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.FromString,
-                    response_serializer=evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.SerializeToString,
-            ),
             'AppendAudit': grpc.unary_unary_rpc_method_handler(
                     servicer.AppendAudit,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.AppendAuditRequest.FromString,
@@ -340,10 +280,11 @@ def add_StorageServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class StorageService:
-    """Missing associated documentation comment in .proto file."""
+    """One RPC per business operation's storage side, plus the single-node reads and writes.
+    """
 
     @staticmethod
-    def InsertNode(request,
+    def PrepareRemember(request,
             target,
             options=(),
             channel_credentials=None,
@@ -356,9 +297,9 @@ class StorageService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/evomem.v1.StorageService/InsertNode',
-            evomem_dot_v1_dot_storage__pb2.InsertNodeRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.InsertNodeResponse.FromString,
+            '/evomem.v1.StorageService/PrepareRemember',
+            evomem_dot_v1_dot_storage__pb2.PrepareRememberRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.PrepareRememberResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -370,7 +311,7 @@ class StorageService:
             _registered_method=True)
 
     @staticmethod
-    def LinkNodes(request,
+    def RememberNote(request,
             target,
             options=(),
             channel_credentials=None,
@@ -383,9 +324,9 @@ class StorageService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/evomem.v1.StorageService/LinkNodes',
-            evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
+            '/evomem.v1.StorageService/RememberNote',
+            evomem_dot_v1_dot_storage__pb2.RememberNoteRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.RememberNoteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -397,7 +338,7 @@ class StorageService:
             _registered_method=True)
 
     @staticmethod
-    def UnlinkNode(request,
+    def RecallNodes(request,
             target,
             options=(),
             channel_credentials=None,
@@ -410,9 +351,9 @@ class StorageService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/evomem.v1.StorageService/UnlinkNode',
-            evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
+            '/evomem.v1.StorageService/RecallNodes',
+            evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -440,33 +381,6 @@ class StorageService:
             '/evomem.v1.StorageService/GetNode',
             evomem_dot_v1_dot_storage__pb2.GetNodeRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.GetNodeResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetNodes(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/evomem.v1.StorageService/GetNodes',
-            evomem_dot_v1_dot_storage__pb2.GetNodesRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.GetNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -532,7 +446,7 @@ class StorageService:
             _registered_method=True)
 
     @staticmethod
-    def SearchNodes(request,
+    def LinkNodes(request,
             target,
             options=(),
             channel_credentials=None,
@@ -545,9 +459,36 @@ class StorageService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/evomem.v1.StorageService/SearchNodes',
-            evomem_dot_v1_dot_storage__pb2.SearchNodesRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.SearchNodesResponse.FromString,
+            '/evomem.v1.StorageService/LinkNodes',
+            evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.LinkNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnlinkNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/UnlinkNode',
+            evomem_dot_v1_dot_storage__pb2.UnlinkNodeRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.UnlinkNodeResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -656,114 +597,6 @@ class StorageService:
             '/evomem.v1.StorageService/GetStats',
             evomem_dot_v1_dot_storage__pb2.GetStatsRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.GetStatsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def AddVectors(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/evomem.v1.StorageService/AddVectors',
-            evomem_dot_v1_dot_storage__pb2.AddVectorsRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.AddVectorsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def NearestNodes(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/evomem.v1.StorageService/NearestNodes',
-            evomem_dot_v1_dot_storage__pb2.NearestNodesRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.NearestNodesResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def RecallNodes(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/evomem.v1.StorageService/RecallNodes',
-            evomem_dot_v1_dot_storage__pb2.RecallNodesRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.RecallNodesResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListPossibleSuccessors(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/evomem.v1.StorageService/ListPossibleSuccessors',
-            evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsRequest.SerializeToString,
-            evomem_dot_v1_dot_storage__pb2.ListPossibleSuccessorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

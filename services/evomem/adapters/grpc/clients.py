@@ -10,12 +10,9 @@ service config, gRPC's own retries); a write is never sent twice.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -23,20 +20,17 @@ import grpc
 from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import from_rpc_error
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.errors import EvoMemError, Unavailable
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
-    InsertOutcome,
     LinkDecision,
     LinkProposal,
     LinkProvenance,
     MemoryNode,
-    NewNote,
-    SearchHit,
     Stats,
 )
-from evomem.domain.recall import RecallAnswer, RecallQuery, Successor
+from evomem.domain.recall import RecallAnswer, RecallQuery
+from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext, StoredNote
 from evomem.security.peer import TlsFiles, channel_credentials, with_secret
 from evomem.v1 import (
     cronista_pb2,
@@ -57,16 +51,13 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: broke would be applied twice.
 RETRIED: dict[str, tuple[str, ...]] = {
     "evomem.v1.StorageService": (
+        "PrepareRemember",
+        "RecallNodes",
         "GetNode",
-        "GetNodes",
         "GetHeads",
         "GetChain",
-        "SearchNodes",
         "ListPendingExtractions",
         "GetStats",
-        "NearestNodes",
-        "RecallNodes",
-        "ListPossibleSuccessors",
         "ListAudit",
     ),
     "evomem.v1.CronistaService": ("ExtractFields",),
@@ -137,57 +128,42 @@ class _Client:
         self._channel.close()
 
 
-class GrpcStore(_Client):
-    """The ``Store`` port over the storage service, and its ``NodeRecall`` (``recall_nodes``)."""
+class GrpcStorage(_Client):
+    """The ``Storage`` port over the storage service: one RPC per call. ``vectors``: this wiring
+    asks for search by meaning (EVOMEM_VECTORS is not ``off``); the vectors live in storage."""
 
     service = "storage"
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, **peer: Any) -> None:
+    def __init__(
+        self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, vectors: bool = False, **peer: Any
+    ) -> None:
         super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
         self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
+        self.vectors = vectors
 
-    def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
-        return self.insert_once(note, supersedes=supersedes, link=link)[0]
+    # -- business operations
 
-    def insert_once(
-        self,
-        note: NewNote,
-        *,
-        supersedes: str | None = None,
-        link: LinkProvenance | None = None,
-        idempotency_key: str | None = None,
-        dedupe_window_ms: int = 0,
-    ) -> tuple[MemoryNode, InsertOutcome]:
-        """InsertNode with the key and the window: storage decides, under its write lock, so a
-        retry through any gateway process finds the first call's node."""
-        req = storage_pb2.InsertNodeRequest(
-            note=convert.note_to_pb(note),
-            supersedes=supersedes,
-            link=convert.link_to_pb(link) if link else None,
-            idempotency_key=idempotency_key,
-            dedupe_window_ms=dedupe_window_ms,
-        )
-        resp = self._call(self._stub.InsertNode, req)
-        return convert.node_from_pb(resp.node), InsertOutcome(resp.outcome or InsertOutcome.INSERTED)
+    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
+        """Recall's whole storage side in one RecallNodes call."""
+        return convert.recall_answer_from_pb(self._call(self._stub.RecallNodes, convert.recall_query_to_pb(query)))
 
-    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
-        req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))
-        return convert.node_from_pb(self._call(self._stub.LinkNodes, req).node)
+    def remember_context(self, query: ContextQuery) -> RememberContext:
+        """What remember needs read, in one PrepareRemember call."""
+        return convert.context_from_pb(self._call(self._stub.PrepareRemember, convert.context_query_to_pb(query)))
 
-    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
-        resp = self._call(self._stub.UnlinkNode, storage_pb2.UnlinkNodeRequest(node_id=node_id, by=by))
-        return convert.node_from_pb(resp.node), convert.node_from_pb(resp.restored)
+    def remember_note(self, write: NoteWrite) -> StoredNote:
+        """RememberNote: storage decides the key and the window under its write lock, so a retry
+        through any gateway process finds the first call's node."""
+        return convert.stored_from_pb(self._call(self._stub.RememberNote, convert.write_to_pb(write)))
+
+    def model_state(self) -> str:
+        return "remote" if self.vectors else "off"
+
+    # -- records
 
     def get(self, node_id: str) -> MemoryNode | None:
         resp = self._call(self._stub.GetNode, storage_pb2.GetNodeRequest(node_id=node_id))
         return convert.node_from_pb(resp.node) if resp.HasField("node") else None
-
-    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
-        ids = list(dict.fromkeys(node_ids))
-        if not ids:
-            return {}
-        resp = self._call(self._stub.GetNodes, storage_pb2.GetNodesRequest(node_ids=ids))
-        return {n.id: convert.node_from_pb(n) for n in resp.nodes}
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
         roots = list(dict.fromkeys(chain_roots))
@@ -200,26 +176,13 @@ class GrpcStore(_Client):
         resp = self._call(self._stub.GetChain, storage_pb2.GetChainRequest(node_id=node_id, depth=depth))
         return [convert.node_from_pb(n) for n in resp.nodes]
 
-    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
-        if not terms:
-            return []
-        req = storage_pb2.SearchNodesRequest(
-            terms=list(terms), namespace=namespace, limit=limit, active_only=active_only
-        )
-        return [convert.hit_from_pb(h) for h in self._call(self._stub.SearchNodes, req).hits]
+    def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
+        req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))
+        return convert.node_from_pb(self._call(self._stub.LinkNodes, req).node)
 
-    def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
-        """The ``NodeRecall`` port: recall's whole storage side in one RecallNodes call."""
-        return convert.recall_answer_from_pb(self._call(self._stub.RecallNodes, convert.recall_query_to_pb(query)))
-
-    def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
-    ) -> dict[str, list[Successor]]:
-        ids = list(dict.fromkeys(node_ids))
-        if not ids or limit < 1:
-            return {}
-        req = storage_pb2.ListPossibleSuccessorsRequest(node_ids=ids, namespace=namespace, limit=limit)
-        return convert.successors_from_pb(self._call(self._stub.ListPossibleSuccessors, req))
+    def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
+        resp = self._call(self._stub.UnlinkNode, storage_pb2.UnlinkNodeRequest(node_id=node_id, by=by))
+        return convert.node_from_pb(resp.node), convert.node_from_pb(resp.restored)
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         resp = self._call(self._stub.ForgetNode, storage_pb2.ForgetNodeRequest(node_id=node_id, purge=purge))
@@ -251,7 +214,7 @@ class GrpcStore(_Client):
     def stats(self, namespace: str | None = None) -> Stats:
         return convert.stats_from_pb(self._call(self._stub.GetStats, storage_pb2.GetStatsRequest(namespace=namespace)))
 
-    # -- the write audit log (AuditLog port)
+    # -- the write audit log
 
     def append_audit(self, entry: AuditEntry) -> None:
         self._call(self._stub.AppendAudit, storage_pb2.AppendAuditRequest(entry=audit_convert.entry_to_pb(entry)))
@@ -275,6 +238,13 @@ class GrpcExtractor(_Client):
         resp = self._call(self._stub.ExtractFields, cronista_pb2.ExtractFieldsRequest(text=text))
         return convert.extraction_from_pb(resp.extraction)
 
+    def load(self) -> None:
+        """Nothing to load here: the cronista service holds the model."""
+
+    def check(self) -> str | None:
+        """The cronista service reports its own health."""
+        return None
+
 
 class GrpcLinker(_Client):
     """The ``Linker`` port over the linker service."""
@@ -291,119 +261,37 @@ class GrpcLinker(_Client):
         resp = self._call(self._stub.ProposeLink, self._request(text, scope, candidates))
         return convert.proposal_from_pb(resp.proposal) if resp.HasField("proposal") else None
 
-    #: ``decide`` sends ``scope_inferred``; the service's linker uses it when it reads inferred scopes.
-    reads_inferred_scopes = True
+    def prepare(self, text: str) -> None:
+        """Nothing ahead: the linker service does its work in ``DecideLink``."""
 
     def decide(
-        self, text: str, scope: str | None, candidates: Sequence[MemoryNode], scope_inferred: bool = False
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
     ) -> LinkDecision:
-        """The linker's full decision (link, abstain with candidates, none), as in-process."""
-        resp = self._call(self._stub.DecideLink, self._request(text, scope, candidates, scope_inferred))
-        return convert.decision_from_pb(resp)
+        """The linker's full decision (link, abstain with candidates, none), as in-process.
+        ``DecideLink`` carries ``scope_inferred`` and the candidates' ``earlier`` versions (so the
+        linker service never calls storage back); ``similarities`` are not sent: the linker service
+        reads the notes with its own embedder, as it always has."""
+        request = self._request(text, scope, candidates, scope_inferred, earlier)
+        return convert.decision_from_pb(self._call(self._stub.DecideLink, request))
 
     @staticmethod
     def _request(
-        text: str, scope: str | None, candidates: Sequence[MemoryNode], scope_inferred: bool = False
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
     ) -> linker_pb2.ProposeLinkRequest:
         return linker_pb2.ProposeLinkRequest(
             text=text,
             scope=scope,
             candidates=[convert.node_to_pb(c) for c in candidates],
             scope_inferred=scope_inferred,
+            earlier=[convert.node_to_pb(n) for n in (earlier or {}).values()],
         )
-
-
-class GrpcVectors(_Client):
-    """The ``Vectors`` port over the storage service, which keeps the vectors in its own file
-    and embeds texts itself: ``add`` sends node ids, ``nearest`` sends the query text.
-
-    ``required=False`` (the gateway's ``EVOMEM_VECTORS=auto``): when storage answers that it
-    runs without vectors (FAILED_PRECONDITION), that is logged once and, for ``recheck_s``,
-    ``add`` does nothing and ``nearest`` finds nothing, without a call: recall is BM25 only,
-    as the embedded server's ``auto`` without a model. ``required=True`` (``on``): every call
-    raises ``Unavailable``, so the service logs it and ``remember`` warns.
-
-    ``remove`` does nothing: a purge deletes the vector inside storage's own transaction
-    (``SQLiteStore.forget``), which is the only removal the service needs.
-    """
-
-    service = "storage"
-
-    def __init__(
-        self,
-        address: str,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        required: bool = False,
-        recheck_s: float = 60.0,
-        **peer: Any,
-    ) -> None:
-        super().__init__(address, timeout_s=timeout_s, **peer)  # peer: secret, tls
-        self._stub = storage_pb2_grpc.StorageServiceStub(self._channel)
-        self.required = required
-        self.recheck_s = recheck_s
-        self._model: str | None = None
-        self._off_until = 0.0  # monotonic time until which storage is taken to have no vectors
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """The storage service's embedding model (asked once), or ``grpc:<address>`` while unknown."""
-        if self._model is None:
-            with contextlib.suppress(EvoMemError):  # storage down or without vectors: not known yet
-                self._ask(self._stub.NearestNodes, storage_pb2.NearestNodesRequest(limit=0))
-        return self._model or f"grpc:{self.address}"
-
-    @property
-    def off(self) -> bool:
-        """True while storage is taken to run without vectors (``required=False`` only)."""
-        return time.monotonic() < self._off_until
-
-    def _ask(self, method: Any, request: Any) -> Any:
-        try:
-            resp = method(request, timeout=self.timeout_s, wait_for_ready=True)
-        except grpc.RpcError as exc:
-            code = exc.code() if hasattr(exc, "code") else None
-            if code == grpc.StatusCode.UNIMPLEMENTED:  # a storage service from before vectors
-                raise Unavailable(f"the storage service ({self.address}) has no vector RPCs") from exc
-            err = from_rpc_error(exc, f"{self.service} ({self.address})")
-            if code == grpc.StatusCode.FAILED_PRECONDITION and isinstance(err, Unavailable) and not self.required:
-                with self._lock:
-                    first = self._off_until == 0.0
-                    self._off_until = time.monotonic() + self.recheck_s
-                if first:
-                    log.info("hybrid recall off (BM25 only): %s", err.message)
-            raise err from exc
-        self._model = resp.model or self._model
-        if self._off_until:
-            with self._lock:
-                if self._off_until:
-                    log.info("hybrid recall on: storage (%s) now has vectors (%s)", self.address, self._model)
-                    self._off_until = 0.0
-        return resp
-
-    def add(self, nodes: Sequence[MemoryNode]) -> None:
-        ids = [n.id for n in nodes if not n.purged and n.raw_text]
-        if not ids or self.off:
-            return
-        try:
-            self._ask(self._stub.AddVectors, storage_pb2.AddVectorsRequest(node_ids=ids))
-        except Unavailable:
-            if self.required or not self.off:
-                raise
-
-    def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
-        if limit < 1 or not text.strip() or self.off:
-            return []
-        req = storage_pb2.NearestNodesRequest(text=text, namespace=namespace, limit=limit)
-        try:
-            resp = self._ask(self._stub.NearestNodes, req)
-        except Unavailable:
-            if self.required or not self.off:
-                raise
-            return []
-        # float on the wire: round as SemanticIndex does, so both wirings answer the same numbers.
-        return [(h.node_id, round(h.similarity, 6)) for h in resp.hits]
-
-    def remove(self, node_id: str) -> None:
-        """Nothing to do here: storage deletes a purged node's vector in the purge's transaction."""

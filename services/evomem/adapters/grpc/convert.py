@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from evomem.adapters.grpc import audit_convert
 from evomem.adapters.sqlite.codec import (
     ENUM,
     NUMBERS,
@@ -17,6 +18,7 @@ from evomem.adapters.sqlite.codec import (
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
+    InsertOutcome,
     LinkDecision,
     LinkKind,
     LinkProposal,
@@ -28,6 +30,7 @@ from evomem.domain.model import (
     Status,
 )
 from evomem.domain.recall import Match, RecallAnswer, RecallQuery, Resolved, Successor
+from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext, StoredNote
 from evomem.v1 import common_pb2, linker_pb2, storage_pb2
 
 T = TypeVar("T")
@@ -190,16 +193,80 @@ def successor_from_pb(msg: storage_pb2.PossibleSuccessor) -> Successor:
     return record_from_pb(msg, Successor)
 
 
-def successors_to_pb(found: dict[str, list[Successor]]) -> storage_pb2.ListPossibleSuccessorsResponse:
-    return storage_pb2.ListPossibleSuccessorsResponse(
-        entries=[
-            storage_pb2.SuccessorsOf(node_id=i, successors=[successor_to_pb(y) for y in ys]) for i, ys in found.items()
-        ]
+# ---------------------------------------------------------------- remember's two calls
+
+
+def context_query_to_pb(q: ContextQuery) -> storage_pb2.PrepareRememberRequest:
+    return record_to_pb(q, storage_pb2.PrepareRememberRequest)
+
+
+def context_query_from_pb(msg: storage_pb2.PrepareRememberRequest) -> ContextQuery:
+    return record_from_pb(msg, ContextQuery)
+
+
+def context_to_pb(context: RememberContext) -> storage_pb2.PrepareRememberResponse:
+    return storage_pb2.PrepareRememberResponse(
+        nodes=[node_to_pb(n) for n in context.nodes.values()],
+        candidates=[node_to_pb(n) for n in context.candidates],
+        # float on the wire: rounded as the vectors round them, so both wirings give the same numbers
+        similarities=[storage_pb2.NearestHit(node_id=i, similarity=s) for i, s in context.similarities.items()],
+        earlier=[node_to_pb(n) for n in context.earlier.values()],
+        vector_problem=context.vector_problem,
     )
 
 
-def successors_from_pb(msg: storage_pb2.ListPossibleSuccessorsResponse) -> dict[str, list[Successor]]:
-    return {e.node_id: [successor_from_pb(y) for y in e.successors] for e in msg.entries}
+def context_from_pb(msg: storage_pb2.PrepareRememberResponse) -> RememberContext:
+    return RememberContext(
+        nodes={n.id: n for n in map(node_from_pb, msg.nodes)},
+        candidates=[node_from_pb(n) for n in msg.candidates],
+        similarities={h.node_id: round(h.similarity, 6) for h in msg.similarities},
+        earlier={n.id: n for n in map(node_from_pb, msg.earlier)},
+        vector_problem=msg.vector_problem if msg.HasField("vector_problem") else None,
+    )
+
+
+def write_to_pb(write: NoteWrite) -> storage_pb2.RememberNoteRequest:
+    return storage_pb2.RememberNoteRequest(
+        note=note_to_pb(write.note),
+        supersedes=write.supersedes,
+        link=link_to_pb(write.link) if write.link else None,
+        idempotency_key=write.idempotency_key,
+        dedupe_window_ms=write.dedupe_window_ms,
+        vectors=write.vectors,
+        vectors_required=write.vectors_required,
+        audit=audit_convert.entry_to_pb(write.audit) if write.audit is not None else None,
+    )
+
+
+def write_from_pb(msg: storage_pb2.RememberNoteRequest) -> NoteWrite:
+    return NoteWrite(
+        note=note_from_pb(msg.note),
+        supersedes=msg.supersedes if msg.HasField("supersedes") else None,
+        link=link_from_pb(msg.link) if msg.HasField("link") else None,
+        idempotency_key=msg.idempotency_key if msg.HasField("idempotency_key") else None,
+        dedupe_window_ms=msg.dedupe_window_ms,
+        vectors=msg.vectors,
+        vectors_required=msg.vectors_required,
+        audit=audit_convert.entry_from_pb(msg.audit) if msg.HasField("audit") else None,
+    )
+
+
+def stored_to_pb(stored: StoredNote) -> storage_pb2.RememberNoteResponse:
+    return storage_pb2.RememberNoteResponse(
+        node=node_to_pb(stored.node),
+        outcome=str(stored.outcome),
+        vector_problem=stored.vector_problem,
+        head_was_forgotten=stored.head_was_forgotten,
+    )
+
+
+def stored_from_pb(msg: storage_pb2.RememberNoteResponse) -> StoredNote:
+    return StoredNote(
+        node=node_from_pb(msg.node),
+        outcome=InsertOutcome(msg.outcome or InsertOutcome.INSERTED),
+        vector_problem=msg.vector_problem if msg.HasField("vector_problem") else None,
+        head_was_forgotten=msg.head_was_forgotten,
+    )
 
 
 def stats_to_pb(stats: Stats) -> storage_pb2.GetStatsResponse:

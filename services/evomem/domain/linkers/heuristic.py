@@ -14,7 +14,7 @@ therefore off by default (``--auto-supersede off``); ``scored`` is the safe one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from evomem.domain.linkers.vocabulary import HEURISTIC_CHANGE_CUE, content_words
 from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
@@ -37,8 +37,20 @@ class HeuristicLinker:
         self.min_shared = min_shared
         self.min_overlap = min_overlap
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
-        """Link (the best overlap) or none: the heuristic never abstains."""
+    def prepare(self, text: str) -> None:
+        """Nothing to do on the note alone ahead of ``decide``."""
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
+    ) -> LinkDecision:
+        """Link (the best overlap) or none: the heuristic never abstains. It reads the words
+        only: ``similarities``, ``scope_inferred`` and ``earlier`` are not read."""
         proposal = self.propose(text, scope, candidates)
         if proposal is None:
             return LinkDecision(kind=LinkKind.NONE)

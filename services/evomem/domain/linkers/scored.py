@@ -8,25 +8,26 @@ records its evidence as spans of the notes. See ``ScoredLinker``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evomem.domain.catalog import product_kinds
+from evomem.domain.linkers.history import Lookup, versions_from
 from evomem.domain.linkers.vocabulary import words
 from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scopes_compatible
 from evomem.domain.subject import (
     LONG_NOTE_CHARS,
     Facts,
-    Mention,
     analyse,
     identifier,
     lowercase_options,
     lowercase_vocabulary,
-    name_concepts,
 )
 from evomem.domain.subject import references as analyse_references
+from evomem.domain.subject_names import Mention
+from evomem.domain.subject_words import name_concepts
 
 if TYPE_CHECKING:
     from evomem.app.ports import Embedder
@@ -50,8 +51,6 @@ ABSTAIN_AT = 0.40
 MARGIN = 0.15  # candidates on other subjects within this of the best: abstain
 EXPLICIT_REFERENCE = 0.90
 HISTORY_DEPTH = 4  # earlier versions read to learn what a terse candidate is about
-
-Lookup = Callable[[Iterable[str]], Mapping[str, MemoryNode]]
 
 
 @dataclass(slots=True)
@@ -154,8 +153,9 @@ class ScoredLinker:
     For the new note and every candidate it reads (``evomem.domain.subject``) whether the
     text is a decision, the option it chooses and the options it leaves, and its subject
     (content words, paraphrases folded into concepts). A terse candidate ("Ledger runs on
-    SQLite") inherits the concepts its earlier versions name when ``lookup`` (the store's
-    ``get_many``) is given: a chain is one topic.
+    SQLite") inherits the concepts its earlier versions name, given with the candidates
+    (``decide(..., earlier=)``) or read through ``lookup`` (the store's ``get_many``): a chain is
+    one topic.
 
     A candidate can be replaced only when both notes are decisions, their scopes are
     compatible, their subjects agree (one contains the other) and the note chooses an option
@@ -200,7 +200,22 @@ class ScoredLinker:
         decision = self.decide(text, scope, candidates)
         return decision.proposal if decision.kind is LinkKind.LINK else None
 
-    def decide(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkDecision:
+    def prepare(self, text: str) -> None:
+        """Nothing to do on the note alone ahead of ``decide``."""
+
+    def decide(
+        self,
+        text: str,
+        scope: str | None,
+        candidates: Sequence[MemoryNode],
+        similarities: Mapping[str, float] | None = None,
+        scope_inferred: bool = False,
+        earlier: Mapping[str, MemoryNode] | None = None,
+    ) -> LinkDecision:
+        """Link, abstain or none (see the class docstring). ``earlier``: the candidates' earlier
+        versions by id, as the caller read them (at least ``HISTORY_DEPTH`` back), read instead of
+        ``lookup``. ``similarities`` and ``scope_inferred`` are not read: this linker embeds the
+        notes it compares itself and never lists a candidate in another scope."""
         nodes = [c for c in candidates if c.status == "active" and scopes_compatible(scope, c.scope)]
         if not nodes:
             return LinkDecision(kind=LinkKind.NONE, reason="no active candidate with a compatible scope")
@@ -209,7 +224,7 @@ class ScoredLinker:
             return explicit
         if len(text) > LONG_NOTE_CHARS:
             return LinkDecision(kind=LinkKind.NONE, reason="a long document: only explicit references are linked")
-        history = self._history(nodes)
+        history = self._history(nodes, earlier)
         vocab = lowercase_vocabulary(
             [text, *(c.raw_text for c in nodes), *(h.raw_text for hs in history.values() for h in hs)]
         )
@@ -293,17 +308,21 @@ class ScoredLinker:
         spans = {**note.subject_spans, concept: note.option.text}
         return replace(note, subject=subject, core=core, subject_spans=spans)
 
-    def _history(self, nodes: Sequence[MemoryNode]) -> dict[str, list[MemoryNode]]:
-        """Earlier versions of each candidate's chain (newest first), when a lookup is wired."""
+    def _history(
+        self, nodes: Sequence[MemoryNode], earlier: Mapping[str, MemoryNode] | None = None
+    ) -> dict[str, list[MemoryNode]]:
+        """Earlier versions of each candidate's chain (newest first): from ``earlier`` when the
+        caller gave them, else through ``lookup`` when one is wired."""
         out: dict[str, list[MemoryNode]] = {n.id: [] for n in nodes}
-        if self.lookup is None:
+        lookup = versions_from(self.lookup, earlier)
+        if lookup is None:
             return out
         heads = {n.id: n.supersedes for n in nodes if n.supersedes}
         for _ in range(HISTORY_DEPTH):
             if not heads:
                 break
             try:
-                found = self.lookup(set(heads.values()))
+                found = lookup(set(heads.values()))
             except Exception:  # history only sharpens the subject; never fail on it
                 break
             nxt: dict[str, str] = {}

@@ -62,10 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     info = bootstrap.server_info(settings, service)
     log.info("evomem %s: %s", __version__, " ".join(f"{k}={v}" for k, v in info.items() if k != "wiring"))
     if settings.mcp.transport == "stdio":
-        from evomem.entrypoints.mcp.stdio import serve_embedded  # strict UTF-8, parse errors answered
-    else:
-        from evomem.entrypoints.mcp.http import serve_embedded  # tokens, Host/Origin lists, the port bound first
-    return serve_embedded(settings, service)
+        from evomem.entrypoints.mcp import stdio  # strict UTF-8, parse errors answered
+
+        return stdio.serve_embedded(bootstrap.embedded_mcp_server(settings, service), service)
+    from evomem.bootstrap.http import embedded_http_front
+    from evomem.entrypoints.mcp import http  # tokens, Host/Origin lists, the port bound first
+
+    return http.serve_embedded(settings, service, lambda: embedded_http_front(settings, service))
 
 
 if __name__ == "__main__":  # pragma: no cover

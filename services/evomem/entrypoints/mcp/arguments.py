@@ -1,5 +1,9 @@
 """Strict checking of tool arguments against the published (compact) input schemas.
 
+``compact_input_schema`` makes the schema a tool publishes (no titles, ``X | None`` as a type
+list, no unknown argument); ``Checker`` finds its violations; ``schema_error`` and
+``pydantic_error`` turn the first one into the ``field: reason`` an error message carries.
+
 The tools' schemas use a handful of JSON Schema keywords (``type``, ``properties``,
 ``required``, ``additionalProperties``, ``items``, ``enum``, ``minimum``, ``maximum``,
 ``maxLength``, ``minLength``); ``violations`` checks those here, with JSON Schema's meaning
@@ -13,9 +17,12 @@ A violation carries what ``jsonschema``'s ``ValidationError`` does that the erro
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
 
 #: The keywords checked here; "description", "default" and "title" are annotations.
 KEYWORDS = frozenset(
@@ -138,3 +145,84 @@ class Checker:
         if self._fallback is not None:
             return iter(self._fallback.iter_errors(instance))
         return violations(self.schema, instance)
+
+
+# ---------------------------------------------------------------------------- published schemas and error texts
+
+
+def compact_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The published input schema, small and strict: no titles, ``X | None`` as a type list,
+    no unknown arguments."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        node = {k: walk(v) for k, v in node.items() if k != "title"}
+        options = node.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options and len(options) == 2:
+            (other,) = [o for o in options if o != {"type": "null"}]
+            if isinstance(other.get("type"), str):
+                node.pop("anyOf")
+                merged = {**other, "type": [other["type"], "null"]}
+                node = {**merged, **node}
+        if node.get("default", 0) is None:
+            node.pop("default")
+        return node
+
+    out = walk(schema)
+    out["additionalProperties"] = False
+    return out
+
+
+_ARTICLE = {"integer": "an integer", "boolean": "a boolean (true or false)", "string": "a string", "array": "an array"}
+_ARTICLE |= {"object": "an object", "number": "a number"}
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def schema_error(error: Any) -> str:
+    """``field: reason`` for one schema violation (a ``Violation``, or a ``jsonschema`` error for
+    a schema with other keywords), without echoing a long value."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    kind = error.validator
+    if kind == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        return f"{missing}: is required"
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"{', '.join(extra)}: not an argument of this tool (see its input schema)"
+    where = path or "arguments"
+    if kind == "type":
+        want = error.validator_value
+        names = want if isinstance(want, list) else [want]
+        want = " or ".join(_ARTICLE.get(w, w) for w in names)
+        return f"{where}: must be {want}, got {_short(error.instance)}"
+    if kind in ("minimum", "maximum"):
+        low, high = error.schema.get("minimum"), error.schema.get("maximum")
+        span = f"from {low} to {high}" if low is not None and high is not None else f"{kind} {error.validator_value}"
+        return f"{where}: must be {span}, got {_short(error.instance)}"
+    if kind == "enum":
+        return f"{where}: must be one of {', '.join(map(str, error.validator_value))}, got {_short(error.instance)}"
+    return f"{where}: {error.message[:200]}"
+
+
+def first_error(checker: Checker, arguments: dict[str, Any]) -> str | None:
+    """``field: reason`` for the first violation of ``arguments`` (an unknown argument first,
+    then by path), or None when they are valid."""
+    errors = sorted(
+        checker.iter_errors(arguments),
+        key=lambda e: (e.validator != "additionalProperties", [str(p) for p in e.absolute_path]),
+    )
+    return schema_error(errors[0]) if errors else None
+
+
+def pydantic_error(exc: ValidationError) -> str:
+    """``field: reason`` for the first error of the SDK's own (pydantic) validation."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "arguments"
+    return f"{where}: {first['msg']}"

@@ -1,280 +1,65 @@
-"""The streamable-HTTP ASGI app and serving it in-process.
+"""``evomem-mcp --transport http``: the embedded server over streamable HTTP, served by uvicorn.
 
-Routes, all in ``build_http_app`` (the embedded server and the gateway serve the same app):
-
-- ``/mcp``      MCP (streamable HTTP)
-- ``/livez``    the process answers (no I/O): 200 ``{"status": "ok"}``
-- ``/readyz``   the database answers a read (the gateway: the storage service does), and the
-                embedding model has loaded when vectors are required (``--vectors on``):
-                200 ``{"status": "ready", ...}``, else 503 with what is not ready
-- ``/healthz``  kept for older probes: the same as ``/livez``
-- ``/metrics``  Prometheus: tool calls by tool and outcome, latency histograms, notes by
-                status, the extraction backlog, the model's load state (``evomem.entrypoints.mcp.telemetry``)
+The command (``evomem.entrypoints.cli.mcp``) calls ``serve_embedded`` with the composition
+root's builder of the HTTP front (``evomem.bootstrap.http.embedded_http_front``: the gate, the
+socket bound first, the MCP server, the app of ``http_app``); it is served until Ctrl-C. This
+module never imports the composition root, nor does the composition root import it.
 """
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-
-#: Seconds /readyz and /metrics wait for the store (the gateway: storage over gRPC) before answering without it.
-PROBE_TIMEOUT_S = 2.0
+from evomem.entrypoints.mcp.http_app import PortInUse
 
 
-def readiness(service: Any, *, model_required: bool = False) -> tuple[bool, dict[str, Any]]:
-    """Whether ``service`` can answer now, and the detail /readyz shows."""
-    from evomem.entrypoints.mcp import telemetry
-
-    detail: dict[str, Any] = {}
-    ready = True
-    try:
-        service.stats()
-        detail["database"] = "ok"
-    except Exception as exc:
-        ready = False
-        detail["database"] = f"error: {exc}"
-    state = telemetry.model_state(service)
-    detail["model"] = state
-    if model_required and state not in ("loaded", "remote"):
-        ready = False
-    return ready, detail
-
-
-def add_ops_routes(
-    server: MCPServer[Any], service: Callable[[], Any] | None = None, *, model_required: bool = False
-) -> None:
-    """/livez, /readyz, /healthz and /metrics on ``server``'s HTTP app. ``service``: the
-    ``MemoryService`` getter the tools use (None: /readyz and the service gauges are off)."""
-    from evomem.entrypoints.mcp import telemetry
-
-    telemetry.enable_metrics()
-
-    @server.custom_route("/livez", methods=["GET"])
-    async def livez(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    @server.custom_route("/readyz", methods=["GET"])
-    async def readyz(request: Request) -> JSONResponse:
-        if service is None:
-            return JSONResponse({"status": "ready"})
-        import anyio
-        import anyio.to_thread
-
-        answer: tuple[bool, dict[str, Any]] = (False, {"database": f"error: no answer in {PROBE_TIMEOUT_S:g} s"})
-        with anyio.move_on_after(PROBE_TIMEOUT_S):  # a probe answers in time, even when storage does not
-            answer = await anyio.to_thread.run_sync(
-                lambda: readiness(service(), model_required=model_required), abandon_on_cancel=True
-            )
-        ready, detail = answer
-        return JSONResponse({"status": "ready" if ready else "not ready", **detail}, status_code=200 if ready else 503)
-
-    @server.custom_route("/metrics", methods=["GET"])
-    async def metrics(request: Request) -> Response:
-        import anyio
-        import anyio.to_thread
-
-        page = None
-        with anyio.move_on_after(PROBE_TIMEOUT_S):
-            page = await anyio.to_thread.run_sync(
-                lambda: telemetry.render_metrics(service() if service is not None else None), abandon_on_cancel=True
-            )
-        if page is None:  # the store did not answer in time: the process's own metrics, and say so
-            body, content_type = telemetry.render_metrics(None)
-            page = (body + telemetry.STORE_DOWN, content_type)
-        return Response(page[0], media_type=page[1])
-
-
-DEFAULT_BODY_LIMIT = 4 * 1024 * 1024  # the MCP SDK's default request body limit
-
-
-def body_limit(max_note_bytes: int | None) -> int:
-    """The request body limit for notes of up to ``max_note_bytes``: JSON escaping can grow a
-    note (\\uXXXX is 6 bytes per character), so a body well over the note limit must still reach
-    ``remember``, which answers ``[note_too_large]`` itself instead of a bare HTTP 413."""
-    if max_note_bytes is None:
-        return DEFAULT_BODY_LIMIT
-    return max(DEFAULT_BODY_LIMIT, 16 * max_note_bytes + 1024 * 1024)
-
-
-class TooLargeAsJsonRpc:
-    """ASGI middleware: the SDK's bare 413 ("Request body too large") becomes a JSON-RPC error
-    that says which limit was hit, still with status 413."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        rewriting = False
-
-        async def send_wrapper(message: Any) -> None:
-            nonlocal rewriting
-            if message["type"] == "http.response.start" and message["status"] == 413:
-                rewriting = True
-                return
-            if rewriting and message["type"] == "http.response.body":
-                if message.get("more_body"):
-                    return
-                body = json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": None,
-                        "error": {
-                            "code": -32600,
-                            "message": f"[note_too_large] the request body is over {self.limit:,} bytes, the most "
-                            "this server reads; notes are limited by --max-note-bytes. Store a summary, or split it.",
-                        },
-                    }
-                ).encode()
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-                await send({"type": "http.response.start", "status": 413, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
-                return
-            await send(message)
-
-        await self.app(scope, receive, send_wrapper)
-
-
-def build_http_app(
-    server: Any,
-    *,
-    host: str = "127.0.0.1",
-    stateless: bool = False,
-    json_response: bool = False,
-    gate: Any = None,
-    allowed_hosts: list[str] | None = None,
-    allowed_origins: list[str] | None = None,
-    max_note_bytes: int | None = None,
-    service: Callable[[], Any] | None = None,
-    model_required: bool = False,
-) -> Any:
-    """``stateless``/``json_response``: the SDK's per-request transport, answering each POST with
-    one JSON body instead of an event stream (the gateway: no SSE set-up per call).
-    ``gate``: ``evomem.security.gate.Gate`` (tokens, rate limits), None without auth.
-    Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
-    ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
-    ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
-    assert isinstance(server, MCPServer)
-    from evomem.security.gate import transport_security
-
-    add_ops_routes(server, service, model_required=model_required)
-    security = transport_security(host, allowed_hosts or [], allowed_origins or [])
-    limit = body_limit(max_note_bytes)
-    app = server.streamable_http_app(
-        host=host,
-        stateless_http=stateless,
-        json_response=json_response,
-        transport_security=security,
-        max_request_body_size=limit,
-    )
-    app.add_middleware(TooLargeAsJsonRpc, limit=limit)
-    return gate.wrap(app) if gate is not None else app
-
-
-class PortInUse(OSError):
-    """The HTTP port cannot be bound (in use, or not allowed): one line for the operator."""
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket for ``host:port`` (0 picks a free port), or ``PortInUse``; bound
-    first, so the URL is known before the app is built."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit this. Without it, small JSON responses wait on the
-    # peer's delayed ACK (~40 ms per call) when uvicorn serves a pre-bound socket.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise PortInUse(
-            exc.errno,
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop the process that holds it "
-            "or choose another port with --port / EVOMEM_PORT (0 picks one)",
-        ) from exc
-    sock.listen(2048)  # from here a client that read the URL is queued, never refused
-    return sock
-
-
-def serve_http(
-    server: Any,
-    host: str,
-    port: int,
-    db: str,
-    log_level: str,
-    *,
-    max_note_bytes: int | None = None,
-    sock: socket.socket | None = None,
-    service: Callable[[], Any] | None = None,
-    model_required: bool = False,
-    **app: Any,
-) -> None:
-    """The embedded server over streamable HTTP on ``host:port`` (0 picks a free port), or on
-    ``sock`` when the caller bound it first (``bind``: a busy port is reported before anything
-    else starts); ``app``: ``build_http_app``'s gate and allowed lists."""
+def serve_http(app: Any, sock: socket.socket, log_level: str) -> None:
+    """Serve the ASGI ``app`` on the bound ``sock`` with uvicorn until Ctrl-C."""
     import uvicorn
 
-    sock = sock if sock is not None else bind(host, port)
-    asgi = build_http_app(
-        server, host=host, max_note_bytes=max_note_bytes, service=service, model_required=model_required, **app
-    )
-    url = f"http://{host}:{sock.getsockname()[1]}/mcp"
-    auth = "on (send Authorization: Bearer <token>)" if app.get("gate") is not None else "off"
-    print(
-        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n  authentication: {auth}\n"
-        f"  Claude Code:  claude mcp add --transport http evomem {url}\n"
-        f"  other clients: point an MCP client at {url}\n"
-        "  (stdio clients launch `evomem-mcp --db PATH` themselves; see README)\n  Ctrl-C to stop.",
-        file=sys.stderr,
-        flush=True,
-    )
     # log_config=None: uvicorn's loggers go through the root handler evomem.ops.logs set up
     # (text or JSON), instead of uvicorn's own plain-text handlers.
-    config = uvicorn.Config(asgi, log_level=log_level.lower(), lifespan="on", log_config=None)
+    config = uvicorn.Config(app, log_level=log_level.lower(), lifespan="on", log_config=None)
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def serve_embedded(settings: Any, service: Any) -> int:
-    """``evomem-mcp --transport http``: the gate (tokens, rate limits, Host/Origin lists) and
-    the port bound before anything else starts (a busy port: one line, exit 1), then the MCP
-    server on the embedded ``service`` over streamable HTTP until Ctrl-C. The model loads in
-    the background from the start. Returns the exit status."""
-    from evomem.bootstrap.embedded import embedded_mcp_server
-    from evomem.bootstrap.http import build_http_front
+def banner(url: str, db: str, auth: bool) -> str:
+    """What ``evomem-mcp --transport http`` prints on stderr once it listens."""
+    on = "on (send Authorization: Bearer <token>)" if auth else "off"
+    return (
+        f"EvoMem MCP server (streamable HTTP) at {url}\n  database: {db}\n  authentication: {on}\n"
+        f"  Claude Code:  claude mcp add --transport http evomem {url}\n"
+        f"  other clients: point an MCP client at {url}\n"
+        "  (stdio clients launch `evomem-mcp --db PATH` themselves; see README)\n  Ctrl-C to stop."
+    )
+
+
+def serve_embedded(settings: Any, service: Any, build_front: Callable[[], Any]) -> int:
+    """``evomem-mcp --transport http``: the HTTP front of the embedded ``service``, built by
+    ``build_front`` (the composition root's ``evomem.bootstrap.http.embedded_http_front``, which
+    the command passes: the gate, the port bound before anything else starts, the MCP server and
+    its app), served until Ctrl-C, the model loading in the background from the start. A busy
+    port is one line and exit 1; settings that cannot serve (a non-loopback host without
+    ``--auth-file``) one line and exit 2. Returns the exit status."""
     from evomem.entrypoints.mcp.running import run_embedded
     from evomem.settings import SettingsError
 
-    host = settings.mcp.host or "127.0.0.1"
     try:
-        gate, sock, app = build_http_front(settings, host)
+        front = build_front()
     except PortInUse as exc:  # a busy port: one line, then exit 1
-        service.store.close()
+        service.close()
         print(f"evomem-mcp: {exc.strerror}", file=sys.stderr)
         return 1
     except SettingsError as exc:  # e.g. a non-loopback host without --auth-file
-        service.store.close()
+        service.close()
         print(f"evomem-mcp: {exc}", file=sys.stderr)
         return 2
-    server = embedded_mcp_server(settings, service, gate=gate)
-    db, level, required = settings.db_path(), settings.logging.level, settings.vectors.mode == "on"
 
     def serve() -> None:
-        limit = settings.memory.max_note_bytes
-        serve_http(server, host, settings.mcp.port, db, level, max_note_bytes=limit, sock=sock,
-                   service=lambda: service, model_required=required, **app)  # fmt: skip
+        print(banner(front.url, settings.db_path(), front.gate is not None), file=sys.stderr, flush=True)
+        serve_http(front.app, front.sock, settings.logging.level)
 
     return run_embedded(service, serve)

@@ -33,5 +33,5 @@ def run_embedded(
         status = 1
     finally:
         stop.set()  # the backfill stops after its batch; the next start goes on
-        service.store.close()
+        service.close()
     return exit_process(status, background)

@@ -12,24 +12,27 @@ waits forever). Here each line is read as bytes and:
   escape (``"\\ud800"``, not Unicode text) is invalid params (-32602) with its id;
 - a malformed notification or response gets no answer (JSON-RPC forbids one), only a log line.
 
-Valid messages go to the SDK's server unchanged, and its answers are written as the SDK
-writes them. While serving, file descriptor 1 points at stderr, so a stray print cannot
-corrupt the protocol; the protocol is written to a duplicate of the original stdout.
+Valid messages go to the SDK's own stdio transport unchanged, and its answers are written as
+the SDK writes them (``serve_stdio``). While serving, file descriptor 1 points at stderr, so a
+stray print cannot corrupt the protocol; the protocol is written to a duplicate of the original
+stdout. Only the SDK's public API is used.
 See docs/UPSTREAM-stdio.md for what belongs in the SDK itself.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
 import sys
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, BinaryIO, TextIO
 
 import anyio
 import mcp_types as types
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 log = logging.getLogger("evomem.stdio")
@@ -124,53 +127,103 @@ def _error(rid: int | str | None, code: int, message: str) -> types.JSONRPCError
     return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
 
 
+class _CheckedLines(io.RawIOBase):
+    """The client's stdin as the SDK's transport reads it: only the lines that are valid
+    messages. Each bad line is answered (``answer``) and skipped; nothing of it reaches the SDK."""
+
+    def __init__(self, source: BinaryIO, answer: Callable[[bytes], None]) -> None:
+        self.source = source
+        self.answer = answer
+        self.pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            line = self.source.readline()
+            if not line:
+                return 0
+            message, error = check_line(line)
+            if message is not None:  # the SDK splits lines at a lone CR too: here it is JSON whitespace
+                self.pending = memoryview(line.rstrip(b"\r\n").replace(b"\r", b" ") + b"\n")
+            elif error is not None:
+                log.warning("answered a malformed line: %s", error.error.message)
+                self.answer((error.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8"))
+        n = min(len(buffer), len(self.pending))
+        buffer[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+class _WholeLines(io.RawIOBase):
+    """The client's stdout as the SDK's transport writes it: whole lines only, each written
+    under ``lock``, so that an answer to a bad line never lands inside one of the SDK's."""
+
+    def __init__(self, out: BinaryIO, lock: threading.Lock) -> None:
+        self.out = out
+        self.lock = lock
+        self.partial = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.partial += data
+        end = self.partial.rfind(b"\n") + 1
+        if end:
+            with self.lock:
+                self.out.write(self.partial[:end])
+            del self.partial[:end]
+        return len(data)
+
+
+class _Stream:
+    """``sys.stdin`` or ``sys.stdout`` while serving. The SDK's stdio transport reads or writes
+    its ``buffer`` (a stream without a file descriptor, which the SDK serves in place); all else
+    is ``stray``'s: stderr for stdout, so a stray ``print`` lands there; an empty stream for stdin."""
+
+    def __init__(self, buffer: io.BufferedIOBase, stray: TextIO) -> None:
+        self.buffer = buffer
+        self.stray = stray
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stray, name)
+
+
 async def serve_stdio(server: Any) -> None:
-    """Serve ``server`` (an ``MCPServer``) over this process's stdin and stdout."""
-    lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async serves; no public accessor in 2.x
-    protocol_fd = os.dup(1)
+    """Serve ``server`` (an ``MCPServer``) over this process's stdin and stdout, strictly.
+
+    The SDK's own transport (``MCPServer.run_stdio_async``) serves it, reading and writing
+    ``sys.stdin`` and ``sys.stdout``, which are replaced while it serves: it reads the client's
+    lines that are valid messages (``_CheckedLines``) and writes whole lines (``_WholeLines``),
+    between which the answers to bad lines are written. File descriptor 1 points at stderr
+    meanwhile, so a stray write (a print, a child process) cannot corrupt the protocol."""
+    sys.stdout.flush()
+    lock = threading.Lock()
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
     saved_fd = os.dup(1)
-    os.dup2(2, 1)  # stray writes to fd 1 (a print, a child process) land on stderr, not in the protocol
-    out = os.fdopen(protocol_fd, "wb", buffering=0)
-    stdin = anyio.wrap_file(os.fdopen(os.dup(0), "rb", buffering=0))
-    read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_reader = create_context_streams[SessionMessage](0)
+    os.dup2(2, 1)  # stray writes to fd 1 (a child process) land on stderr, not in the protocol
 
-    async def reader() -> None:
-        try:
-            async with read_writer:
-                while True:
-                    line = await stdin.readline()
-                    if not line:
-                        return
-                    message, error = check_line(line)
-                    if message is not None:
-                        await read_writer.send(SessionMessage(message))
-                    elif error is not None:
-                        log.warning("answered a malformed line: %s", error.error.message)
-                        await write_stream.send(SessionMessage(error))
-        except anyio.ClosedResourceError:  # pragma: no cover - the server stopped first
-            await anyio.lowlevel.checkpoint()
+    def answer(data: bytes) -> None:
+        with lock:
+            out.write(data)
 
-    async def writer() -> None:
-        try:
-            async with write_reader:
-                async for session_message in write_reader:
-                    data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await anyio.to_thread.run_sync(out.write, (data + "\n").encode("utf-8"))
-        except anyio.ClosedResourceError:  # pragma: no cover
-            await anyio.lowlevel.checkpoint()
-
+    source = os.fdopen(os.dup(0), "rb")
+    writing = io.BufferedWriter(_WholeLines(out, lock))
+    saved = sys.stdin, sys.stdout
+    sys.stdin = _Stream(io.BufferedReader(_CheckedLines(source, answer)), io.StringIO())  # type: ignore[assignment]
+    sys.stdout = _Stream(writing, sys.stderr)  # type: ignore[assignment]
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader)
-            tg.start_soon(writer)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-            tg.cancel_scope.cancel()
+        await server.run_stdio_async()
     finally:
+        sys.stdin, sys.stdout = saved
+        with contextlib.suppress(OSError, ValueError):  # the client may be gone
+            writing.flush()
         os.dup2(saved_fd, 1)
         os.close(saved_fd)
         out.close()
-        await stdin.aclose()
+        source.close()
         sys.stdout.flush()
 
 
@@ -182,14 +235,13 @@ def run_stdio(server: Any) -> None:
 MODEL_AFTER_S = 3.0
 
 
-def serve_embedded(settings: Any, service: Any) -> int:
-    """``evomem-mcp`` over stdio: the MCP server on the embedded ``service`` (``bootstrap``),
-    served until the client closes stdin. The model loads, and earlier notes are embedded, off
-    the handshake: once the first tool call is answered (or after ``MODEL_AFTER_S``); until
-    then recall answers by words and says so. Returns the exit status."""
-    from evomem.bootstrap.embedded import embedded_mcp_server
+def serve_embedded(server: Any, service: Any) -> int:
+    """``evomem-mcp`` over stdio: ``server`` (the MCP server the composition root wires on the
+    embedded ``service``, ``evomem.bootstrap.embedded.embedded_mcp_server``; the command builds
+    it) until the client closes stdin. The model loads, and earlier notes are embedded, off the
+    handshake: once the first tool call is answered (or after ``MODEL_AFTER_S``); until then
+    recall answers by words and says so. Returns the exit status."""
     from evomem.entrypoints.mcp import telemetry
     from evomem.entrypoints.mcp.running import run_embedded
 
-    server = embedded_mcp_server(settings, service)
     return run_embedded(service, lambda: run_stdio(server), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)

@@ -1,8 +1,7 @@
 """What the MCP tools tell operators: one log line and two metrics per tool call, and /metrics.
 
-    mcp.tool = telemetry.instrumented(mcp.tool)     # in build_mcp_server: every tool registered
-                                                    # after this line is wrapped once
-    body, content_type = telemetry.render_metrics(service)   # the /metrics page
+    logged = telemetry.instrument("recall", body)            # server.published: each tool's body, once
+    page, content_type = telemetry.render_metrics(service)   # the /metrics page
 
 Per call: one INFO line on the ``evomem.calls`` logger with the tool, the outcome (``ok`` or the
 error's stable code, e.g. ``not_found``), the latency and the node ids involved, never the
@@ -148,35 +147,14 @@ def instrument(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def instrumented(register: Callable[..., Any]) -> Callable[..., Any]:
-    """``MCPServer.tool`` that registers each tool with its body wrapped by ``instrument``.
-
-    Used as ``mcp.tool = telemetry.instrumented(mcp.tool)`` right after the server is made, so
-    the tools' own code (and their schemas, read from the signature) stays as it is."""
-
-    @functools.wraps(register)
-    def tool(*args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
-        decorator = register(*args, **kwargs)
-
-        def apply(fn: Callable[..., Any]) -> Any:
-            return decorator(instrument(kwargs.get("name") or fn.__name__, fn))
-
-        return apply
-
-    return tool
-
-
 # ----------------------------------------------------------------------------- /metrics
 
 
 def model_state(service: Any) -> str:
-    """The embedding model's state in this process: ``off`` (no vectors), ``remote`` (vectors
+    """The embedding model's state as storage reports it: ``off`` (no vectors), ``remote`` (vectors
     served by the storage service), else the embedder's ``not_loaded|loading|loaded|failed``."""
-    vectors = getattr(service, "vectors", None)
-    if vectors is None:
-        return "off"
-    state = getattr(vectors, "model_state", None)
-    return str(state) if state in MODEL_STATES else "remote"
+    state = service.storage.model_state()
+    return state if state in (*MODEL_STATES,) else "remote"
 
 
 def _service_families(service: Any) -> list[Any]:

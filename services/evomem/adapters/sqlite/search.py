@@ -1,0 +1,229 @@
+"""Full-text search over the store's FTS5 index: BM25 ranking, exact, pruned by MaxScore.
+
+    search(conn, ["ledger", "queue"], namespace="default", limit=20)   # [SearchHit], best first
+
+Functions on a connection of the store's file (``nodes`` and ``nodes_fts``, schema.py). The
+query is the OR of the terms, each quoted (``fts_query``), ranked by FTS5's ``bm25`` with the
+column weights ``FTS_WEIGHTS``. On a large table ``search`` prunes (``search_pruned``: each
+term's bound, ``term_bound``, lets it leave out rows that cannot reach the ``limit``-th score);
+on a small one a long query leaves out the words half the rows have (``search_informative``).
+Both answer what ranking every match (``ranked`` over the whole query) answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from evomem.domain.model import SearchHit
+
+if TYPE_CHECKING:
+    import sqlite3
+
+# bm25 column weights, in FTS column order.
+FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
+FTS_WEIGHTS = (1.0, 2.0, 1.0, 0.75, 0.75, 0.5, 1.5)
+#: The weighted BM25 of a row of ``nodes_fts``, as SQL: lower is better (``SearchHit.score`` is its negation).
+BM25_SQL = "bm25(nodes_fts, " + ", ".join(str(w) for w in FTS_WEIGHTS) + ")"
+#: ``search`` ranks this many times ``limit`` matches before it reads their nodes (see there).
+RANK_FIRST = 4
+#: FTS5's BM25 constants (fts5_aux.c): a term adds at most idf * (K1 + 1) to a row's score.
+BM25_K1 = 1.2
+#: ``search`` prunes (MaxScore) only an OR query whose terms match at least this many rows in all,
+PRUNE_FROM = 2000
+#: in a table of at least this many rows (``max(rowid)``). Below it ranking every match costs less:
+#: the rarest terms' rows rarely reach ``limit`` or a ``theta`` the other terms' bounds stay under,
+#: so the passes fail and add to the full ranking (a long note's 64 terms over 200 long records:
+#: 65 ms pruned, 15 ms every match; 2,000 records: 60 and 100 ms).
+PRUNE_ROWS = 1000
+#: and tries at most this many pruned passes before it ranks every match.
+PRUNE_PASSES = 3
+#: Below ``PRUNE_ROWS``, a query of at least this many terms (a long note's, the linker's candidate
+#: search) first counts each term's rows, and ranks without the terms in half the rows or more
+#: (``search_informative``). A short query ranks at once: counting would cost more than it saves.
+COUNT_TERMS_FROM = 16
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """Quote every term, so FTS5 operators in user text are just words. OR-ed: BM25 ranks."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def term_rows(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int]:
+    """How many rows of the FTS table have each term (as FTS5 counts them for its idf), in one
+    statement per 100 terms."""
+    out: dict[str, int] = {}
+    for start in range(0, len(terms), 100):
+        chunk = list(terms[start : start + 100])
+        sql = "SELECT " + ", ".join("(SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?)" for _ in chunk)
+        out.update(zip(chunk, conn.execute(sql, [fts_query([t]) for t in chunk]).fetchone(), strict=True))
+    return out
+
+
+def term_bound(rows: int, hits: int) -> float:
+    """The most one query term can add to any row's BM25 score, as FTS5 computes it: its idf
+    (``log((rows - hits + 0.5) / (hits + 0.5))``, at least 1e-6) times ``k1 + 1``, since
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))`` stays below ``k1 + 1`` for any
+    weighted frequency and length. ``rows`` may be an upper bound of the table's rows (the bound
+    only grows with it), ``hits`` must not exceed the rows the term is in."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows > hits else 0.0
+    return (BM25_K1 + 1.0) * max(idf, 1e-6)
+
+
+def essential_split(bounds: dict[str, float], theta: float) -> int:
+    """MaxScore: how many of the terms, best bound first, a row must contain one of to score
+    above ``theta``. The terms after that many can together add at most ``theta`` to a row
+    that has none of the first ones. ``len(bounds)`` when no term can be left out."""
+    ordered = sorted(bounds.values(), reverse=True)
+    for j in range(1, len(ordered)):
+        if sum(ordered[j:]) < theta:
+            return j
+    return len(ordered)
+
+
+def search(
+    conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False
+) -> list[SearchHit]:
+    """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first.
+
+    Exact, and cheap on a large store (MaxScore, Turtle and Flood 1995): an OR query over
+    common words matches a good part of the store, and scoring every match was most of a
+    recall's cost (100k notes: 34k matches, ~40 of ~55 ms). Each term can add at most
+    ``term_bound`` to a score, so a row that has none of the rarest terms scores at most
+    the bounds of the others. ``search`` first ranks the rows with the rarest term only
+    (scored with every term), which gives a lower bound ``theta`` of the ``limit``-th best
+    score; then only the rows with one of the terms that ``theta`` cannot do without
+    (``essential_split``). Both passes score a row exactly as the whole query does: the
+    FTS expressions ``E AND (R)`` and ``E NOT (R)`` name every term once."""
+    if not terms:
+        return []
+    status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
+    rows = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]  # >= the FTS rows
+    if rows < PRUNE_ROWS:
+        # Every match ranked, without counting each term's rows first: a term no row has adds
+        # exactly 0.0 to every score (its frequency is 0), so the scores are those of the
+        # query without it, and a query no row matches answers nothing.
+        # A table of at most ``RANK_FIRST * limit`` rows: the first ranking held every match.
+        unique = list(dict.fromkeys(terms))
+        complete = rows <= RANK_FIRST * limit
+        if len(unique) >= COUNT_TERMS_FROM:
+            found = search_informative(conn, unique, rows, namespace, limit, status, complete)
+            if found is not None:
+                return found
+        return ranked(conn, [fts_query(unique)], namespace, limit, status, complete=complete)
+    hits = term_rows(conn, list(dict.fromkeys(terms)))
+    # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
+    # expression's order, so the same order gives the same float, and ties break alike.
+    present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
+    if not present:
+        return []
+    if len(present) > 1 and sum(hits[t] for t in present) >= PRUNE_FROM:
+        found = search_pruned(conn, present, hits, rows, namespace, limit, status)
+        if found is not None:
+            return found
+    return ranked(conn, [fts_query(present)], namespace, limit, status)
+
+
+def search_informative(
+    conn: sqlite3.Connection,
+    terms: list[str],
+    rows: int,
+    namespace: str,
+    limit: int,
+    status: str,
+    complete: bool,
+) -> list[SearchHit] | None:
+    """``search`` without the terms that are in half the rows or more; None when that cannot
+    be shown to rank as the whole query does.
+
+    Such a term has idf ``log((N - n + 0.5) / (n + 0.5)) <= 0``, which FTS5 raises to 1e-6, so
+    it adds at most ``term_bound`` = 2.2e-6 to any score; yet it is the costly part of ranking
+    long notes, since its position lists run through most of the table. (``rows``, at least
+    the table's N, makes the test safe: ``n >= rows / 2`` implies ``n >= N / 2``.) Left out,
+    every score drops by at most ``slack`` (their bounds summed) and a row with none of the
+    other terms drops out. The answer is the whole query's when every gap between two of
+    the ``limit + 1`` best rows (the last one included) and the ``limit``-th score exceed
+    ``slack``; the scores returned are lower by at most ``slack`` (under 1.5e-4)."""
+    hits = term_rows(conn, terms)
+    common = [t for t in terms if hits[t] and 2 * hits[t] >= rows]
+    kept = [t for t in terms if hits[t] and 2 * hits[t] < rows]
+    if not common:
+        return None
+    if not kept:
+        return None  # only common terms: rank them all
+    slack = sum(term_bound(rows, hits[t]) for t in common)
+    found = ranked(conn, [fts_query(kept)], namespace, limit + 1, status, complete=complete)
+    scores = [h.score for h in found]
+    if len(found) < limit or scores[limit - 1] <= slack:
+        return None  # rows with only common terms could rank among the best
+    if any(a - b <= slack for a, b in itertools.pairwise(scores)):
+        return None  # a near tie the common terms could break either way
+    return found[:limit]
+
+
+def search_pruned(
+    conn: sqlite3.Connection,
+    present: list[str],
+    hits: dict[str, int],
+    rows: int,
+    namespace: str,
+    limit: int,
+    status: str,
+) -> list[SearchHit] | None:
+    """``search`` by MaxScore passes; None when they cannot prove their answer exact.
+    ``present``: the terms rarest first, so their bounds never grow along it. ``rows``: at
+    least the FTS table's rows (``max(rowid)`` of ``nodes``)."""
+    bounds = {t: term_bound(rows, hits[t]) for t in present}
+    j = 1
+    for _ in range(PRUNE_PASSES):
+        essential, rest = fts_query(present[:j]), fts_query(present[j:])
+        split = [f"({essential}) AND ({rest})", f"({essential}) NOT ({rest})"]
+        found = ranked(conn, split, namespace, limit, status)
+        if len(found) < limit:  # fewer rows than asked with those terms: the others' rows count
+            j += 1
+        else:
+            theta = found[-1].score  # every row left out scores at most the bounds of ``rest``
+            if sum(bounds[t] for t in present[j:]) < theta:
+                return found
+            j = max(j + 1, essential_split(bounds, theta))
+        if j >= len(present):
+            return None
+    return None
+
+
+def ranked(
+    conn: sqlite3.Connection,
+    matches: list[str],
+    namespace: str,
+    limit: int,
+    status: str,
+    *,
+    complete: bool = False,
+) -> list[SearchHit]:
+    """The ``limit`` best rows matching any of ``matches`` (FTS expressions that no row
+    matches twice) in ``namespace`` with ``status``, ranked by the weighted BM25.
+
+    Rank first, then read the nodes of the best matches only: reading every matching row of
+    ``nodes`` (for the namespace and status) cost as much as ranking them. Exact: when
+    ``limit`` of the ``RANK_FIRST * limit`` best matches pass the filters, no match ranked
+    below them can; otherwise (another namespace's notes, forgotten ones, or fewer matches
+    than that) every match is filtered. ``complete``: the caller knows the table has at most
+    ``RANK_FIRST * limit`` rows, so the first ranking already held every match."""
+    one = f"SELECT rowid, {BM25_SQL} AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
+    best = " UNION ALL ".join(f"SELECT * FROM ({one} ORDER BY rank, rowid LIMIT ?)" for _ in matches)
+    first: list[object] = [v for m in matches for v in (m, RANK_FIRST * limit)]
+    rows = conn.execute(
+        f"SELECT n.id, n.chain_root, r.rank FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r "
+        f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?",
+        (*first, RANK_FIRST * limit, namespace, limit),
+    ).fetchall()
+    if len(rows) < limit and not complete:
+        every = " UNION ALL ".join(one for _ in matches)
+        rows = conn.execute(
+            f"SELECT n.id, n.chain_root, r.rank FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "
+            f"WHERE n.namespace = ? AND {status} ORDER BY r.rank, n.rowid LIMIT ?",
+            (*matches, namespace, limit),
+        ).fetchall()
+    return [SearchHit(node_id=r[0], chain_root=r[1], score=-float(r[2])) for r in rows]

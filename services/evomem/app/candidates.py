@@ -1,0 +1,102 @@
+"""The linker's candidates: the active decisions a new note may replace, found by words and meaning.
+
+    found = find_candidates(store, vectors, pool, query)    # a ContextQuery with candidates=True
+
+BM25 looks for the note's decision part (``query.search_terms``); with vectors, the note's nearest
+active notes by meaning are fused in by rank (a paraphrase shares few words). Candidates whose
+scope rules them out are dropped, but a scope inferred from a text (the note's, or a candidate's)
+is a guess and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
+agent to confirm, never link it. Each candidate's earlier versions are read too, so a linker that
+reads a chain's history ("back to Postgres") finds it in the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from evomem.app.ports import Store, Vectors
+from evomem.app.recall import Pool, search_both
+from evomem.domain.model import MemoryNode, SearchHit, Status
+from evomem.domain.recall import fuse
+from evomem.domain.remember import ContextQuery
+from evomem.domain.scope import may_list as scope_may_list
+
+#: The linker's vector neighbours are active decisions only, but the index holds every version:
+#: the search asks it for this many times ``vector_limit`` and keeps the first active ones.
+ACTIVE_NEIGHBOURS_OVERSAMPLE = 4
+
+
+@dataclass(slots=True)
+class Found:
+    candidates: list[MemoryNode] = field(default_factory=list)
+    similarities: dict[str, float] = field(default_factory=dict)
+    earlier: dict[str, MemoryNode] = field(default_factory=dict)
+    vector_problem: str | None = None
+
+
+def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: ContextQuery) -> Found:
+    """Active decisions of the namespace with a compatible scope, best first, with the cosine of
+    the note with each one the vector half found and their earlier versions."""
+    limit, vector_limit = query.limit, query.vector_limit
+    hits, near, problem = search_both(
+        store,
+        vectors if vector_limit > 0 else None,
+        pool,
+        query.search_terms,
+        query.text,
+        query.namespace,
+        limit,
+        vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
+        active_only=True,
+    )
+    nodes = store.get_many([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
+    if near:
+        vhits = [
+            SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
+            for i, sim in active_nearest(store, near, nodes, vector_limit)
+        ]
+        hits = fuse(hits, vhits)[:limit]
+    out = [nodes[h.node_id] for h in hits if h.node_id in nodes]
+    kept = [
+        n
+        for n in out
+        if scope_may_list(
+            query.scope, n.scope, a_inferred=query.scope_inferred, b_inferred=n.scope_source == "inferred"
+        )
+    ]
+    return Found(kept, dict(near), earlier_versions(store, kept, query.earlier_depth), problem)
+
+
+def active_nearest(
+    store: Store, near: Sequence[tuple[str, float]], nodes: dict[str, MemoryNode], want: int
+) -> list[tuple[str, float]]:
+    """The first ``want`` of ``near`` (nearest first) that are active, reading into ``nodes``
+    the ones it has not read yet, ``want`` at a time: the vector index holds every version,
+    so a long history's superseded versions would otherwise crowd the decisions in force out
+    of the linker's neighbours. A store without superseded neighbours reads nothing more."""
+    out: list[tuple[str, float]] = []
+    for start in range(0, len(near), want):
+        batch = near[start : start + want]
+        unread = [i for i, _ in batch if i not in nodes]
+        if unread:
+            nodes.update(store.get_many(unread))
+        out += [(i, sim) for i, sim in batch if i in nodes and nodes[i].status == Status.ACTIVE]
+        if len(out) >= want:
+            break
+    return out[:want]
+
+
+def earlier_versions(store: Store, nodes: Sequence[MemoryNode], depth: int) -> dict[str, MemoryNode]:
+    """Every version up to ``depth`` back from each of ``nodes``, by id: a chain read a step at a
+    time for all of them at once."""
+    out: dict[str, MemoryNode] = {}
+    wanted = {n.supersedes for n in nodes if n.supersedes}
+    for _ in range(depth):
+        wanted -= out.keys()
+        if not wanted:
+            break
+        found = store.get_many(wanted)
+        out.update(found)
+        wanted = {n.supersedes for n in found.values() if n.supersedes}
+    return out

@@ -1,0 +1,89 @@
+"""What remember asks of storage, in two calls: what it needs to decide, then the write.
+
+Plain data, like ``recall.RecallQuery``: the service (``evomem.app.memory``) validates the agent's
+arguments and builds these; storage (in process, or the storage service over gRPC) answers them.
+
+1. ``ContextQuery`` -> ``RememberContext``: the nodes the note names (its relations, the decision
+   it says it replaces) and, when a linker will read them, the active decisions it may replace
+   (``candidates``, with their cosine to the note and their earlier versions, so the linker never
+   calls storage back).
+2. ``NoteWrite`` -> ``StoredNote``: the note written at most once (idempotency key, dedupe window),
+   its vector added and, with authentication on, its audit entry recorded, in the same call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from evomem.domain.audit import AuditEntry
+from evomem.domain.model import InsertOutcome, LinkProvenance, MemoryNode, NewNote
+
+#: Earlier versions read back from each candidate, for a linker that reads a chain's history
+#: ("back to Postgres" names the candidate's predecessor, not the candidate).
+EARLIER_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class ContextQuery:
+    """What remember needs read before it decides. ``candidates``: search the linker's candidates
+    (BM25 over ``search_terms``, and the ``text``'s nearest notes by meaning when ``vector_limit``)."""
+
+    text: str
+    namespace: str
+    node_ids: tuple[str, ...] = ()  # the relations' and the supersedes target's ids, to read
+    candidates: bool = False
+    search_terms: tuple[str, ...] = ()  # the terms of the note's decision part
+    scope: str | None = None
+    scope_inferred: bool = False  # the note's scope is a guess: candidates it rules out are kept
+    limit: int = 20  # full-text candidates
+    vector_limit: int = 0  # nearest active notes by meaning added to them; 0: BM25 only
+    vectors_required: bool = False  # a storage without vectors reports it (``vector_problem``)
+    earlier_depth: int = EARLIER_DEPTH
+
+
+@dataclass(slots=True)
+class RememberContext:
+    nodes: dict[str, MemoryNode] = field(default_factory=dict)  # the asked ids that exist
+    candidates: list[MemoryNode] = field(default_factory=list)  # best first
+    similarities: dict[str, float] = field(default_factory=dict)  # cosine of the note, by node id
+    earlier: dict[str, MemoryNode] = field(default_factory=dict)  # the candidates' earlier versions
+    vector_problem: str | None = None  # why the vector half of the search was skipped
+
+
+@dataclass(frozen=True, slots=True)
+class NoteWrite:
+    """A note to store at most once: with ``idempotency_key``, a key used before answers the node
+    it stored; without one, an identical active note of the same namespace and scope stored within
+    ``dedupe_window_ms`` is answered instead of a copy. ``vectors``: embed it too. ``audit``: who
+    writes it (authentication on); storage records the entry, completed with what was written
+    (``audited``), in the same call."""
+
+    note: NewNote
+    supersedes: str | None = None
+    link: LinkProvenance | None = None
+    idempotency_key: str | None = None
+    dedupe_window_ms: int = 0
+    vectors: bool = True
+    vectors_required: bool = False
+    audit: AuditEntry | None = None
+
+
+def audited(entry: AuditEntry, node: MemoryNode) -> AuditEntry:
+    """``entry`` of a remember that wrote (or found) ``node``: its namespace, the node and what it
+    links to, and the link's method."""
+    return replace(
+        entry,
+        namespace=node.namespace,
+        ids=tuple(i for i in (node.id, node.supersedes or "") if i),
+        outcome="ok",
+        detail=f"link {node.link.method}" if node.link else None,
+    )
+
+
+@dataclass(slots=True)
+class StoredNote:
+    node: MemoryNode
+    outcome: InsertOutcome = InsertOutcome.INSERTED
+    vector_problem: str | None = None  # the note is stored, but not (yet) searchable by meaning
+    # the chain head the note was linked after was forgotten (a re-targeted supersedes)
+    head_was_forgotten: bool = False

@@ -1,0 +1,271 @@
+"""The names a decision note mentions, and the role of each (``evomem.domain.subject``).
+
+A name is a capitalised word that is not ordinary English and is not written in lowercase elsewhere
+in the memory, a word with inner capitals or digits (SQLite, Auth0), an acronym (JSON, SQS), a run
+of them (GitHub Actions), with a version if one follows (Python 3.12): ``find_names``. A lowercase
+word counts only in a clear slot ("picked cron for": ``LOWER_SLOT``, ``LOWER_TO``, ``LOWER_WITH``,
+``LOWER_LEAD``) or when the memory chose it elsewhere (``known_words``). Each mention's role is read
+from the words just before and after it (``role_of``): ``chosen``, ``prev``, ``modifier`` or
+``other``; ``subject_names`` turns chosen names outside a choice slot into ``subject``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from evomem.domain.linkers.vocabulary import CUE_WORDS, STOPWORDS
+from evomem.domain.subject_words import (
+    CATEGORY_ACRONYMS,
+    COMMON_CAPITALISED,
+    CONCEPT_OF,
+    FILLER,
+    TOKEN,
+    masked,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An option-like name in the note, where it is, and what the note does with it."""
+
+    text: str  # as written (a substring of the note)
+    key: str  # compared case-insensitively
+    start: int
+    end: int
+    role: str  # chosen | prev | subject | other (see the module docstring)
+
+
+#: Clause boundaries inside a note.
+_CLAUSE_BREAK = re.compile(r"[;:]\s+|(?<=[.!?])\s+|,\s+|\s+[-\u2013\u2014]\s+|\n+")
+#: A reason clause runs from its connective to the end of the clause.
+_REASON = re.compile(
+    r"\b(?:because|since|due to|given that|as it|so that|so we|to avoid|in order to|which means|as a result)\b"
+    r"[^;.!?]*",
+    re.I,
+)
+#: A lowercase option leading its clause before a copula ("cron is the scheduler").
+LOWER_LEAD = re.compile(r"(?:^|[:;.]\s+)([a-z][\w.+-]{1,30})\s+(?:is|are)\s+(?:the|our|back)\b")
+
+# Roles, read from the words just before and after a mention.
+_BEFORE_PREV = re.compile(
+    r"(?:\bfrom|\baway from|\breplac\w*|\bdropp?\w*|\bditch\w*|\bretir\w*|\babandon\w*|\bdeprecat\w*|"
+    r"\bremov\w*|\binstead of|\brather than|\bnot|\bno longer (?:use|uses|using|on|runs? on|running on)|"
+    r"\bmoved off|\bmoving off|\bmigrated off|\bswitched off|\bleft|\bleaving|\bover)\s+(?:the\s+|our\s+)?$",
+    re.I,
+)
+# Right after these words a name is what the note chooses, whatever follows it
+# ("switching to GitHub Actions next sprint"); elsewhere a name followed by a noun is a modifier.
+_BEFORE_CHOSEN = re.compile(
+    r"(?:\bto|\bwith|\bon|\bonto|\buse|\buses|\busing|\bchose|\bpicked|\badopted|\bselected|\bvia|"
+    r"\bthrough|\bin favou?r of|\bby)\s+(?:the\s+)?$",
+    re.I,
+)
+# Where the option of a decision stands: after a choosing verb or preposition, or as the
+# complement of a copula ("The capital of Germany is Berlin": Berlin, not Germany).
+_CHOICE_SLOT = re.compile(
+    r"(?:\bto|\bwith|\bon|\bonto|\buse|\buses|\busing|\bchose|\bpicked|\badopted|\bselected|\bvia|"
+    r"\bthrough|\bin favou?r of|\bby|\bis|\bare|\bwas|\bwere|\bsettled on|\bgoing with|\bwent with|"
+    r"\bgo with)\s+(?:the\s+|now\s+)?$",
+    re.I,
+)
+_CHOICE_SUBJECT = re.compile(r"^\s+(?:is|are)\s+(?:back|the|our|now)\b", re.I)
+
+
+def subject_names(text: str, mentions: list[Mention]) -> list[Mention]:
+    """Of several chosen names, the ones in a choice slot are the option; the others name
+    what the decision is about ("The CEO of Apple is Tim Cook"), so they join the subject."""
+    chosen = [m for m in mentions if m.role == "chosen"]
+    if len(chosen) < 2:
+        return mentions
+    slotted = {
+        m.start
+        for m in chosen
+        if _CHOICE_SLOT.search(text[max(0, m.start - 24) : m.start]) or _CHOICE_SUBJECT.match(text[m.end :])
+    }
+    keep = slotted or {chosen[-1].start}  # no slot: the complement comes last
+    return [
+        Mention(m.text, m.key, m.start, m.end, "subject") if m.role == "chosen" and m.start not in keep else m
+        for m in mentions
+    ]
+
+
+_BEFORE_AFTER = re.compile(r"\bafter\s+(?:the\s+|our\s+)?$", re.I)
+_AFTER_PREV = re.compile(
+    r"^\s+(?:(?:is|was|are|were)\s+(?:no longer|not|gone|out|retired|deprecated|dropped|dead|replaced|"
+    r"superseded|removed|abandoned|phased out)\b|"
+    r"(?:isn't|wasn't|aren't|weren't)\b|(?:is|was|are|were)\s+(?:too|overkill|painful|slow|hard|expensive)\b)",
+    re.I,
+)
+# A later clause whose subject is a name and whose verb reports on it: "Postgres was overkill".
+AFTER_REPORT = re.compile(
+    r"^\s+(?:was|were|had|has|did|didn't|did not|kept|keeps|lost|lacked|needed|cost|costs|couldn't|could not|"
+    r"can't|cannot|failed|fails|broke|breaks|caused|became|got|went down|[a-z]+ed)\b",
+    re.I,
+)
+# A lowercase option in a clear slot: "picked cron for", "from cron to Airflow".
+_LOWER_WORD = r"([a-z][a-z0-9+-]*(?:\.[a-z0-9]+)*)"
+# What may follow it: a preposition, a reason, a time marker ("migrated to cron this week"),
+# or the end of the clause.
+_LOWER_END = (
+    r"(?=\s+(?:for|as|to|instead|because|since|after|this|next|today|tonight|now|again|from|starting|"
+    r"effective|until)\b|\s*[;,.:]|\s*$)"
+)
+LOWER_SLOT = re.compile(
+    r"\b(?i:picked|chose|selected|adopted|going with|went with|go with|uses|use|using|runs on|run on|"
+    r"back to|back on|returns to|from|is|settled on|settled:)\s+" + _LOWER_WORD + _LOWER_END
+)
+LOWER_TO = re.compile(
+    r"\b(?i:reverted|rolled back|changed|moved|switched|migrated|returned)\b[^;:.]{0,50}?\bto\s+"
+    + _LOWER_WORD
+    + _LOWER_END
+)
+# "Replacing Airflow with cron as ...", "swapped Jenkins for drone".
+LOWER_WITH = re.compile(
+    r"\b(?i:replac(?:e|es|ed|ing)|swapp?(?:ed|ing)?|swaps)\b[^;:.]{0,50}?\b(?:with|for|by)\s+"
+    + _LOWER_WORD
+    + _LOWER_END
+)
+
+
+def sentence_initial(text: str, start: int) -> bool:
+    """Whether ``start`` begins a sentence (after quotes and brackets)."""
+    before = text[:start].rstrip(" \t\"'([")
+    return not before or before[-1] in ".!?:;\n"
+
+
+# What follows a sentence-initial verb ("Switched the", "Agreed in", "Going forward"), not a name
+# ("Memcached is", "Kafka is back").
+_VERB_FOLLOW = re.compile(
+    r"^(?:\s*[:,]|\s+(?:the|a|an|to|in|on|at|back|with|from|our|over|off|up|out|forward|ahead)\b)", re.I
+)
+
+
+def _name_like(tok: str, initial: bool, vocab: frozenset[str]) -> bool:
+    low = tok.lower()
+    if low in CATEGORY_ACRONYMS:
+        return False
+    body = tok[1:]
+    if any(c.isdigit() for c in tok):
+        return any(c.isupper() for c in tok) and low not in CATEGORY_ACRONYMS
+    if any(c.isupper() for c in body):  # SQLite, GitHub, JSON, SQS
+        return len(tok) >= 2
+    if not tok[0].isupper():
+        return False
+    if low in STOPWORDS or low in CUE_WORDS or low in FILLER or low in COMMON_CAPITALISED:
+        return False
+    return not (initial and low in vocab)
+
+
+_VERSION = re.compile(
+    r" v?\d+(?:\.\d+)*(?![\w.]*\s*(?:%|ms|s\b|gb|mb|kb|tb|minutes?|hours?|seconds?|days?|requests?|rps))", re.I
+)
+
+
+def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
+    """Spans of product-like names; adjacent capitalised words join one name."""
+    toks = list(TOKEN.finditer(text))
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        initial = sentence_initial(text, t.start())
+        if not _name_like(t.group(0), initial, vocab) or (
+            initial and t.group(0).lower().endswith(("ed", "ing")) and _VERB_FOLLOW.match(text[t.end() :])
+        ):
+            i += 1
+            continue
+        start, end = t.start(), t.end()
+        j = i + 1
+        while j < len(toks):
+            nxt = toks[j]
+            gap = text[end : nxt.start()]
+            word = nxt.group(0)
+            if gap != " " or not (word[0].isupper() or word[0].isdigit()):
+                break
+            if word.lower() in STOPWORDS or word.lower() in COMMON_CAPITALISED:
+                break
+            first = t.group(0)
+            if word.lower() in CATEGORY_ACRONYMS and initial and first[1:].islower():
+                break  # "Checkout CI: ..." is a component and a category, not "GitLab CI"
+            end = nxt.end()
+            j += 1
+        version = _VERSION.match(text, end)
+        if version:  # "iOS 7", "Python 3.12": the version is part of the name
+            end = version.end()
+        out.append((start, end))
+        i = j
+    return out
+
+
+def known_words(text: str, known: frozenset[str], names: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of one-word options the memory wrote in lowercase ("cron"), outside ``names``:
+    lowercase anywhere, capitalised only at a sentence start ("Cron was hard to debug"). Not
+    when the word starts a concept phrase ("cron jobs" is the scheduler, not the option)."""
+    out: list[tuple[int, int]] = []
+    toks = list(TOKEN.finditer(text))
+    for i, t in enumerate(toks):
+        word = t.group(0)
+        low = word.lower()
+        if low not in known or any(s <= t.start() < e for s, e in names):
+            continue
+        if word != low and not (word[1:] == low[1:] and sentence_initial(text, t.start())):
+            continue
+        nxt = toks[i + 1].group(0).lower() if i + 1 < len(toks) else ""
+        if nxt and (low, nxt) in CONCEPT_OF:
+            continue
+        out.append((t.start(), t.end()))
+    return out
+
+
+def reason_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of the reason clauses ("because ...", "so that ...")."""
+    return [(m.start(), m.end()) for m in _REASON.finditer(text)]
+
+
+def clause_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of the clauses, split at ``_CLAUSE_BREAK``."""
+    out, pos = [], 0
+    for m in _CLAUSE_BREAK.finditer(text):
+        if m.start() > pos:
+            out.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((pos, len(text)))
+    return out
+
+
+def clause_of(clauses: list[tuple[int, int]], pos: int) -> int:
+    """The index of the clause that holds ``pos`` (-1: none)."""
+    for i, (s, e) in enumerate(clauses):
+        if s <= pos < e:
+            return i
+    return -1
+
+
+_NEXT_WORD = re.compile(r"^\s([A-Za-z][\w'-]*)")
+_PREPOSITIONS = frozenset("instead after as for since because this that these now today again".split())
+
+
+def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], reasons: list[tuple[int, int]]) -> str:
+    """The role of the mention at ``start:end``: chosen, prev, modifier or other (see the module docstring)."""
+    if masked(reasons, start, end):
+        return "other"
+    before = text[max(0, start - 48) : start]
+    after = text[end : end + 48]
+    if _BEFORE_PREV.search(before) or _AFTER_PREV.match(after):
+        # "replacing X with Y": X prev; "moved from X to Y": X prev
+        return "prev"
+    ci = clause_of(clauses, start)
+    clause_start = clauses[ci][0] if ci >= 0 else 0
+    lead = text[clause_start:start].strip().lower()
+    if _BEFORE_AFTER.search(before) and AFTER_REPORT.match(after):
+        return "prev"  # "went with Y after X kept failing"
+    if ci > 0 and lead in ("", "and", "but", "as") and AFTER_REPORT.match(after):
+        return "prev"  # "...; X was overkill"
+    nxt = _NEXT_WORD.match(after)
+    if nxt and nxt.group(1).islower() and not _BEFORE_CHOSEN.search(before):
+        w = nxt.group(1).lower()
+        if w not in STOPWORDS and w not in CUE_WORDS and w not in _PREPOSITIONS:
+            return "modifier"  # "the ledger Postgres backups", "the latest SQLite release"
+    return "chosen"

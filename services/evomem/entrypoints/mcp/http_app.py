@@ -1,0 +1,213 @@
+"""The streamable-HTTP ASGI app and its listening socket: what an HTTP wiring is built from.
+
+Routes, all in ``build_http_app`` (the embedded server and the gateway serve the same app,
+``evomem.bootstrap.http.http_front`` builds it for both):
+
+- ``/mcp``      MCP (streamable HTTP)
+- ``/livez``    the process answers (no I/O): 200 ``{"status": "ok"}``
+- ``/readyz``   the database answers a read (the gateway: the storage service does), and the
+                embedding model has loaded when vectors are required (``--vectors on``):
+                200 ``{"status": "ready", ...}``, else 503 with what is not ready
+- ``/healthz``  kept for older probes: the same as ``/livez``
+- ``/metrics``  Prometheus: tool calls by tool and outcome, latency histograms, notes by
+                status, the extraction backlog, the model's load state (``evomem.entrypoints.mcp.telemetry``)
+
+``bind`` binds the listening socket first, so a busy port is reported before anything else
+starts and the URL is known before the app is built.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+#: Seconds /readyz and /metrics wait for the store (the gateway: storage over gRPC) before answering without it.
+PROBE_TIMEOUT_S = 2.0
+
+
+def readiness(service: Any, *, model_required: bool = False) -> tuple[bool, dict[str, Any]]:
+    """Whether ``service`` can answer now, and the detail /readyz shows."""
+    from evomem.entrypoints.mcp import telemetry
+
+    detail: dict[str, Any] = {}
+    ready = True
+    try:
+        service.stats()
+        detail["database"] = "ok"
+    except Exception as exc:
+        ready = False
+        detail["database"] = f"error: {exc}"
+    state = telemetry.model_state(service)
+    detail["model"] = state
+    if model_required and state not in ("loaded", "remote"):
+        ready = False
+    return ready, detail
+
+
+def add_ops_routes(
+    server: MCPServer[Any], service: Callable[[], Any] | None = None, *, model_required: bool = False
+) -> None:
+    """/livez, /readyz, /healthz and /metrics on ``server``'s HTTP app. ``service``: the
+    ``MemoryService`` getter the tools use (None: /readyz and the service gauges are off)."""
+    from evomem.entrypoints.mcp import telemetry
+
+    telemetry.enable_metrics()
+
+    @server.custom_route("/livez", methods=["GET"])
+    async def livez(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @server.custom_route("/healthz", methods=["GET"])
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @server.custom_route("/readyz", methods=["GET"])
+    async def readyz(request: Request) -> JSONResponse:
+        if service is None:
+            return JSONResponse({"status": "ready"})
+        import anyio
+        import anyio.to_thread
+
+        answer: tuple[bool, dict[str, Any]] = (False, {"database": f"error: no answer in {PROBE_TIMEOUT_S:g} s"})
+        with anyio.move_on_after(PROBE_TIMEOUT_S):  # a probe answers in time, even when storage does not
+            answer = await anyio.to_thread.run_sync(
+                lambda: readiness(service(), model_required=model_required), abandon_on_cancel=True
+            )
+        ready, detail = answer
+        return JSONResponse({"status": "ready" if ready else "not ready", **detail}, status_code=200 if ready else 503)
+
+    @server.custom_route("/metrics", methods=["GET"])
+    async def metrics(request: Request) -> Response:
+        import anyio
+        import anyio.to_thread
+
+        page = None
+        with anyio.move_on_after(PROBE_TIMEOUT_S):
+            page = await anyio.to_thread.run_sync(
+                lambda: telemetry.render_metrics(service() if service is not None else None), abandon_on_cancel=True
+            )
+        if page is None:  # the store did not answer in time: the process's own metrics, and say so
+            body, content_type = telemetry.render_metrics(None)
+            page = (body + telemetry.STORE_DOWN, content_type)
+        return Response(page[0], media_type=page[1])
+
+
+DEFAULT_BODY_LIMIT = 4 * 1024 * 1024  # the MCP SDK's default request body limit
+
+
+def body_limit(max_note_bytes: int | None) -> int:
+    """The request body limit for notes of up to ``max_note_bytes``: JSON escaping can grow a
+    note (\\uXXXX is 6 bytes per character), so a body well over the note limit must still reach
+    ``remember``, which answers ``[note_too_large]`` itself instead of a bare HTTP 413."""
+    if max_note_bytes is None:
+        return DEFAULT_BODY_LIMIT
+    return max(DEFAULT_BODY_LIMIT, 16 * max_note_bytes + 1024 * 1024)
+
+
+class TooLargeAsJsonRpc:
+    """ASGI middleware: the SDK's bare 413 ("Request body too large") becomes a JSON-RPC error
+    that says which limit was hit, still with status 413."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rewriting = False
+
+        async def send_wrapper(message: Any) -> None:
+            nonlocal rewriting
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                rewriting = True
+                return
+            if rewriting and message["type"] == "http.response.body":
+                if message.get("more_body"):
+                    return
+                body = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": None,
+                        "error": {
+                            "code": -32600,
+                            "message": f"[note_too_large] the request body is over {self.limit:,} bytes, the most "
+                            "this server reads; notes are limited by --max-note-bytes. Store a summary, or split it.",
+                        },
+                    }
+                ).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+                await send({"type": "http.response.start", "status": 413, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, send_wrapper)
+
+
+def build_http_app(
+    server: Any,
+    *,
+    host: str = "127.0.0.1",
+    stateless: bool = False,
+    json_response: bool = False,
+    gate: Any = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
+    max_note_bytes: int | None = None,
+    service: Callable[[], Any] | None = None,
+    model_required: bool = False,
+) -> Any:
+    """``stateless``/``json_response``: the SDK's per-request transport, answering each POST with
+    one JSON body instead of an event stream (the gateway: no SSE set-up per call).
+    ``gate``: ``evomem.security.gate.Gate`` (tokens, rate limits), None without auth.
+    Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
+    ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
+    ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
+    assert isinstance(server, MCPServer)
+    from evomem.security.gate import transport_security
+
+    add_ops_routes(server, service, model_required=model_required)
+    security = transport_security(host, allowed_hosts or [], allowed_origins or [])
+    limit = body_limit(max_note_bytes)
+    app = server.streamable_http_app(
+        host=host,
+        stateless_http=stateless,
+        json_response=json_response,
+        transport_security=security,
+        max_request_body_size=limit,
+    )
+    app.add_middleware(TooLargeAsJsonRpc, limit=limit)
+    return gate.wrap(app) if gate is not None else app
+
+
+class PortInUse(OSError):
+    """The HTTP port cannot be bound (in use, or not allowed): one line for the operator."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket for ``host:port`` (0 picks a free port), or ``PortInUse``; bound
+    first, so the URL is known before the app is built."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this. Without it, small JSON responses wait on the
+    # peer's delayed ACK (~40 ms per call) when uvicorn serves a pre-bound socket.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PortInUse(
+            exc.errno,
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop the process that holds it "
+            "or choose another port with --port / EVOMEM_PORT (0 picks one)",
+        ) from exc
+    sock.listen(2048)  # from here a client that read the URL is queued, never refused
+    return sock
