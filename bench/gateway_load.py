@@ -123,8 +123,8 @@ def stack(
     from bench.gateway_client import healthy
     from bench.procs import free_ports, wait_until
     from evomem.adapters.grpc.clients import GrpcStorage
-    from evomem.bootstrap.services import gateway_command
     from evomem.domain.recall import RecallQuery
+    from evomem.entrypoints.cli.commands import gateway_command
     from evomem.settings import Settings
 
     workdir.mkdir(parents=True, exist_ok=True)

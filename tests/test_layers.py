@@ -5,8 +5,8 @@ Every ``import`` and ``from ... import`` statement of every module of the ``evom
 read (with ``ast``, so an import inside a function counts as much as one at the top), and a test
 fails naming the module and the line that breaks a rule. The layers, inner first:
 
-- ``domain``: plain Python. It may name the ports it is handed (``evomem.app.ports``) for type
-  checking only (under ``TYPE_CHECKING``), never import anything else of the package.
+- ``domain``: plain Python, importing nothing of the package outside it, not even for type
+  checking (the linkers' ports are defined with them: ``domain/linkers/contracts.py``).
 - ``app``: the application (ports, services, policies) over the domain; process plumbing (``ops``:
   the metrics registry) but no adapter, entry point, setting or composition.
 - ``adapters`` (outbound) and ``security``: over app and domain, never an entry point or the
@@ -112,15 +112,15 @@ def test_every_layer_imports_only_the_layers_inside_it() -> None:
     assert not broken, "\n".join(broken)
 
 
-def test_the_domain_names_only_the_ports_and_only_for_type_checking() -> None:
-    typed = [
+def test_the_domain_imports_nothing_outside_it_even_for_type_checking() -> None:
+    outside = [
         f"{path.relative_to(ROOT)}:{line} imports {name}"
         for path in product_modules()
         if layer_of(module_of(path)) == "domain"
         for line, name in imports(path)
-        if layer_of(name) not in (None, "domain") and not name.startswith("evomem.app.ports")
+        if layer_of(name) not in (None, "domain")
     ]
-    assert not typed, "\n".join(typed)
+    assert not outside, "\n".join(outside)
 
 
 def test_no_module_reads_the_environment_but_the_settings() -> None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
-
 from evomem.app.ports import Embedder, Linker, Store
-from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
+from evomem.domain.linkers.lazy import LazyLinker
 from evomem.settings import Settings
 
 
@@ -71,47 +68,6 @@ def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *,
         scorer = OnnxPairScorer.shared()
     lookup = store.get_many if store is not None else None
     return PairLinker(embedder, model=shipped_pair_model(), lookup=lookup, cross=scorer)
-
-
-class LazyLinker:
-    """A ``Linker`` built on first use: the pair linker's module and weights (tens of ms) load at
-    the first ``remember`` that needs them, not before a server's first answer."""
-
-    abstains = True
-
-    def __init__(self, build: Callable[[], Linker], name: str = "pair") -> None:
-        self._build = build
-        self._linker: Linker | None = None
-        self._lock = threading.Lock()
-        self._name = name
-
-    def built(self) -> Linker:
-        if self._linker is None:
-            with self._lock:
-                if self._linker is None:
-                    self._linker = self._build()
-        return self._linker
-
-    @property
-    def name(self) -> str:
-        return self._linker.name if self._linker is not None else self._name
-
-    def prepare(self, text: str) -> None:
-        self.built().prepare(text)
-
-    def decide(
-        self,
-        text: str,
-        scope: str | None,
-        candidates: Sequence[MemoryNode],
-        similarities: Mapping[str, float] | None = None,
-        scope_inferred: bool = False,
-        earlier: Mapping[str, MemoryNode] | None = None,
-    ) -> LinkDecision:
-        return self.built().decide(text, scope, candidates, similarities, scope_inferred, earlier)
-
-    def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
-        return self.built().propose(text, scope, candidates)
 
 
 def offerer_for(

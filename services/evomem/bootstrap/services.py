@@ -22,7 +22,7 @@ from evomem.bootstrap.vectors import storage_vectors
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
 from evomem.entrypoints.grpc.lifecycle import GrpcService
-from evomem.ops.runtime import GRACE_S, ConfigError
+from evomem.ops.runtime import ConfigError
 from evomem.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -107,28 +107,6 @@ def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
     storage_addr = settings.require("addresses", "storage")
     redis_url = settings.require("queue", "redis_url")
     return storage_addr, redis_url, settings.addresses.linker if linking else None
-
-
-def gateway_command(settings: Settings) -> list[str]:
-    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.mcp.gateway:create_app()``.
-    Checks the gateway's settings first, so a missing address stops the command at once."""
-    gateway_peers(settings)
-    host = settings.mcp.host or "127.0.0.1"
-    build_gate(settings, host, settings.mcp.port)  # a bad token file, or no auth off loopback, stops here
-    return [
-        "gunicorn",
-        "--worker-class",
-        "uvicorn_worker.UvicornWorker",
-        "--workers",
-        str(settings.gateway.workers),
-        "--bind",
-        f"{host}:{settings.mcp.port}",
-        "--graceful-timeout",
-        str(int(GRACE_S)),
-        "--access-logfile",
-        "-" if settings.gateway.access_log else "/dev/null",
-        "evomem.entrypoints.mcp.gateway:create_app()",
-    ]
 
 
 def grpc_peer(settings: Settings) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from evomem.domain.model import LinkDecision, LinkKind, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scopes_compatible
 
 if TYPE_CHECKING:
-    from evomem.app.ports import Linker
+    from evomem.domain.linkers.contracts import Linker
 
 #: How many candidates a second opinion is offered (the LLM's prompt lists them all).
 MAX_OFFERED = 8

@@ -67,7 +67,7 @@ from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import may_list
 
 if TYPE_CHECKING:
-    from evomem.app.ports import Embedder, PairScorer
+    from evomem.domain.linkers.contracts import Embedder, PairScorer
 
 NAME = "pair"
 VERSION = "1"

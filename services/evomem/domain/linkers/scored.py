@@ -30,7 +30,7 @@ from evomem.domain.subject_names import Mention
 from evomem.domain.subject_words import name_concepts
 
 if TYPE_CHECKING:
-    from evomem.app.ports import Embedder
+    from evomem.domain.linkers.contracts import Embedder
 
 SCORED_NAME = "scored"
 SCORED_VERSION = "1"

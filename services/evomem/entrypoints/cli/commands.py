@@ -52,8 +52,33 @@ def serve_worker(settings: Settings) -> None:
         restore()
 
 
+def gateway_command(settings: Settings) -> list[str]:
+    """gunicorn with uvicorn workers, serving ``evomem.entrypoints.mcp.gateway:create_app()``.
+    Checks the gateway's settings first, so a missing address stops the command at once."""
+    from evomem.bootstrap.http import build_gate
+    from evomem.bootstrap.services import gateway_peers
+    from evomem.ops.runtime import GRACE_S
+
+    gateway_peers(settings)
+    host = settings.mcp.host or "127.0.0.1"
+    build_gate(settings, host, settings.mcp.port)  # a bad token file, or no auth off loopback, stops here
+    return [
+        "gunicorn",
+        "--worker-class",
+        "uvicorn_worker.UvicornWorker",
+        "--workers",
+        str(settings.gateway.workers),
+        "--bind",
+        f"{host}:{settings.mcp.port}",
+        "--graceful-timeout",
+        str(int(GRACE_S)),
+        "--access-logfile",
+        "-" if settings.gateway.access_log else "/dev/null",
+        "evomem.entrypoints.mcp.gateway:create_app()",
+    ]
+
+
 def exec_gateway(settings: Settings) -> None:
-    from evomem.bootstrap.services import gateway_command
     from evomem.ops.runtime import ConfigError
 
     argv = gateway_command(settings)
