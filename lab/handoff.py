@@ -21,6 +21,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -40,13 +41,21 @@ class Model:
     target: str  # the lab's make target that builds it
     script: str
     also: tuple[str, ...] = ()  # copied, not pinned (a model card)
+    compiled: str | None = None  # a product module that compiles the pin of model.onnx in too
 
 
 MODELS = {
     m.name: m
     for m in (
         Model("pair", ("pair_model.json",), "train-linker", "lab/train_linker.py"),
-        Model("cronista", ("model.onnx", "tokenizer.json"), "train-cronista", "lab/train_cronista.py", ("README.md",)),
+        Model(
+            "cronista",
+            ("model.onnx", "tokenizer.json"),
+            "train-cronista",
+            "lab/train_cronista.py",
+            ("README.md",),
+            compiled="services/evomem/adapters/models/onnx_cronista.py",
+        ),
         Model("pair-cross", ("model.onnx", "tokenizer.json"), "train-cross", "lab/train_cross.py", ("README.md",)),
     )
 }
@@ -116,7 +125,19 @@ def hand_over(model: Model, built: Path, dest: Path) -> dict[str, Any]:
         "handed_over": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     (dest / "pins.json").write_text(json.dumps(pins, indent=2) + "\n", encoding="utf-8")
+    if model.compiled is not None and dest == PRODUCT / model.name:
+        pin_compiled(ROOT / model.compiled, pins["sha256"]["model.onnx"])
     return pins
+
+
+def pin_compiled(module: Path, sha: str) -> None:
+    """The packaged model's pin is compiled into its adapter too (``MODEL_FILES``), so that swapping
+    the folder's model *and* pins.json is still caught: rewrite it to the model handed over."""
+    code = module.read_text(encoding="utf-8")
+    new = re.sub(r'"model\.onnx": "[0-9a-f]*"', f'"model.onnx": "{sha}"', code, count=1)
+    if new != code:
+        module.write_text(new, encoding="utf-8")
+        print(f"pinned model.onnx in {module.relative_to(ROOT)}")
 
 
 def check(dest_root: Path = PRODUCT) -> list[str]:

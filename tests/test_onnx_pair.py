@@ -86,7 +86,7 @@ def test_a_damaged_model_is_refused_with_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_missing_model_says_how_to_build_it(tmp_path: Path) -> None:
-    with pytest.raises(PairModelUnavailable, match="make train-cross"):
+    with pytest.raises(PairModelUnavailable, match="make -C lab train-cross"):
         OnnxPairScorer(tmp_path).load()
 
 

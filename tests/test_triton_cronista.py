@@ -117,7 +117,7 @@ def test_triton_returns_what_onnx_returns_in_process_for_the_same_file(server, t
 
 def test_the_trained_model_gives_the_same_fields_over_triton(tmp_path):
     if not (TRAINED / "model.onnx").is_file():
-        pytest.skip("no trained cronista model in the repository yet (make train-cronista)")
+        pytest.skip("no trained cronista model in the repository yet (make -C lab train-cronista)")
     repo = cpu_repository(tmp_path, cronista_dir=TRAINED, models="cronista")
     real = TritonServer(repo, tmp_path / "run", triton_venv()).start()
     try:

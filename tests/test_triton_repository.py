@@ -131,7 +131,7 @@ def test_the_embedding_config_describes_the_packaged_onnx_graph(tmp_path):
 def test_the_cronista_config_describes_the_trained_graph():
     folder = Path(__file__).resolve().parents[1] / "services" / "evomem" / "adapters" / "models" / "cronista"
     if not (folder / "model.onnx").is_file():
-        pytest.skip("no cronista model in the repository yet (make train-cronista)")
+        pytest.skip("no cronista model in the repository yet (make -C lab train-cronista)")
     graph_matches(parse(GPU_REPOSITORY / "cronista" / "config.pbtxt"), folder / "model.onnx")
 
 
@@ -162,4 +162,4 @@ def test_make_models_says_when_the_cronista_model_is_missing(tmp_path):
     skipped = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert skipped.returncode == 0 and "skipped" in skipped.stdout
     required = subprocess.run([*args, "--require", "cronista"], capture_output=True, text=True, timeout=120)
-    assert required.returncode == 1 and "make train-cronista" in required.stderr
+    assert required.returncode == 1 and "make -C lab train-cronista" in required.stderr

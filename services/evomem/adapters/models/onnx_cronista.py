@@ -75,7 +75,7 @@ CLS_ID, SEP_ID, PAD_ID = 101, 102, 0
 _SENTENCE_END = {".", "!", "?", ";"}
 
 #: The files of the model folder and their pinned sha256 (``model.onnx`` is the int8 graph,
-#: committed; ``model.fp32.onnx`` is rebuilt by ``make train-cronista`` and pinned in the card).
+#: committed; ``model.fp32.onnx`` is rebuilt by ``make -C lab train-cronista`` and pinned in the card).
 MODEL_FILES = {
     "model.onnx": "52c84bfdf00b3a14920439e46c69ef98af20dfaf530f7a0079cd892d1f8f014d",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
@@ -88,13 +88,14 @@ class CronistaModelUnavailable(Unavailable):
 
 #: The model folder: its files, their pins (``pins.json``; for the packaged folder, ``MODEL_FILES``
 #: too) and what its errors say.
+REBUILD = "make -C lab train-cronista, then make -C lab handoff"
 FOLDER = ModelFolder(
     CronistaModelUnavailable,
     ("model.onnx", "tokenizer.json"),
-    missing="{path} not found; build the model with: make train-cronista",
-    unreadable="{path} is missing or unreadable ({exc}); rebuild the model with: make train-cronista",
+    missing="{path} not found; build the model with: " + REBUILD,
+    unreadable="{path} is missing or unreadable ({exc}); rebuild the model with: " + REBUILD,
     mismatch="{path} does not match its pinned sha256 (got {got:.12}..., pinned {want:.12}...): the file is "
-    "damaged or was replaced; restore it from the repository or rebuild it with: make train-cronista",
+    "damaged or was replaced; restore it from the repository or rebuild it with: " + REBUILD,
     packaged=DEFAULT_MODEL_DIR,
     compiled=MODEL_FILES,
 )

@@ -50,10 +50,10 @@ class PairModelUnavailable(Unavailable):
 FOLDER = ModelFolder(
     PairModelUnavailable,
     ("model.onnx", "tokenizer.json"),
-    missing="{path} not found; build the cross-encoder with: make train-cross",
-    unreadable="{path} is unreadable ({exc}); rebuild with: make train-cross",
+    missing="{path} not found; build the cross-encoder with: make -C lab train-cross, then make -C lab handoff",
+    unreadable="{path} is unreadable ({exc}); rebuild with: make -C lab train-cross, then make -C lab handoff",
     mismatch="{path} does not match its pinned sha256 (got {got:.12}...): the file is damaged or was replaced; "
-    "restore it from the repository or rebuild it with: make train-cross",
+    "restore it from the repository or rebuild it with: make -C lab train-cross, then make -C lab handoff",
     required=(PINS_FILE,),
 )
 
