@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import re
 import shutil
@@ -28,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evomem.adapters.models.loader import sha256_file as sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "lab"
@@ -59,14 +60,6 @@ MODELS = {
         Model("pair-cross", ("model.onnx", "tokenizer.json"), "train-cross", "lab/train_cross.py", ("README.md",)),
     )
 }
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _commit() -> str | None:

@@ -30,8 +30,9 @@ import platform
 import random
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "services"), str(ROOT)]
@@ -44,6 +45,7 @@ from lab import cronista_data as data  # noqa: E402
 
 HIDDEN, HEADS, LAYERS, EPS = 384, 12, 6, 1e-12
 BUCKETS = (32, 64, 96, 128, 192, 256)
+T = TypeVar("T")
 MASK_NEG = -10000.0
 
 
@@ -104,30 +106,39 @@ def examples(notes: list[dict[str, Any]], tokenizer: Any) -> list[tuple[list[int
     return out
 
 
+def bucketed(
+    items: Sequence[T], width_of: Callable[[T], int], buckets: Sequence[int], batch: int, rng: random.Random
+) -> Iterator[tuple[int, list[T]]]:
+    """``items`` grouped by the smallest bucket that holds ``width_of(item)``, each group shuffled and
+    cut into chunks of at most ``batch``: (bucket width, chunk), narrowest bucket first. (The
+    cross-encoder's trainer batches its pairs with it too.)"""
+    by_bucket: dict[int, list[T]] = {}
+    for item in items:
+        width = next(b for b in buckets if width_of(item) <= b)
+        by_bucket.setdefault(width, []).append(item)
+    for width, group in sorted(by_bucket.items()):
+        rng.shuffle(group)
+        for i in range(0, len(group), batch):
+            yield width, group[i : i + batch]
+
+
 def batches(exs: list[Any], batch: int, rng: random.Random) -> list[tuple[np.ndarray, ...]]:
     """Length-bucketed, shuffled batches of fixed shape (batch, bucket); short batches are padded with empty rows."""
-    by_bucket: dict[int, list[Any]] = {}
-    for ex in exs:
-        width = next(b for b in BUCKETS if len(ex[0]) + 2 <= b)
-        by_bucket.setdefault(width, []).append(ex)
     out = []
-    for width, items in sorted(by_bucket.items()):
-        rng.shuffle(items)
-        for i in range(0, len(items), batch):
-            chunk = items[i : i + batch]
-            ids = np.zeros((batch, width), np.int32)
-            mask = np.zeros((batch, width), np.float32)
-            rl = np.zeros((batch, width), np.int32)
-            sl = np.zeros((batch, width), np.int32)
-            weight = np.zeros((batch, width), np.float32)
-            for r, (tok, roles, spans) in enumerate(chunk):
-                n = len(tok)
-                ids[r, 0], ids[r, 1 : n + 1], ids[r, n + 1] = oc.CLS_ID, tok, oc.SEP_ID
-                mask[r, : n + 2] = 1
-                rl[r, 1 : n + 1] = roles
-                sl[r, 1 : n + 1] = spans
-                weight[r, 1 : n + 1] = 1
-            out.append((ids, mask, rl, sl, weight))
+    for width, chunk in bucketed(exs, lambda ex: len(ex[0]) + 2, BUCKETS, batch, rng):
+        ids = np.zeros((batch, width), np.int32)
+        mask = np.zeros((batch, width), np.float32)
+        rl = np.zeros((batch, width), np.int32)
+        sl = np.zeros((batch, width), np.int32)
+        weight = np.zeros((batch, width), np.float32)
+        for r, (tok, roles, spans) in enumerate(chunk):
+            n = len(tok)
+            ids[r, 0], ids[r, 1 : n + 1], ids[r, n + 1] = oc.CLS_ID, tok, oc.SEP_ID
+            mask[r, : n + 2] = 1
+            rl[r, 1 : n + 1] = roles
+            sl[r, 1 : n + 1] = spans
+            weight[r, 1 : n + 1] = 1
+        out.append((ids, mask, rl, sl, weight))
     rng.shuffle(out)
     return out
 

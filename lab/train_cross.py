@@ -65,25 +65,18 @@ def weights(rows: list[dict[str, Any]]) -> None:
 
 
 def batches(rows: list[dict[str, Any]], batch: int, rng: random.Random) -> list[tuple[np.ndarray, ...]]:
-    by_bucket: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        width = next(b for b in BUCKETS if len(r["ids"]) <= b)
-        by_bucket.setdefault(width, []).append(r)
     out = []
-    for width, items in sorted(by_bucket.items()):
-        rng.shuffle(items)
-        for i in range(0, len(items), batch):
-            chunk = items[i : i + batch]
-            ids = np.zeros((batch, width), np.int32)
-            types = np.zeros((batch, width), np.int32)
-            mask = np.zeros((batch, width), np.float32)
-            y = np.zeros((batch,), np.float32)
-            w = np.zeros((batch,), np.float32)
-            for k, r in enumerate(chunk):
-                n = len(r["ids"])
-                ids[k, :n], types[k, :n], mask[k, :n] = r["ids"], r["types"], 1
-                y[k], w[k] = r.get("label", 0), r.get("w", 1.0)
-            out.append((ids, types, mask, y, w))
+    for width, chunk in tc.bucketed(rows, lambda r: len(r["ids"]), BUCKETS, batch, rng):
+        ids = np.zeros((batch, width), np.int32)
+        types = np.zeros((batch, width), np.int32)
+        mask = np.zeros((batch, width), np.float32)
+        y = np.zeros((batch,), np.float32)
+        w = np.zeros((batch,), np.float32)
+        for k, r in enumerate(chunk):
+            n = len(r["ids"])
+            ids[k, :n], types[k, :n], mask[k, :n] = r["ids"], r["types"], 1
+            y[k], w[k] = r.get("label", 0), r.get("w", 1.0)
+        out.append((ids, types, mask, y, w))
     rng.shuffle(out)
     return out
 
