@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evomem.domain.cronista import join_clauses
+
 ROLES = ("trigger", "change", "alternatives", "consequences", "other")
 SPAN_KINDS = ("subject", "option_chosen", "option_left", "scope")
 FIELD_OF_ROLE = {
@@ -84,15 +86,6 @@ def span_positions(note: dict[str, Any]) -> dict[str, tuple[int, int] | None]:
     return out
 
 
-def _join(values: list[str]) -> str:
-    out = ""
-    for value in values:
-        if out:
-            out += " " if out[-1] in ".!?" else "; "
-        out += value
-    return out
-
-
 def gold_fields(note: dict[str, Any]) -> dict[str, str]:
     """The four fields as a perfect cronista would file them: the clauses of each role, in source
     order, joined the way the lite cronista joins clauses."""
@@ -102,7 +95,7 @@ def gold_fields(note: dict[str, Any]) -> dict[str, str]:
         name = FIELD_OF_ROLE.get(role)
         if name and text[a:b] not in found[name]:
             found[name].append(text[a:b])
-    return {k: _join(v) for k, v in found.items()}
+    return {k: join_clauses(v) for k, v in found.items()}
 
 
 # ---------------------------------------------------------------------------- generated notes

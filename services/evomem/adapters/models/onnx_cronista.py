@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evomem.adapters.models.loader import FolderModel, ModelFolder, open_encoder
-from evomem.domain.cronista import SUMMARY_MAX_CHARS, assemble_summary, sentences
+from evomem.domain.cronista import SUMMARY_MAX_CHARS, assemble_summary, join_clauses, sentences
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import Extraction
 
@@ -272,16 +272,6 @@ def decode(
             best[kind] = score
             spans[kind] = text[words[a][1] : words[b][2]]
     return clauses, spans
-
-
-def join_clauses(values: Sequence[str]) -> str:
-    """The lite cronista's joining: "; " between clauses, " " after a sentence end."""
-    out = ""
-    for value in values:
-        if out:
-            out += " " if out[-1] in ".!?" else "; "
-        out += value
-    return out
 
 
 def fields_of(clauses: Sequence[Clause]) -> dict[str, str]:
