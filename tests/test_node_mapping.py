@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from evomem.adapters.fields import field_kinds
 from evomem.adapters.grpc import convert
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, field_kinds, node_to_row
+from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, node_to_row
 from evomem.adapters.sqlite.driver import sqlite
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import (

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from evomem.adapters.grpc import audit_convert
-from evomem.adapters.sqlite.codec import (
+from evomem.adapters.fields import (
     ENUM,
     NUMBERS,
     RECORD,
@@ -15,6 +14,7 @@ from evomem.adapters.sqlite.codec import (
     FieldKind,
     field_kinds,
 )
+from evomem.adapters.grpc import audit_convert
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
