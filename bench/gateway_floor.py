@@ -23,9 +23,10 @@ NOOP_ANSWER = "ok"
 
 def create_app() -> Any:
     from evomem import __version__
-    from evomem.bootstrap.http import build_gate, http_front
+    from evomem.bootstrap.http import http_front
     from evomem.entrypoints.mcp.server import INSTRUCTIONS, StrictMCPServer, published
     from evomem.ops import logs
+    from evomem.security.configure import build_gate
     from evomem.settings import Settings
 
     settings = Settings.from_env()

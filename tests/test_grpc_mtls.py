@@ -17,11 +17,11 @@ from cryptography.x509.oid import NameOID
 from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.storage import LocalStorage
-from evomem.bootstrap.services import grpc_listen_peer, grpc_peer
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.grpc.server import RunningServer, create_server
 from evomem.entrypoints.grpc.servicers import StorageServicer
 from evomem.ops.runtime import ConfigError
+from evomem.security.configure import grpc_listen_peer, grpc_peer
 from evomem.security.peer import TlsFiles
 from evomem.settings import Settings
 from evomem.v1 import storage_pb2_grpc

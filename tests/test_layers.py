@@ -9,8 +9,8 @@ fails naming the module and the line that breaks a rule. The layers, inner first
   checking (the linkers' ports are defined with them: ``domain/linkers/contracts.py``).
 - ``app``: the application (ports, services, policies) over the domain; process plumbing (``ops``:
   the metrics registry) but no adapter, entry point, setting or composition.
-- ``adapters`` (outbound) and ``security``: over app and domain, never an entry point or the
-  composition root.
+- ``adapters`` (outbound) and ``security``: over app and domain (security also reads the settings
+  object it applies: ``security/configure.py``), never an entry point or the composition root.
 - ``entrypoints`` (inbound): anything but the composition root, which only the commands call.
 - ``bootstrap``: the composition root, the one place that builds wirings: it may import anything.
 """
@@ -70,7 +70,7 @@ ALLOWED = {
     "domain": set(),
     "app": {"domain", "ops"},
     "adapters": {"domain", "app", "ops", "security", "v1"},
-    "security": {"domain", "app", "ops"},
+    "security": {"domain", "app", "ops", "settings"},
     "ops": {"settings"},
     "settings": {"domain"},
     "entrypoints": {"domain", "app", "adapters", "ops", "security", "settings", "v1", "bootstrap"},

@@ -30,12 +30,12 @@ from evomem.adapters.grpc.clients import GrpcStorage
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.access import Principal
 from evomem.app.storage import LocalStorage
-from evomem.bootstrap.services import grpc_listen_secret
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.grpc.server import RunningServer, create_server
 from evomem.entrypoints.grpc.servicers import StorageServicer
 from evomem.ops.runtime import ConfigError
+from evomem.security.configure import grpc_listen_secret
 from evomem.security.ratelimit import RateLimiter, build_limiter
 from evomem.settings import Settings
 from evomem.v1 import storage_pb2_grpc

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from test_team_auth import INIT, JSON_HEADERS, start_server, stop
 
 from evomem.app.access import Principal
-from evomem.bootstrap.http import build_gate
 from evomem.ops.runtime import ConfigError
+from evomem.security.configure import build_gate
 from evomem.security.jwt import JwtVerifier
 from evomem.settings import Settings
 

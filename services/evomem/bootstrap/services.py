@@ -16,13 +16,13 @@ from evomem.app.notes import NoteLimits, NoteRules
 from evomem.app.ports import Extractor
 from evomem.app.storage import LocalStorage
 from evomem.bootstrap.embedded import _service_config
-from evomem.bootstrap.http import build_gate
 from evomem.bootstrap.linkers import linker_for, offerer_for
 from evomem.bootstrap.vectors import storage_vectors
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
 from evomem.entrypoints.grpc.lifecycle import GrpcService
 from evomem.ops.runtime import ConfigError
+from evomem.security.configure import build_gate, grpc_listen_peer, grpc_peer
 from evomem.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -107,50 +107,6 @@ def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
     storage_addr = settings.require("addresses", "storage")
     redis_url = settings.require("queue", "redis_url")
     return storage_addr, redis_url, settings.addresses.linker if linking else None
-
-
-def grpc_peer(settings: Settings) -> dict[str, Any]:
-    """How this process authenticates to (and as) a gRPC peer: ``secret`` (EVOMEM_GRPC_SECRET or
-    _FILE) and ``tls`` (EVOMEM_GRPC_TLS_CA, _CERT, _KEY: all three, or none)."""
-    from evomem.security.peer import TlsFiles
-
-    a = settings.auth
-    files = (a.grpc_tls_ca, a.grpc_tls_cert, a.grpc_tls_key)
-    tls = None
-    if any(files):
-        if not all(files):
-            raise ConfigError(
-                "mutual TLS needs all three of EVOMEM_GRPC_TLS_CA, EVOMEM_GRPC_TLS_CERT and EVOMEM_GRPC_TLS_KEY"
-            )
-        try:
-            tls = TlsFiles.load(*files)  # type: ignore[arg-type]
-        except OSError as exc:
-            raise ConfigError(f"EVOMEM_GRPC_TLS_*: cannot read {exc.filename}: {exc.strerror}") from None
-    return {"secret": settings.grpc_secret(), "tls": tls}
-
-
-def grpc_listen_secret(settings: Settings) -> str | None:
-    """The secret a gRPC service demands of its callers (``grpc_listen_peer`` without TLS)."""
-    return grpc_listen_peer(settings)["secret"]
-
-
-def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
-    """What a gRPC service demands of its callers: the secret and/or mutual TLS. With neither,
-    a non-loopback bind address is refused unless EVOMEM_GRPC_INSECURE is set (then warned at
-    every start)."""
-    from evomem.security.gate import is_loopback
-
-    peer = grpc_peer(settings)
-    host = settings.grpc.host
-    if peer["secret"] is None and peer["tls"] is None and not is_loopback(host):
-        if not settings.auth.grpc_insecure:
-            raise ConfigError(
-                f"refusing to serve gRPC on {host}, a non-loopback address, without EVOMEM_GRPC_SECRET "
-                "(or EVOMEM_GRPC_SECRET_FILE): anyone reaching the port could read and purge every namespace. "
-                "Set a secret, bind 127.0.0.1, or set EVOMEM_GRPC_INSECURE=true"
-            )
-        log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
-    return peer
 
 
 def build_storage(settings: Settings) -> GrpcService:

@@ -1,7 +1,7 @@
 """The gate in front of the MCP tools over HTTP: bearer tokens, the caller's principal,
 the ``audit`` tool, per-token rate limits, and the Host/Origin checks.
 
-One ``Gate`` is built by ``evomem.bootstrap.http.build_gate`` from the settings and used by both
+One ``Gate`` is built by ``evomem.security.configure.build_gate`` from the settings and used by both
 HTTP wirings (the embedded server, the gateway), so both apply the same rules:
 
 * ``server_kwargs()``: the MCP SDK's resource-server support (``token_verifier`` and

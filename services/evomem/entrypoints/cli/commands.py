@@ -55,9 +55,9 @@ def serve_worker(settings: Settings) -> None:
 def gateway_command(settings: Settings) -> list[str]:
     """gunicorn with uvicorn workers, serving ``evomem.entrypoints.mcp.gateway:create_app()``.
     Checks the gateway's settings first, so a missing address stops the command at once."""
-    from evomem.bootstrap.http import build_gate
     from evomem.bootstrap.services import gateway_peers
     from evomem.ops.runtime import GRACE_S
+    from evomem.security.configure import build_gate
 
     gateway_peers(settings)
     host = settings.mcp.host or "127.0.0.1"
