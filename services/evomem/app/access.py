@@ -228,12 +228,12 @@ class GuardedService:
         tool: str,
         ids: Sequence[str],
         call: Callable[[], T],
-        done: Callable[[T], tuple[str | None, Sequence[str], str | None]],
+        done: Callable[[T], tuple[str | None, Sequence[str], str | None]] | None,
         namespace: str | None = None,
         on_behalf_of: object = None,
     ) -> T:
-        """Run a write; record it as ``ok`` (namespace, ids, detail from ``done``) or with the
-        error code it failed with (the requested ``ids``)."""
+        """Run a write; record it as ``ok`` (namespace, ids, detail from ``done``; no ``done``: the
+        write recorded itself) or with the error code it failed with (the requested ``ids``)."""
         try:
             result = call()
         except EvoMemError as exc:
@@ -242,8 +242,9 @@ class GuardedService:
         except Exception:
             self._record(tool, namespace, ids, "internal", on_behalf_of)
             raise
-        ns, final_ids, detail = done(result)
-        self._record(tool, ns, final_ids, "ok", on_behalf_of, detail)
+        if done is not None:
+            ns, final_ids, detail = done(result)
+            self._record(tool, ns, final_ids, "ok", on_behalf_of, detail)
         return result
 
     def _record(
@@ -346,26 +347,14 @@ class GuardedService:
                 out.warnings.append(f"author is the authenticated identity {self.principal.name!r}, not {given!r}")
             return out
 
-        try:
-            return call()
-        except EvoMemError as exc:
-            self._record(
-                "remember",
-                self._audit_namespace(namespace),
-                self._requested(kwargs.get("supersedes")),
-                exc.code,
-                author,
-            )
-            raise
-        except Exception:
-            self._record(
-                "remember",
-                self._audit_namespace(namespace),
-                self._requested(kwargs.get("supersedes")),
-                "internal",
-                author,
-            )
-            raise
+        return self._audited(
+            "remember",
+            self._requested(kwargs.get("supersedes")),
+            call,
+            None,  # a written note's entry is storage's to record, in the write's call
+            self._audit_namespace(namespace),
+            author,
+        )
 
     def supersede(self, node_id: object, supersedes: object, *, author: object = None) -> MemoryNode:
         def call() -> MemoryNode:
