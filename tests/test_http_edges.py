@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from test_mcp_transports import HttpServer, http_server  # noqa: F401 - the fixture
 
-from evomem.entrypoints.mcp.http_app import DEFAULT_BODY_LIMIT, body_limit
+from evomem.entrypoints.mcp.limits import DEFAULT_MESSAGE_LIMIT, message_limit
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 pytestmark = pytest.mark.anyio
@@ -24,9 +24,9 @@ def anyio_backend() -> str:
 
 
 def test_the_body_limit_leaves_room_for_an_escaped_note() -> None:
-    assert body_limit(None) == DEFAULT_BODY_LIMIT
-    assert body_limit(1_048_576) >= 6 * 1_048_576  # every character escaped as \uXXXX still fits
-    assert body_limit(1024) == DEFAULT_BODY_LIMIT
+    assert message_limit(None) == DEFAULT_MESSAGE_LIMIT
+    assert message_limit(1_048_576) >= 6 * 1_048_576  # every character escaped as \uXXXX still fits
+    assert message_limit(1024) == DEFAULT_MESSAGE_LIMIT
 
 
 async def test_a_10_mib_note_over_http_is_note_too_large_not_a_bare_413(http_server: HttpServer) -> None:  # noqa: F811
@@ -60,7 +60,7 @@ def test_a_body_over_the_limit_gets_a_json_rpc_error_that_names_the_limit(http_s
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413")
     error = json.loads(body)["error"]
-    assert error["message"].startswith("[note_too_large] the request body is over")
+    assert error["message"].startswith("[note_too_large] the message is over")
 
 
 def test_a_busy_port_is_one_clear_line_not_a_traceback(tmp_path: Path, server_env: dict[str, str]) -> None:

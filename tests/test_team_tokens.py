@@ -88,6 +88,8 @@ def test_roles_and_what_stats_shows() -> None:
     info = {"version": "1", "db": "/data/evomem.db", "storage": "storage:50051", "wiring": "gateway"}
     assert visible_info(reader, info) == {"version": "1", "wiring": "gateway"}
     assert visible_info(Principal("r", "admin", ("*",)), info) == info
+    # Without auth (a loopback server): everything but the peers' addresses.
+    assert visible_info(None, info) == {"version": "1", "db": "/data/evomem.db", "wiring": "gateway"}
 
 
 def test_evomem_admin_token_create_prints_a_token_the_server_accepts(tmp_path: Path) -> None:

@@ -108,10 +108,18 @@ def require_role(principal: Principal, tool: str) -> None:
 PUBLIC_INFO = ("version", "wiring", "auto_supersede", "vectors")
 
 
+#: What only an admin sees: where the server's peers listen (hosts and ports).
+OPERATOR_INFO = ("storage",)
+
+
 def visible_info(principal: Principal | None, info: Mapping[str, str]) -> dict[str, str]:
-    """The server description ``principal`` may see: all of it for an admin (or without auth)."""
-    if principal is None or principal.role == "admin":
+    """The server description ``principal`` may see: all of it for an admin; without auth, all
+    but the peers' addresses (``OPERATOR_INFO``: an operator reads them in the settings and logs);
+    for anyone else the public part."""
+    if principal is not None and principal.role == "admin":
         return dict(info)
+    if principal is None:
+        return {k: v for k, v in info.items() if k not in OPERATOR_INFO}
     return {k: v for k, v in info.items() if k in PUBLIC_INFO}
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
+from evomem.app import incidents
 from evomem.app.notes import MAX_REASON_CHARS, NoteLimits, NoteRules
 from evomem.app.ports import ExtractionJob, Extractor, JobQueue, Linker, Storage, Store, Vectors
 from evomem.app.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
@@ -415,8 +416,9 @@ class MemoryService:
         )
 
     @staticmethod
-    def _vector_search_failed(problem: str) -> None:
-        log.warning("vector search failed, BM25 only: %s", problem)
+    def _vector_search_failed(problem: str) -> str:
+        """Log why the search by meaning failed; the reference the log has it under."""
+        return incidents.record("vector search failed, BM25 only", problem, logger=log, level=logging.WARNING)
 
     # ------------------------------------------------------------------ recall
 
@@ -466,8 +468,9 @@ class MemoryService:
             if MODEL_LOADING in answer.vector_problem:
                 notes.append(f"{MODEL_LOADING}: this answer is by words (BM25) only; ask again in a few seconds")
             else:
-                self._vector_search_failed(answer.vector_problem)
-                notes.append("no search by meaning for this call (BM25 only): " + answer.vector_problem)
+                ref = self._vector_search_failed(answer.vector_problem)
+                why = "the vector search failed" if incidents.leaks(answer.vector_problem) else answer.vector_problem
+                notes.append(f"no search by meaning for this call (BM25 only): {why} (ref {ref})")
         if answer.hidden_forgotten and len(answer.results) < k:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from evomem.app import incidents
 from evomem.app.access import GuardedService, Principal
 from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument
@@ -178,7 +179,7 @@ def audit(
             limit=limit,
         )
     except EvoMemError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(incidents.for_caller(exc)) from exc
     return AuditResult(
         entries=[
             AuditRecord(

@@ -122,7 +122,7 @@ class _Client:
         try:
             return method(request, timeout=self.timeout_s, wait_for_ready=True)
         except grpc.RpcError as exc:
-            raise from_rpc_error(exc, f"{self.service} ({self.address})") from exc
+            raise from_rpc_error(exc, self.service, self.address) from exc
 
     def close(self) -> None:
         self._channel.close()

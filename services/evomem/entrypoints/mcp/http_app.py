@@ -27,6 +27,10 @@ from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from evomem.app import incidents
+from evomem.domain.errors import EvoMemError
+from evomem.entrypoints.mcp import limits
+
 #: Seconds /readyz and /metrics wait for the store (the gateway: storage over gRPC) before answering without it.
 PROBE_TIMEOUT_S = 2.0
 
@@ -40,9 +44,12 @@ def readiness(service: Any, *, model_required: bool = False) -> tuple[bool, dict
     try:
         service.stats()
         detail["database"] = "ok"
+    except EvoMemError as exc:
+        ready = False
+        detail["database"] = f"error: {incidents.for_caller(exc)}"
     except Exception as exc:
         ready = False
-        detail["database"] = f"error: {exc}"
+        detail["database"] = f"error: {incidents.unexpected('the readiness check', exc)}"
     state = telemetry.model_state(service)
     detail["model"] = state
     if model_required and state not in ("loaded", "remote"):
@@ -98,58 +105,87 @@ def add_ops_routes(
         return Response(page[0], media_type=page[1])
 
 
-DEFAULT_BODY_LIMIT = 4 * 1024 * 1024  # the MCP SDK's default request body limit
+def _json_rpc_error(status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> list[Any]:
+    """The ASGI messages of an HTTP answer carrying a JSON-RPC error (id null)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": limits.INVALID_REQUEST, "message": message}})
+    data = body.encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers]
+    return [
+        {"type": "http.response.start", "status": status, "headers": head},
+        {"type": "http.response.body", "body": data},
+    ]
 
 
-def body_limit(max_note_bytes: int | None) -> int:
-    """The request body limit for notes of up to ``max_note_bytes``: JSON escaping can grow a
-    note (\\uXXXX is 6 bytes per character), so a body well over the note limit must still reach
-    ``remember``, which answers ``[note_too_large]`` itself instead of a bare HTTP 413."""
-    if max_note_bytes is None:
-        return DEFAULT_BODY_LIMIT
-    return max(DEFAULT_BODY_LIMIT, 16 * max_note_bytes + 1024 * 1024)
+class JsonRpcGuard:
+    """ASGI middleware: the MCP endpoint's requests held to the limits of every transport
+    (``limits``) before the SDK parses them. A POST body over the size limit is 413, one nested too
+    deep or whose ``id`` is neither a string nor an integer is 400, each with a JSON-RPC error
+    (-32600) saying why; the body is then not parsed at all. With ``stateless`` (the gateway), a GET
+    of the endpoint (an event stream, which a stateless server never opens) is 405 at once."""
 
-
-class TooLargeAsJsonRpc:
-    """ASGI middleware: the SDK's bare 413 ("Request body too large") becomes a JSON-RPC error
-    that says which limit was hit, still with status 413."""
-
-    def __init__(self, app: Any, limit: int) -> None:
+    def __init__(self, app: Any, limit: int, stateless: bool = False) -> None:
         self.app = app
         self.limit = limit
+        self.stateless = stateless
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not scope["path"].rstrip("/").endswith("/mcp"):
             await self.app(scope, receive, send)
             return
-        rewriting = False
-
-        async def send_wrapper(message: Any) -> None:
-            nonlocal rewriting
-            if message["type"] == "http.response.start" and message["status"] == 413:
-                rewriting = True
+        if scope["method"] == "GET" and self.stateless:
+            message = "this endpoint answers POST only: the server is stateless and opens no event stream"
+            for m in _json_rpc_error(405, message, ((b"allow", b"POST"),)):
+                await send(m)
+            return
+        if scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:  # refused before its body is read
+            for r in _json_rpc_error(413, limits.too_large(self.limit)):
+                await send(r)
+            return
+        chunks: list[bytes] = []
+        size, more = 0, True
+        while more:
+            m = await receive()
+            if m["type"] != "http.request":  # the client went away
                 return
-            if rewriting and message["type"] == "http.response.body":
-                if message.get("more_body"):
-                    return
-                body = json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": None,
-                        "error": {
-                            "code": -32600,
-                            "message": f"[note_too_large] the request body is over {self.limit:,} bytes, the most "
-                            "this server reads; notes are limited by --max-note-bytes. Store a summary, or split it.",
-                        },
-                    }
-                ).encode()
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-                await send({"type": "http.response.start", "status": 413, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+            chunks.append(m.get("body", b""))
+            size += len(chunks[-1])
+            more = m.get("more_body", False)
+            if size > self.limit:
+                for r in _json_rpc_error(413, limits.too_large(self.limit)):
+                    await send(r)
                 return
-            await send(message)
+        body = b"".join(chunks)
+        problem = limits.too_deep(body) or self._bad_id(body)
+        if problem is not None:
+            for r in _json_rpc_error(400, problem):
+                await send(r)
+            return
+        replayed = False
 
-        await self.app(scope, receive, send_wrapper)
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    def _bad_id(body: bytes) -> str | None:
+        if b'"id"' not in body:
+            return None
+        try:
+            obj = json.loads(body)
+        except ValueError:  # not JSON: the SDK answers -32700
+            return None
+        if isinstance(obj, dict) and ("result" in obj or "error" in obj):
+            return None  # a response: never answered
+        return limits.bad_id(obj)
 
 
 def build_http_app(
@@ -176,7 +212,7 @@ def build_http_app(
 
     add_ops_routes(server, service, model_required=model_required)
     security = transport_security(host, allowed_hosts or [], allowed_origins or [])
-    limit = body_limit(max_note_bytes)
+    limit = limits.message_limit(max_note_bytes)
     app = server.streamable_http_app(
         host=host,
         stateless_http=stateless,
@@ -184,7 +220,7 @@ def build_http_app(
         transport_security=security,
         max_request_body_size=limit,
     )
-    app.add_middleware(TooLargeAsJsonRpc, limit=limit)
+    app.add_middleware(JsonRpcGuard, limit=limit, stateless=stateless)
     return gate.wrap(app) if gate is not None else app
 
 

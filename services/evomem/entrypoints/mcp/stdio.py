@@ -4,11 +4,15 @@ The SDK's ``stdio_server`` decodes stdin with ``errors="replace"`` (invalid UTF-
 U+FFFD and is stored as such) and drops a line it cannot parse without answering (the client
 waits forever). Here each line is read as bytes and:
 
+- held to the limits every transport applies (``limits``): a line over the message size limit
+  or nested deeper than ``limits.MAX_DEPTH`` is an invalid request (-32600, id null), read to its
+  end and dropped without being parsed;
 - decoded as strict UTF-8: a bad byte is answered with a JSON-RPC parse error (-32700) that
   names the offset, and the line is not processed (nothing is stored);
 - parsed as JSON: not JSON is a parse error (-32700, id null);
 - validated as a JSON-RPC message: a request of the wrong shape (``params`` an array, no
-  method, ...) is an invalid request (-32600) with its id when it has one; a lone surrogate
+  method, an ``id`` that is neither a string, a number nor null, ...) is an invalid request
+  (-32600) with its id when it has one; a lone surrogate
   escape (``"\\ud800"``, not Unicode text) is invalid params (-32602) with its id;
 - a malformed notification or response gets no answer (JSON-RPC forbids one), only a log line.
 
@@ -35,10 +39,12 @@ import anyio
 import mcp_types as types
 from pydantic import ValidationError
 
+from evomem.entrypoints.mcp import limits
+
 log = logging.getLogger("evomem.stdio")
 
-PARSE_ERROR = types.PARSE_ERROR  # -32700
-INVALID_REQUEST = -32600
+PARSE_ERROR = limits.PARSE_ERROR  # -32700
+INVALID_REQUEST = limits.INVALID_REQUEST  # -32600
 INVALID_PARAMS = -32602
 
 
@@ -75,6 +81,9 @@ def check_line(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRPCE
     line = line.rstrip(b"\r\n")
     if not line.strip():
         return None, None
+    deep = limits.too_deep(line)
+    if deep is not None:  # refused before any parser recurses into it
+        return None, _error(None, INVALID_REQUEST, deep)
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,14 +99,23 @@ def check_line(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRPCE
             "processed and nothing was stored. Send UTF-8 text.",
         )
     try:
-        return types.jsonrpc_message_adapter.validate_json(text, by_name=False), None
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         problem = exc
+    else:
+        if isinstance(message, types.JSONRPCNotification) and '"id"' in text:
+            bad = limits.bad_id(json.loads(text))  # a request whose id is no id is not a notification
+            if bad is not None:
+                return None, _error(None, INVALID_REQUEST, bad)
+        return message, None
     try:
         obj = json.loads(text)
     except ValueError as exc:
         return None, _error(None, PARSE_ERROR, f"parse error: the line is not JSON ({exc.msg} at character {exc.pos})")
     rid = _request_id(obj)
+    bad = limits.bad_id(obj)
+    if bad is not None and _is_answerable(obj):
+        return None, _error(None, INVALID_REQUEST, bad)
     if _has_surrogate(obj):
         if not _is_answerable(obj):
             log.warning("dropped a notification or response with a lone surrogate escape")
@@ -131,9 +149,10 @@ class _CheckedLines(io.RawIOBase):
     """The client's stdin as the SDK's transport reads it: only the lines that are valid
     messages. Each bad line is answered (``answer``) and skipped; nothing of it reaches the SDK."""
 
-    def __init__(self, source: BinaryIO, answer: Callable[[bytes], None]) -> None:
+    def __init__(self, source: BinaryIO, answer: Callable[[bytes], None], limit: int) -> None:
         self.source = source
         self.answer = answer
+        self.limit = limit  # the most bytes a line may have (``limits.message_limit``)
         self.pending = memoryview(b"")
 
     def readable(self) -> bool:
@@ -141,10 +160,14 @@ class _CheckedLines(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         while not self.pending:
-            line = self.source.readline()
+            line = self.source.readline(self.limit + 1)
             if not line:
                 return 0
-            message, error = check_line(line)
+            if len(line) > self.limit and not line.endswith(b"\n"):
+                self._skip_rest()  # over the limit: read to the line's end, never held whole
+                message, error = None, _error(None, INVALID_REQUEST, limits.too_large(self.limit))
+            else:
+                message, error = check_line(line)
             if message is not None:  # the SDK splits lines at a lone CR too: here it is JSON whitespace
                 self.pending = memoryview(line.rstrip(b"\r\n").replace(b"\r", b" ") + b"\n")
             elif error is not None:
@@ -154,6 +177,12 @@ class _CheckedLines(io.RawIOBase):
         buffer[:n] = self.pending[:n]
         self.pending = self.pending[n:]
         return n
+
+    def _skip_rest(self) -> None:
+        while True:
+            chunk = self.source.readline(1 << 20)
+            if not chunk or chunk.endswith(b"\n"):
+                return
 
 
 class _WholeLines(io.RawIOBase):
@@ -191,7 +220,7 @@ class _Stream:
         return getattr(self.stray, name)
 
 
-async def serve_stdio(server: Any) -> None:
+async def serve_stdio(server: Any, limit: int = limits.DEFAULT_MESSAGE_LIMIT) -> None:
     """Serve ``server`` (an ``MCPServer``) over this process's stdin and stdout, strictly.
 
     The SDK's own transport (``MCPServer.run_stdio_async``) serves it, reading and writing
@@ -212,7 +241,7 @@ async def serve_stdio(server: Any) -> None:
     source = os.fdopen(os.dup(0), "rb")
     writing = io.BufferedWriter(_WholeLines(out, lock))
     saved = sys.stdin, sys.stdout
-    sys.stdin = _Stream(io.BufferedReader(_CheckedLines(source, answer)), io.StringIO())  # type: ignore[assignment]
+    sys.stdin = _Stream(io.BufferedReader(_CheckedLines(source, answer, limit)), io.StringIO())  # type: ignore[assignment]
     sys.stdout = _Stream(writing, sys.stderr)  # type: ignore[assignment]
     try:
         await server.run_stdio_async()
@@ -227,8 +256,8 @@ async def serve_stdio(server: Any) -> None:
         sys.stdout.flush()
 
 
-def run_stdio(server: Any) -> None:
-    anyio.run(serve_stdio, server)
+def run_stdio(server: Any, limit: int = limits.DEFAULT_MESSAGE_LIMIT) -> None:
+    anyio.run(serve_stdio, server, limit)
 
 
 #: ``evomem-mcp``: the model starts loading after the first tool call is answered, or after this long.
@@ -244,4 +273,5 @@ def serve_embedded(server: Any, service: Any) -> int:
     from evomem.entrypoints.mcp import telemetry
     from evomem.entrypoints.mcp.running import run_embedded
 
-    return run_embedded(service, lambda: run_stdio(server), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)
+    limit = limits.message_limit(service.config.max_note_bytes)
+    return run_embedded(service, lambda: run_stdio(server, limit), after=telemetry.FIRST_CALL, after_s=MODEL_AFTER_S)

@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from evomem.app import incidents
 from evomem.app.access import GuardedService, visible_info
 from evomem.app.memory import HISTORY_DEPTH_MAX, K_MAX
 from evomem.domain.errors import EvoMemError
@@ -71,11 +72,15 @@ SCOPE_WORDS = (
 
 
 def _call(fn: Callable[[], T]) -> T:
-    """Run a service call; domain errors become tool errors the agent can read and act on."""
+    """Run a service call; domain errors become tool errors the agent can read and act on, with
+    nothing of the server's insides (``incidents.for_caller``); any other exception is logged and
+    answered ``[internal]`` with the reference the log has it under."""
     try:
         return fn()
     except EvoMemError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(incidents.for_caller(exc)) from exc
+    except Exception as exc:
+        raise ToolError(incidents.unexpected("a tool call", exc)) from exc
 
 
 def _result(answer: answers.Answer) -> CallToolResult:
