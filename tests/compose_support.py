@@ -172,7 +172,7 @@ class Compose:
 
 
 def write_secrets(folder: Path, tokens: Sequence[tuple[str, str, str]]) -> Path:
-    """tokens.toml (name, token, role; every namespace) and grpc-secret, as `make secrets` makes
+    """tokens.toml (name, token, role; every namespace), grpc-secret and metrics-token, as `make secrets` makes
     them, readable by the image's user: the compose files mount them as secrets."""
     import secrets as random
 
@@ -185,6 +185,7 @@ def write_secrets(folder: Path, tokens: Sequence[tuple[str, str, str]]) -> Path:
     )
     (folder / "tokens.toml").write_text(text)
     (folder / "grpc-secret").write_text(random.token_urlsafe(32) + "\n")
+    (folder / "metrics-token").write_text(random.token_urlsafe(32) + "\n")
     for f in folder.iterdir():
         f.chmod(0o644)
     folder.chmod(0o755)

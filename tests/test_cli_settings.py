@@ -95,6 +95,9 @@ SERVICE_ENV = {
     "EVOMEM_DEDUPE_WINDOW_S": "30",
     "EVOMEM_PURGE_RETRY_S": "5",
     "EVOMEM_METRICS_HOST": "0.0.0.0",
+    "EVOMEM_METRICS_TOKEN": "scrape-token",
+    "EVOMEM_METRICS_TOKEN_FILE": "/run/secrets/evomem-metrics",
+    "EVOMEM_METRICS_INSECURE": "false",
     "EVOMEM_AUTH_FILE": "/run/secrets/evomem-tokens",
     "EVOMEM_INSECURE_NO_AUTH": "false",
     "EVOMEM_RESOURCE_URL": "https://memory.example.com/mcp",
@@ -173,7 +176,13 @@ def test_every_service_setting_has_an_env_variable() -> None:
     q = s.queue
     assert (q.redis_url, q.job_visibility_ms, q.job_max_attempts) == ("redis://redis:6379/0", 1000, 2)
     assert (q.sweep_interval_s, q.sweep_batch, q.worker_batch, q.worker_consumer) == (3, 50, 7, "w-1")
-    assert (s.metrics.port, s.metrics.host) == (9464, "0.0.0.0")
+    assert (s.metrics.port, s.metrics.host, s.metrics.token_file, s.metrics.insecure) == (
+        9464,
+        "0.0.0.0",
+        "/run/secrets/evomem-metrics",
+        False,
+    )
+    assert s.metrics_token() == "scrape-token"  # the value wins over the file, as for the gRPC secret
     a = s.auth
     assert (a.file, a.insecure_no_auth, a.resource_url, a.issuer_url) == (
         "/run/secrets/evomem-tokens",

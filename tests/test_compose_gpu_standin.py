@@ -255,7 +255,9 @@ def cronista_probe(compose: Compose, service: str = "evomem.v1.CronistaService")
 
 def cronista_fallbacks(compose: Compose) -> float:
     code = (
-        "import urllib.request as u; t = u.urlopen('http://127.0.0.1:9464/metrics', timeout=5).read().decode();"
+        "import urllib.request as u; k = open('/run/secrets/evomem_metrics_token').read().strip();"
+        "r = u.Request('http://127.0.0.1:9464/metrics', headers={'Authorization': 'Bearer ' + k});"
+        "t = u.urlopen(r, timeout=5).read().decode();"
         "print(sum(float(l.rsplit(' ', 1)[1]) for l in t.splitlines()"
         " if l.startswith('evomem_cronista_fallbacks_total{')))"
     )

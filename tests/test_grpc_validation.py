@@ -205,3 +205,27 @@ def test_set_extraction_cannot_overwrite_a_finished_note_nor_take_another_notes_
     )
     assert stub.SetExtraction(ok, timeout=10).node.extraction_state == "done"
     assert grpc_code(lambda: stub.SetExtraction(ok, timeout=10)) == (grpc.StatusCode.ABORTED, "conflict")
+
+
+def test_a_link_without_a_target_is_refused_and_stores_nothing(storage) -> None:
+    """A link's provenance describes a supersedes link: alone it was stored as a plain note that
+    claimed to be linked (issue 34)."""
+    backing, stub = storage
+    req = storage_pb2.RememberNoteRequest(
+        note=common_pb2.NewNote(raw_text="Moved to SQLite."),
+        link=common_pb2.LinkProvenance(method="agent", confidence=1),
+    )
+    status, code = grpc_code(lambda: stub.RememberNote(req, timeout=10))
+    assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument")
+    assert sum(backing.stats().by_status.values()) == 0
+
+
+def test_get_chain_refuses_a_negative_or_huge_depth_and_a_malformed_id(storage) -> None:
+    _, stub = storage
+    v1 = insert(stub, raw_text="We picked Postgres.")().node
+    for depth in (-5, -1, 51, 2**31 - 1):
+        status, code = grpc_code(lambda d=depth: stub.GetChain(storage_pb2.GetChainRequest(node_id=v1.id, depth=d)))
+        assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), depth
+    status, code = grpc_code(lambda: stub.GetChain(storage_pb2.GetChainRequest(node_id="nope", depth=1)))
+    assert (status, code) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_id")
+    assert [n.id for n in stub.GetChain(storage_pb2.GetChainRequest(node_id=v1.id, depth=0)).nodes] == [v1.id]

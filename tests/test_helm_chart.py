@@ -838,6 +838,7 @@ def test_gateway_takes_tokens_and_every_service_the_grpc_secret_from_the_secret(
 
     secret = gpu.named("Secret", f"{RELEASE}-evomem")["data"]
     grpc_secret = base64.b64decode(secret["grpc-secret"]).decode()
+    assert len(base64.b64decode(secret["metrics-token"]).decode()) >= 32
     test_token = base64.b64decode(secret["test-token"]).decode()
     assert len(grpc_secret) >= 32 and len(test_token) >= 32
     tokens = tomllib.loads(base64.b64decode(secret["tokens.toml"]).decode())["tokens"]
@@ -850,6 +851,8 @@ def test_gateway_takes_tokens_and_every_service_the_grpc_secret_from_the_secret(
         pod = gpu.workloads[component]["spec"]["template"]["spec"]
         (volume,) = [v for v in pod["volumes"] if v["name"] == "secrets"]
         keys = {i["key"] for i in volume["secret"]["items"]}
-        assert keys == ({"grpc-secret", "tokens.toml"} if component == "gateway" else {"grpc-secret"}), component
+        shared = {"grpc-secret", "metrics-token"}
+        assert keys == (shared | {"tokens.toml"} if component == "gateway" else shared), component
+        assert env["EVOMEM_METRICS_TOKEN_FILE"]["value"] == "/run/secrets/evomem/metrics-token"
     assert gpu.env("gateway")["EVOMEM_AUTH_FILE"]["value"] == "/run/secrets/evomem/tokens.toml"
     assert f"{RELEASE}-evomem-gateway:*" in gpu.env("gateway")["EVOMEM_ALLOWED_HOSTS"]["value"]

@@ -227,6 +227,11 @@ class QueueSettings(_Section):
 class MetricsSettings(_Section):
     port: Port = _var("METRICS_PORT", 0, "Prometheus /metrics port of a service (0: off)")
     host: str = _var("METRICS_HOST", "127.0.0.1", "bind address of /metrics (containers: 0.0.0.0)")
+    token: SecretStr | None = _var("METRICS_TOKEN", None, "bearer token /metrics demands (a scraper sends it)")
+    token_file: str | None = _var("METRICS_TOKEN_FILE", None, "file holding the /metrics bearer token")
+    insecure: bool = _var(
+        "METRICS_INSECURE", False, "allow /metrics on a non-loopback address without a token (warns at every start)"
+    )
 
 
 class AuthSettings(_Section):
@@ -381,18 +386,26 @@ class Settings(BaseModel):
 
     def grpc_secret(self) -> str | None:
         """The gRPC shared secret: EVOMEM_GRPC_SECRET, else the first line of EVOMEM_GRPC_SECRET_FILE."""
-        if self.auth.grpc_secret is not None and self.auth.grpc_secret.get_secret_value():
-            return self.auth.grpc_secret.get_secret_value()
-        if self.auth.grpc_secret_file:
-            try:
-                text = Path(self.auth.grpc_secret_file).expanduser().read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                where = self.auth.grpc_secret_file
-                raise SettingsError(f"EVOMEM_GRPC_SECRET_FILE: cannot read {where}: {exc}") from None
-            if not text:
-                raise SettingsError(f"EVOMEM_GRPC_SECRET_FILE: {self.auth.grpc_secret_file} is empty")
-            return text.splitlines()[0].strip()
-        return None
+        return _secret(self.auth.grpc_secret, self.auth.grpc_secret_file, "EVOMEM_GRPC_SECRET_FILE")
+
+    def metrics_token(self) -> str | None:
+        """The token /metrics demands: EVOMEM_METRICS_TOKEN, else the first line of EVOMEM_METRICS_TOKEN_FILE."""
+        return _secret(self.metrics.token, self.metrics.token_file, "EVOMEM_METRICS_TOKEN_FILE")
+
+
+def _secret(value: SecretStr | None, file: str | None, name: str) -> str | None:
+    """A secret given as a value, else the first line of its file (an unreadable or empty file is an error)."""
+    if value is not None and value.get_secret_value():
+        return value.get_secret_value()
+    if file:
+        try:
+            text = Path(file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SettingsError(f"{name}: cannot read {file}: {exc}") from None
+        if not text:
+            raise SettingsError(f"{name}: {file} is empty")
+        return text.splitlines()[0].strip()
+    return None
 
 
 Settings.SECTIONS = tuple(Settings.model_fields)

@@ -210,8 +210,10 @@ lite
 linker-api-key: {{ . | b64enc | quote }}
 {{- end }}
 {{- $grpc := .Values.secrets.grpcSecret | default (include "evomem.kept" (dict "ctx" . "key" "grpc-secret")) }}
+{{- $metrics := .Values.secrets.metricsToken | default (include "evomem.kept" (dict "ctx" . "key" "metrics-token")) }}
 {{- $test := include "evomem.kept" (dict "ctx" . "key" "test-token") }}
 grpc-secret: {{ $grpc | b64enc | quote }}
+metrics-token: {{ $metrics | b64enc | quote }}
 test-token: {{ $test | b64enc | quote }}
 {{- $helmTest := printf "[[tokens]]\nname = \"helm-test\"\nsha256 = \"%s\"\nrole = \"admin\"\nnamespaces = [\"helm-test\"]\n" (sha256sum $test) }}
 tokens.toml: {{ printf "%s\n%s" .Values.secrets.tokens $helmTest | b64enc | quote }}
@@ -242,6 +244,7 @@ EVOMEM_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
 EVOMEM_GRPC_HOST: "0.0.0.0"
 EVOMEM_METRICS_HOST: "0.0.0.0"
 EVOMEM_GRPC_SECRET_FILE: "/run/secrets/evomem/grpc-secret"
+EVOMEM_METRICS_TOKEN_FILE: "/run/secrets/evomem/metrics-token"
 {{- end -}}
 
 {{/* Pod annotations that roll the pods when their configuration or the Secret changes. */}}
@@ -275,7 +278,8 @@ Secret on upgrade, random at install. */}}
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret's gRPC secret (and, for the gateway, its tokens) as files: EVOMEM_GRPC_SECRET_FILE, EVOMEM_AUTH_FILE. */}}
+{{/* The Secret's gRPC secret and /metrics token (and, for the gateway, its tokens) as files:
+EVOMEM_GRPC_SECRET_FILE, EVOMEM_METRICS_TOKEN_FILE, EVOMEM_AUTH_FILE. */}}
 {{- define "evomem.secretsVolume" -}}
 - name: secrets
   secret:
@@ -284,6 +288,8 @@ Secret on upgrade, random at install. */}}
     items:
       - key: grpc-secret
         path: grpc-secret
+      - key: metrics-token
+        path: metrics-token
       {{- if .tokens }}
       - key: tokens.toml
         path: tokens.toml

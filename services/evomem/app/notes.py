@@ -186,13 +186,15 @@ class NoteRules:
 
     def check_write(self, write: NoteWrite, read: Callable[[list[str]], Mapping[str, MemoryNode]]) -> NoteWrite:
         """Storage's door (RememberNote): the note checked by ``check_note``, its related nodes read
-        with ``read`` (they exist, in the note's namespace), the target's id, the link, the key and
-        the dedupe window."""
+        with ``read`` (they exist, in the note's namespace), the target's id, the link (only with a
+        target), the key and the dedupe window."""
         dedupe = write.dedupe_window_ms
         if isinstance(dedupe, bool) or not isinstance(dedupe, int):
             raise InvalidArgument("dedupe_window_ms must be an integer")
         if not 0 <= dedupe <= MAX_DEDUPE_WINDOW_MS:
             raise InvalidArgument(f"dedupe_window_ms must be from 0 to {MAX_DEDUPE_WINDOW_MS}")
+        if write.link is not None and write.supersedes in (None, ""):
+            raise InvalidArgument("link: a link's provenance describes a supersedes link; send supersedes with it")
         note = self.check_note(write.note)
         if note.relations:
             self.check_relations(note.relations, note.namespace, read(self.relation_ids(note.relations)))

@@ -5,6 +5,7 @@ Library code: entrypoints call it, nothing here knows which service it runs in.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import signal
 import threading
@@ -114,13 +115,40 @@ def metric(kind: str, name: str, documentation: str, labels: tuple[str, ...] = (
         return _METRICS[name]
 
 
-def start_metrics(port: int, host: str = "127.0.0.1") -> None:
-    """Serve ``/metrics`` on ``host:port`` (0: off; loopback unless EVOMEM_METRICS_HOST says otherwise)."""
-    if port:
-        from prometheus_client import start_http_server
+def start_metrics(port: int, host: str = "127.0.0.1", token: str | None = None) -> None:
+    """Serve ``/metrics`` on ``host:port`` in a daemon thread (0: off). With ``token``, a request
+    without ``Authorization: Bearer <token>`` gets 401 (``security.configure.metrics_listen``
+    decides whether an address needs one)."""
+    if not port:
+        return
+    import socket
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-        start_http_server(port, addr=host)
-        log.info("metrics on %s:%d/metrics", host, port)
+    from prometheus_client import make_wsgi_app
+
+    metrics = make_wsgi_app()
+    expected = f"Bearer {token}".encode() if token else None
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if expected is not None:
+            given = environ.get("HTTP_AUTHORIZATION", "").encode("latin-1", "replace")
+            if not hmac.compare_digest(given, expected):
+                start_response("401 Unauthorized", [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain")])
+                return [b"401: /metrics needs the bearer token of EVOMEM_METRICS_TOKEN_FILE\n"]
+        return metrics(environ, start_response)
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # scrapes are not news
+            pass
+
+    server = make_server(host.strip("[]"), port, app, Server, Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
+    log.info("metrics on %s:%d/metrics%s", host, port, " (bearer token)" if token else "")
 
 
 def exit_process(status: int, threads: list[threading.Thread]) -> int:

@@ -140,3 +140,30 @@ def grpc_listen_peer(settings: Settings) -> dict[str, Any]:
             )
         log.warning("INSECURE: gRPC on %s accepts calls without a secret (EVOMEM_GRPC_INSECURE)", host)
     return peer
+
+
+# ---------------------------------------------------------------------------- /metrics
+
+
+def metrics_listen(settings: Settings) -> tuple[int, str, str | None]:
+    """Where a service serves /metrics and the bearer token it demands: ``(port, host, token)``
+    (port 0: off). The rule of every listener: a non-loopback address needs a token
+    (EVOMEM_METRICS_TOKEN or _FILE), or EVOMEM_METRICS_INSECURE, and then a warning at every start."""
+    from evomem.security.gate import is_loopback
+
+    port, host = settings.metrics.port, settings.metrics.host
+    token = settings.metrics_token()  # an unreadable file is a SettingsError naming the variable
+    if port and token is None and not is_loopback(host):
+        if not settings.metrics.insecure:
+            raise ConfigError(
+                f"refusing to serve /metrics on {host}, a non-loopback address, without a token: set "
+                "EVOMEM_METRICS_TOKEN_FILE (the scraper sends it as a bearer token), bind 127.0.0.1, or set "
+                "EVOMEM_METRICS_INSECURE=true"
+            )
+        log.warning(
+            "INSECURE: /metrics on %s:%d without a token (EVOMEM_METRICS_INSECURE): anyone reaching the port reads "
+            "the service's counts and latencies",
+            host,
+            port,
+        )
+    return port, host, token

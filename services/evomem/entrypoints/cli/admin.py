@@ -4,7 +4,8 @@ evomem-admin token create --name alice --role writer --namespaces team-a,shared 
     prints the new token once (give it to alice) and the ``[[tokens]]`` entry to append to the
     token file (EVOMEM_AUTH_FILE): only the token's SHA-256 is kept there.
 evomem-admin token hash            reads a token on stdin, prints its sha256 (to rotate by hand)
-evomem-admin grpc-secret           prints a fresh shared secret for EVOMEM_GRPC_SECRET(_FILE)
+evomem-admin grpc-secret           prints a fresh shared secret for EVOMEM_GRPC_SECRET(_FILE); the same
+    random string serves as a /metrics token (EVOMEM_METRICS_TOKEN_FILE)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--rate", type=float, default=None, help="calls per second allowed (default: no limit)")
     token.add_parser("hash", help="the sha256 of a token read on stdin")
-    sub.add_parser("grpc-secret", help="a fresh shared secret for the gRPC services")
+    sub.add_parser("grpc-secret", help="a fresh shared secret for the gRPC services (or a /metrics token)")
     return p
 
 

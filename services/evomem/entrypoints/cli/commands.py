@@ -41,11 +41,13 @@ def serve_worker(settings: Settings) -> None:
     """Run the worker until SIGTERM/SIGINT (it finishes the job in hand, then returns)."""
     from evomem.bootstrap.services import build_worker
     from evomem.ops.runtime import install_stop_signals, start_metrics
+    from evomem.security.configure import metrics_listen
 
+    metrics = metrics_listen(settings)  # the bind rule, before anything starts
     stop = threading.Event()
     worker = build_worker(settings, stop=stop)
     restore = install_stop_signals(stop, "finishing the current job, then stopping")
-    start_metrics(settings.metrics.port, settings.metrics.host)
+    start_metrics(*metrics)
     try:
         worker.run()
     finally:

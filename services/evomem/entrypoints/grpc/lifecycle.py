@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evomem.ops.runtime import GRACE_S, start_metrics
+from evomem.security.configure import metrics_listen
 from evomem.settings import Settings
 
 if TYPE_CHECKING:
@@ -51,12 +52,13 @@ class GrpcService:
         port = self.settings.grpc.port if self.settings.grpc.port is not None else GRPC_PORTS[self.kind]
         try:
             peer = self.listen_peer() if self.listen_peer is not None else {}
+            metrics = metrics_listen(self.settings)  # the bind rule, before anything listens
             running = create_server(f"{self.settings.grpc.host}:{port}", self.register, (self.name,), **peer)
         except BaseException:
             self._close()
             raise
         self.running = running
-        start_metrics(self.settings.metrics.port, self.settings.metrics.host)
+        start_metrics(*metrics)
         if self.warm is not None:
             self.warm()
         running.set_serving(True)

@@ -14,7 +14,7 @@ from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import servicer_method
 from evomem.app.notes import NoteRules
 from evomem.app.ports import Extractor, Linker
-from evomem.app.recall import check_query
+from evomem.app.recall import check_history_depth, check_query
 from evomem.app.storage import LocalStorage
 from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import InvalidArgument, NotFound
@@ -99,7 +99,8 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
 
     @servicer_method
     def GetChain(self, request: storage_pb2.GetChainRequest, context: Ctx) -> storage_pb2.GetChainResponse:
-        nodes = self.storage.chain(request.node_id, request.depth)
+        depth = check_history_depth(request.depth)  # 0 to HISTORY_DEPTH_MAX earlier versions
+        nodes = self.storage.chain(self.rules.node_id(request.node_id), depth)
         return storage_pb2.GetChainResponse(nodes=[convert.node_to_pb(n) for n in nodes])
 
     @servicer_method
