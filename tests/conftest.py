@@ -46,3 +46,14 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVOMEM_")}
     env["EVOMEM_LOG_LEVEL"] = "WARNING"
     return env
+
+
+@pytest.fixture
+def team_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The team gateway's app (uvicorn, loopback) over a storage gRPC server on a real SQLite
+    file and a real Redis, with the tokens of ``test_team_auth.TOKENS``. Yields a
+    ``test_team_gateway.TeamGateway``: ``url``, ``token(who)``, ``storage`` (to stop it), ``backing``."""
+    from test_team_gateway import team_gateway_stack
+
+    with team_gateway_stack(tmp_path, monkeypatch) as stack:
+        yield stack

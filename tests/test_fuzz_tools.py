@@ -1,7 +1,8 @@
-"""A seeded, bounded fuzz of the MCP tools over stdio and streamable HTTP.
+"""A seeded, bounded fuzz of the MCP tools over stdio, streamable HTTP and the team gateway.
 
-5,200 tool calls (2,600 per transport, each in one client session against a spawned
-``evomem-mcp``), with arguments built from each tool's *published* input schema: valid values
+7,800 tool calls (2,600 per door, each in one client session: a spawned ``evomem-mcp`` over
+stdio, one over HTTP, and the team gateway's app with a writer's bearer token over a storage
+gRPC server and Redis), with arguments built from each tool's *published* input schema: valid values
 mixed with hostile ones (a string for a boolean, a boolean or a float for an integer, JSON in a
 string, nulls, huge numbers, control characters, FTS syntax, 10,000-character strings, unknown
 arguments, missing required ones, ids that do not exist or are not ids). Every call is checked
@@ -12,7 +13,9 @@ against that schema with ``jsonschema`` and its answer classified:
 - unclear error: any other error whose text is not ``Error executing tool NAME: [code] message``
   (before strict arguments, pydantic's multi-line text with a URL was one);
 - schema-violating call accepted: the schema refuses the arguments and the call succeeded;
-- refused by the schema with another code than ``invalid_argument``.
+- refused by the schema with another code than ``invalid_argument``;
+- a leak: an answer (text or structured content, the call's own arguments taken out) that names
+  an IP address, a host and port, a file path under a system folder, or a stack trace.
 
 Then the database, read directly after the server stopped: every acknowledged ``remember`` is
 there with its text (cleaned as the service cleans it), purged where a purge was acknowledged,
@@ -21,6 +24,7 @@ and ``check_invariants`` finds no broken chain. All of it must be 0.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -29,9 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from test_team_gateway import TeamGateway
 
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain import text as textrules
@@ -43,6 +50,11 @@ pytestmark = pytest.mark.anyio
 SEED = 20261202
 CALLS_PER_TRANSPORT = 2600
 CLEAR_ERROR = re.compile(r"^Error executing tool (\w+): \[([a-z_]+)\] (.{10,})", re.DOTALL)
+#: What no answer may name: this test's own pattern, not the server's (``app.incidents``).
+LEAK = re.compile(
+    r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\blocalhost\b|\[::1\]|\b[a-z][\w.-]*:\d{4,5}\b"
+    r"|(?<![\w.])/(?:tmp|home|work|root|run|var|usr|etc|opt|srv|data|proc)/|Traceback|File \"[^\"]+\", line"
+)
 WEIGHTS = {"remember": 30, "recall": 25, "get_node": 15, "forget": 7, "supersede": 8, "unlink": 5, "stats": 5}
 WORDS = "ledger postgres sqlite queue cache billing moved because overkill staging production retry".split()
 HOSTILE: list[Any] = [
@@ -68,6 +80,7 @@ class Tally:
     unclear: list[str] = field(default_factory=list)
     invalid_accepted: list[str] = field(default_factory=list)
     wrong_code: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
     acked: dict[str, str] = field(default_factory=dict)  # id -> the text as stored
     purged: set[str] = field(default_factory=set)
 
@@ -155,6 +168,7 @@ class Fuzzer:
         except Exception as exc:  # the transport or the client's output-schema check failed
             tally.crashes.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
             return
+        self.check_leaks(what, args, result, tally)
         if result.is_error:
             text = "".join(getattr(part, "text", "") for part in result.content)
             match = CLEAR_ERROR.match(text)
@@ -181,9 +195,23 @@ class Fuzzer:
         elif tool == "forget" and data.get("purged"):
             tally.purged.add(data["id"])
 
+    @staticmethod
+    def check_leaks(what: str, args: dict[str, Any], result: Any, tally: Tally) -> None:
+        answer = "".join(getattr(part, "text", "") for part in result.content)
+        answer += json.dumps(result.structured_content or {}, ensure_ascii=False)
+        for value in args.values():  # the caller's own words may come back (a query, a note)
+            for part in value if isinstance(value, list) else [value]:
+                if isinstance(part, str) and part:
+                    answer = answer.replace(part, "").replace(json.dumps(part, ensure_ascii=False)[1:-1], "")
+        found = LEAK.search(answer)
+        if found:
+            tally.leaks.append(
+                f"{what}: {found.group(0)!r} in {answer[max(0, found.start() - 80) : found.end() + 80]!r}"
+            )
+
     async def run(self, client: Client, n: int, tally: Tally) -> None:
         tools = (await client.list_tools()).tools
-        assert {t.name for t in tools} == set(WEIGHTS)
+        assert set(WEIGHTS) <= {t.name for t in tools}  # the gateway adds the admin's audit
         names, weights = list(WEIGHTS), list(WEIGHTS.values())
         for _ in range(n):
             tool = self.rng.choices(names, weights)[0]
@@ -224,8 +252,8 @@ def report(name: str, tally: Tally, missing: list[str], broken: list[str]) -> No
         f"\nfuzz {name}: {tally.calls} calls, {tally.schema_invalid} schema-invalid ({tally.refused} refused), "
         f"{tally.accepted} accepted, {tally.service_errors} service errors; crashes {len(tally.crashes)}, "
         f"unclear {len(tally.unclear)}, schema-violating accepted {len(tally.invalid_accepted)}, "
-        f"wrong code {len(tally.wrong_code)}, acknowledged notes {len(tally.acked)} ({len(tally.purged)} purged), "
-        f"missing {len(missing)}, broken chains {len(broken)}"
+        f"wrong code {len(tally.wrong_code)}, leaks {len(tally.leaks)}, acknowledged notes {len(tally.acked)} "
+        f"({len(tally.purged)} purged), missing {len(missing)}, broken chains {len(broken)}"
     )
     assert tally.calls == CALLS_PER_TRANSPORT
     assert tally.schema_invalid >= CALLS_PER_TRANSPORT // 5, "too few hostile calls to prove anything"
@@ -234,6 +262,7 @@ def report(name: str, tally: Tally, missing: list[str], broken: list[str]) -> No
     assert tally.unclear == [], tally.unclear[:5]
     assert tally.invalid_accepted == [], tally.invalid_accepted[:5]
     assert tally.wrong_code == [], tally.wrong_code[:5]
+    assert tally.leaks == [], tally.leaks[:5]
     assert missing == [], missing[:5]
     assert broken == [], broken[:5]
 
@@ -275,3 +304,14 @@ async def test_fuzz_over_http(tmp_path: Path, server_env: dict[str, str]) -> Non
             proc.kill()
             proc.wait()
     report("http", tally, *check_database(db, tally))
+
+
+async def test_fuzz_through_the_gateway(team_gateway: TeamGateway) -> None:
+    """The gateway path: HTTP -> gateway (token, namespaces, its own validation and error mapping)
+    -> gRPC -> storage. A writer of team-a and shared: other namespaces are refused (forbidden)."""
+    tally = Tally()
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {team_gateway.token('alice')}"}, timeout=60)
+    async with Client(streamable_http_client(team_gateway.url, http_client=http), read_timeout_seconds=60) as client:
+        fuzzer = Fuzzer(random.Random(SEED + 2), await published_schemas(client))
+        await fuzzer.run(client, CALLS_PER_TRANSPORT, tally)
+    report("gateway", tally, *check_database(team_gateway.db, tally))

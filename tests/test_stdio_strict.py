@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from evomem.entrypoints.mcp.stdio import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, check_line
+from evomem.entrypoints.mcp.messages import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from evomem.entrypoints.mcp.messages import check_message as check_line
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -267,3 +268,45 @@ async def test_rate_limits_are_shared_through_redis(redis_url: str) -> None:
     while await two.retry_after(ana) is not None:
         assert time.monotonic() < deadline, "no token came back within 3 s at 4 per second"
         await asyncio.sleep(0.25)
+
+
+@dataclass
+class TeamGateway:
+    """A running team gateway (``conftest.team_gateway``)."""
+
+    served: Served
+    storage: RunningServer
+    backing: SQLiteStore
+
+    @property
+    def url(self) -> str:
+        return self.served.url
+
+    @staticmethod
+    def token(who: str) -> str:
+        return TOKENS[who][0]
+
+    @property
+    def db(self) -> Path:
+        return Path(self.backing.path)
+
+
+@contextmanager
+def team_gateway_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TeamGateway]:
+    """Storage (gRPC, loopback, the shared secret) over a SQLite file, Redis, and the gateway app."""
+    backing = SQLiteStore(tmp_path / "storage.db")
+    running = create_server(
+        "127.0.0.1:0",
+        lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(LocalStorage(backing)), s),
+        ("evomem.v1.StorageService",),
+        secret=SECRET,
+    )
+    running.set_serving(True)
+    redis = RedisServer(tmp_path / "redis").start()
+    try:
+        with serve_gateway(running, redis.url, token_file(tmp_path / "tokens.toml", TOKENS), monkeypatch) as served:
+            yield TeamGateway(served, running, backing)
+    finally:
+        redis.stop()
+        running.stop(0)
+        backing.close()

@@ -24,12 +24,14 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from evomem.app import incidents
 from evomem.domain.errors import EvoMemError
 from evomem.entrypoints.mcp import limits
+from evomem.entrypoints.mcp.messages import check_message
 
 #: Seconds /readyz and /metrics wait for the store (the gateway: storage over gRPC) before answering without it.
 PROBE_TIMEOUT_S = 2.0
@@ -105,10 +107,16 @@ def add_ops_routes(
         return Response(page[0], media_type=page[1])
 
 
-def _json_rpc_error(status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> list[Any]:
-    """The ASGI messages of an HTTP answer carrying a JSON-RPC error (id null)."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": limits.INVALID_REQUEST, "message": message}})
-    data = body.encode()
+def _json_rpc_error(
+    status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = (), *, answer: Any = None
+) -> list[Any]:
+    """The ASGI messages of an HTTP answer carrying a JSON-RPC error: ``answer`` (a
+    ``JSONRPCError``), or -32600 with id null and ``message``."""
+    if answer is not None:
+        data = answer.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    else:
+        error = {"code": limits.INVALID_REQUEST, "message": message}
+        data = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()), *headers]
     return [
         {"type": "http.response.start", "status": status, "headers": head},
@@ -118,10 +126,12 @@ def _json_rpc_error(status: int, message: str, headers: tuple[tuple[bytes, bytes
 
 class JsonRpcGuard:
     """ASGI middleware: the MCP endpoint's requests held to the limits of every transport
-    (``limits``) before the SDK parses them. A POST body over the size limit is 413, one nested too
-    deep or whose ``id`` is neither a string nor an integer is 400, each with a JSON-RPC error
-    (-32600) saying why; the body is then not parsed at all. With ``stateless`` (the gateway), a GET
-    of the endpoint (an event stream, which a stateless server never opens) is 405 at once."""
+    (``limits``) and checked as stdio checks a line (``messages.check_message``) before the SDK
+    parses them. A POST body over the size limit is 413; one that is not a valid JSON-RPC message
+    (too deep, not UTF-8, not JSON, an ``id`` that is neither a string nor an integer, a batch,
+    ``params`` that are no object...) is 400 with the JSON-RPC error stdio would answer, its id
+    kept when it has one; the SDK never sees it. With ``stateless`` (the gateway), a GET of the
+    endpoint (an event stream, which a stateless server never opens) is 405 at once."""
 
     def __init__(self, app: Any, limit: int, stateless: bool = False) -> None:
         self.app = app
@@ -131,6 +141,10 @@ class JsonRpcGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/").endswith("/mcp"):
             await self.app(scope, receive, send)
+            return
+        user = scope.get("user")  # set by the SDK's authentication middleware when auth is on
+        if user is not None and not getattr(user, "is_authenticated", False):
+            await self.app(scope, receive, send)  # a caller without a valid token learns only 401
             return
         if scope["method"] == "GET" and self.stateless:
             message = "this endpoint answers POST only: the server is stateless and opens no event stream"
@@ -159,9 +173,10 @@ class JsonRpcGuard:
                     await send(r)
                 return
         body = b"".join(chunks)
-        problem = limits.too_deep(body) or self._bad_id(body)
-        if problem is not None:
-            for r in _json_rpc_error(400, problem):
+        message, problem = check_message(body)
+        if message is None:  # a bad message, or an empty body / a malformed notification (no answer due)
+            why = "invalid request: the body is empty, or a malformed notification or response"
+            for r in _json_rpc_error(400, why, answer=problem):
                 await send(r)
             return
         replayed = False
@@ -174,18 +189,6 @@ class JsonRpcGuard:
             return await receive()
 
         await self.app(scope, replay, send)
-
-    @staticmethod
-    def _bad_id(body: bytes) -> str | None:
-        if b'"id"' not in body:
-            return None
-        try:
-            obj = json.loads(body)
-        except ValueError:  # not JSON: the SDK answers -32700
-            return None
-        if isinstance(obj, dict) and ("result" in obj or "error" in obj):
-            return None  # a response: never answered
-        return limits.bad_id(obj)
 
 
 def build_http_app(
@@ -220,7 +223,9 @@ def build_http_app(
         transport_security=security,
         max_request_body_size=limit,
     )
-    app.add_middleware(JsonRpcGuard, limit=limit, stateless=stateless)
+    # After the SDK's own middleware (authentication among them): a caller is known before its
+    # body is read. Starlette builds the stack on the first request.
+    app.user_middleware.append(Middleware(JsonRpcGuard, limit=limit, stateless=stateless))
     return gate.wrap(app) if gate is not None else app
 
 

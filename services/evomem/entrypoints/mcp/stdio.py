@@ -2,19 +2,10 @@
 
 The SDK's ``stdio_server`` decodes stdin with ``errors="replace"`` (invalid UTF-8 becomes
 U+FFFD and is stored as such) and drops a line it cannot parse without answering (the client
-waits forever). Here each line is read as bytes and:
-
-- held to the limits every transport applies (``limits``): a line over the message size limit
-  or nested deeper than ``limits.MAX_DEPTH`` is an invalid request (-32600, id null), read to its
-  end and dropped without being parsed;
-- decoded as strict UTF-8: a bad byte is answered with a JSON-RPC parse error (-32700) that
-  names the offset, and the line is not processed (nothing is stored);
-- parsed as JSON: not JSON is a parse error (-32700, id null);
-- validated as a JSON-RPC message: a request of the wrong shape (``params`` an array, no
-  method, an ``id`` that is neither a string, a number nor null, ...) is an invalid request
-  (-32600) with its id when it has one; a lone surrogate
-  escape (``"\\ud800"``, not Unicode text) is invalid params (-32602) with its id;
-- a malformed notification or response gets no answer (JSON-RPC forbids one), only a log line.
+waits forever). Here each line is read as bytes, at most the message size limit (``limits``: a
+longer line is read to its end, never held whole, and answered -32600), and checked as every
+transport checks a message (``messages.check_message``: depth, UTF-8, JSON, JSON-RPC shape);
+a bad one is answered and goes no further.
 
 Valid messages go to the SDK's own stdio transport unchanged, and its answers are written as
 the SDK writes them (``serve_stdio``). While serving, file descriptor 1 points at stderr, so a
@@ -27,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import os
 import sys
@@ -36,113 +26,11 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TextIO
 
 import anyio
-import mcp_types as types
-from pydantic import ValidationError
 
 from evomem.entrypoints.mcp import limits
+from evomem.entrypoints.mcp.messages import INVALID_REQUEST, check_message, error
 
 log = logging.getLogger("evomem.stdio")
-
-PARSE_ERROR = limits.PARSE_ERROR  # -32700
-INVALID_REQUEST = limits.INVALID_REQUEST  # -32600
-INVALID_PARAMS = -32602
-
-
-def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
-    return False
-
-
-def _request_id(obj: Any) -> int | str | None:
-    if isinstance(obj, dict):
-        rid = obj.get("id")
-        if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)):
-            return rid
-    return None
-
-
-def _is_answerable(obj: Any) -> bool:
-    """A request (or something that tried to be one): not a notification, not a response."""
-    if not isinstance(obj, dict):
-        return True  # an array or a scalar: invalid request, id null
-    if "result" in obj or "error" in obj:
-        return False
-    return "id" in obj or "method" not in obj
-
-
-def check_line(line: bytes) -> tuple[types.JSONRPCMessage | None, types.JSONRPCError | None]:
-    """A line of stdin as (the message to serve, None) or (None, the error to answer; None
-    when JSON-RPC allows no answer). Blank lines are (None, None)."""
-    line = line.rstrip(b"\r\n")
-    if not line.strip():
-        return None, None
-    deep = limits.too_deep(line)
-    if deep is not None:  # refused before any parser recurses into it
-        return None, _error(None, INVALID_REQUEST, deep)
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        guess = line.decode("utf-8", errors="replace")
-        try:
-            rid = _request_id(json.loads(guess))
-        except ValueError:
-            rid = None
-        return None, _error(
-            rid,
-            PARSE_ERROR,
-            f"[invalid_text] the message is not valid UTF-8 (bad byte at offset {exc.start}); it was not "
-            "processed and nothing was stored. Send UTF-8 text.",
-        )
-    try:
-        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValidationError as exc:
-        problem = exc
-    else:
-        if isinstance(message, types.JSONRPCNotification) and '"id"' in text:
-            bad = limits.bad_id(json.loads(text))  # a request whose id is no id is not a notification
-            if bad is not None:
-                return None, _error(None, INVALID_REQUEST, bad)
-        return message, None
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        return None, _error(None, PARSE_ERROR, f"parse error: the line is not JSON ({exc.msg} at character {exc.pos})")
-    rid = _request_id(obj)
-    bad = limits.bad_id(obj)
-    if bad is not None and _is_answerable(obj):
-        return None, _error(None, INVALID_REQUEST, bad)
-    if _has_surrogate(obj):
-        if not _is_answerable(obj):
-            log.warning("dropped a notification or response with a lone surrogate escape")
-            return None, None
-        return None, _error(
-            rid,
-            INVALID_PARAMS if rid is not None else PARSE_ERROR,
-            "[invalid_text] the message contains a lone surrogate escape (such as \\ud800): that is not valid "
-            "Unicode text; it was not processed and nothing was stored",
-        )
-    if not _is_answerable(obj):
-        log.warning("dropped a malformed notification or response: %s", _first_error(problem))
-        return None, None
-    return None, _error(rid, INVALID_REQUEST, f"invalid request: {_first_error(problem)}")
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    if not errors:
-        return str(exc)
-    first = errors[0]
-    where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "message"
-    return f"{where}: {first.get('msg', 'invalid')}"
-
-
-def _error(rid: int | str | None, code: int, message: str) -> types.JSONRPCError:
-    return types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
 
 
 class _CheckedLines(io.RawIOBase):
@@ -165,14 +53,14 @@ class _CheckedLines(io.RawIOBase):
                 return 0
             if len(line) > self.limit and not line.endswith(b"\n"):
                 self._skip_rest()  # over the limit: read to the line's end, never held whole
-                message, error = None, _error(None, INVALID_REQUEST, limits.too_large(self.limit))
+                message, problem = None, error(None, INVALID_REQUEST, limits.too_large(self.limit))
             else:
-                message, error = check_line(line)
+                message, problem = check_message(line)
             if message is not None:  # the SDK splits lines at a lone CR too: here it is JSON whitespace
                 self.pending = memoryview(line.rstrip(b"\r\n").replace(b"\r", b" ") + b"\n")
-            elif error is not None:
-                log.warning("answered a malformed line: %s", error.error.message)
-                self.answer((error.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8"))
+            elif problem is not None:
+                log.warning("answered a malformed line: %s", problem.error.message)
+                self.answer((problem.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8"))
         n = min(len(buffer), len(self.pending))
         buffer[:n] = self.pending[:n]
         self.pending = self.pending[n:]
