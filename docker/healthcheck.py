@@ -7,7 +7,8 @@
     evomem-healthcheck worker                the worker's Redis (EVOMEM_REDIS_URL) answers and holds
                                              the consumer group the worker creates when it starts;
                                              with EVOMEM_METRICS_PORT set, the worker process
-                                             answers GET /metrics too
+                                             answers GET /metrics too (with the bearer token of
+                                             EVOMEM_METRICS_TOKEN or _FILE when one is set)
 
 Used by the image's HEALTHCHECK (the embedded server) and by compose.*.yaml per service.
 It runs every few seconds in every container, so it uses the standard library only: the
@@ -168,14 +169,31 @@ def probe_grpc(port: int, service: str = "") -> str | None:
 # ---------------------------------------------------------------------------- HTTP
 
 
-def probe_http(port: int, path: str = "/healthz") -> str | None:
+def metrics_token() -> str | None:
+    """The token /metrics demands, as the services read it: EVOMEM_METRICS_TOKEN, else the first
+    line of EVOMEM_METRICS_TOKEN_FILE."""
+    token = os.environ.get("EVOMEM_METRICS_TOKEN", "")
+    if token:
+        return token
+    path = os.environ.get("EVOMEM_METRICS_TOKEN_FILE", "")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return (f.readline().strip()) or None
+    except OSError:
+        return None
+
+
+def probe_http(port: int, path: str = "/healthz", token: str | None = None) -> str | None:
     import json
     import urllib.error
     import urllib.request
 
     url = f"http://127.0.0.1:{port}{path}"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as resp:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:
             body = resp.read(4096)
             status = resp.status
     except (urllib.error.URLError, OSError) as exc:
@@ -261,7 +279,7 @@ def probe_worker() -> str | None:
         return f"redis {STREAM}: no consumer group {GROUP!r} yet (the worker has not started consuming)"
     metrics_port = os.environ.get("EVOMEM_METRICS_PORT", "")
     if metrics_port not in ("", "0"):
-        return probe_http(int(metrics_port), "/metrics")
+        return probe_http(int(metrics_port), "/metrics", metrics_token())
     return None
 
 

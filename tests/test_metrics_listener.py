@@ -85,3 +85,21 @@ def test_a_service_refuses_to_start_with_open_metrics_and_says_why(tmp_path: Pat
     assert done.returncode != 0
     assert "refusing to serve /metrics on 0.0.0.0" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_container_health_probe_sends_the_metrics_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's compose health check reads /metrics: with a token set, it must send it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("healthcheck", Path(__file__).parents[1] / "docker/healthcheck.py")
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    port = free_port()
+    start_metrics(port, "127.0.0.1", token="probe-me")
+    (tmp_path / "token").write_text("probe-me\n")
+    monkeypatch.delenv("EVOMEM_METRICS_TOKEN", raising=False)
+    monkeypatch.setenv("EVOMEM_METRICS_TOKEN_FILE", str(tmp_path / "token"))
+    assert probe.metrics_token() == "probe-me"
+    assert "HTTP Error 401" in (probe.probe_http(port, "/metrics") or "")
+    assert probe.probe_http(port, "/metrics", probe.metrics_token()) is None
