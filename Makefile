@@ -187,7 +187,7 @@ WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
 # tritonclient). Hybrid recall offline (the ONNX model and its runtime, sqlean and sqlite-vec)
 # is in the default install, so that storage's EVOMEM_VECTORS=auto runs hybrid recall in the
 # container with no download.
-WHEELHOUSE_EXTRAS ?= services,triton
+WHEELHOUSE_EXTRAS ?= services,triton,postgres
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
