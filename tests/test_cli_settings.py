@@ -64,6 +64,9 @@ EMBEDDED_ENV = {
 }
 SERVICE_ENV = {
     "EVOMEM_SQLITE_DRIVER": "sqlite3",
+    "EVOMEM_DATABASE_URL": "postgresql://evomem:pg-secret@db:5432/evomem",
+    "EVOMEM_DATABASE_ROLE": "evomem_rw",
+    "EVOMEM_DATABASE_POOL": "16",
     "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
     "EVOMEM_LINKER": "scored",
     "EVOMEM_LINKER_API_KEY": "sk-secret",
@@ -154,6 +157,9 @@ def test_every_setting_has_an_env_variable() -> None:
 def test_every_service_setting_has_an_env_variable() -> None:
     s = Settings.from_env(SERVICE_ENV)
     assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
+    assert s.database_url() == "postgresql://evomem:pg-secret@db:5432/evomem" and Settings().database_url() is None
+    assert (s.store.database_role, s.store.database_pool) == ("evomem_rw", 16)
+    assert "pg-secret" not in repr(s)  # the URL's password never shows
     assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "triton")
     t = s.triton
     assert (s.cronista.model_dir, t.url, t.model, t.model_version) == (

@@ -120,6 +120,17 @@ class MemorySettings(_Section):
 
 class StoreSettings(_Section):
     db: str | None = _var("DB", None, "SQLite file (embedded: ~/.evomem/evomem.db, storage: /data/evomem.db)")
+    database_url: SecretStr | None = _var(
+        "DATABASE_URL",
+        None,
+        "postgresql://USER:PASSWORD@HOST:PORT/DB: PostgreSQL with pgvector instead of the SQLite file (a team store)",
+    )
+    database_role: str = _var(
+        "DATABASE_ROLE", "evomem_app", "PostgreSQL: the role the store's connections run as (owns no table; RLS)"
+    )
+    database_pool: Annotated[int, AfterValidator(_between(1, 200))] = _var(
+        "DATABASE_POOL", 8, "PostgreSQL: connections each process keeps at most"
+    )
     sqlite_driver: _choice(*SQLITE_DRIVERS) | None = _var(
         "SQLITE_DRIVER", None, "force the SQLite library: sqlean or sqlite3 (default: sqlean when installed)"
     )
@@ -356,6 +367,11 @@ class Settings(BaseModel):
 
     def db_path(self, default: str = EMBEDDED_DB) -> str:
         return str(Path(self.store.db or default).expanduser())
+
+    def database_url(self) -> str | None:
+        """The PostgreSQL URL (None: the SQLite file)."""
+        url = self.store.database_url
+        return url.get_secret_value() if url is not None and url.get_secret_value() else None
 
     def log_format(self, default: str) -> str:
         return self.logging.format or default

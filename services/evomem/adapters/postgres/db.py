@@ -32,7 +32,7 @@ from evomem.domain.errors import Conflict, InvalidArgument, Unavailable
 log = logging.getLogger("evomem.store")
 
 CONNECT_TIMEOUT_S = 5
-POOL_TIMEOUT_S = 10.0
+POOL_TIMEOUT_S = 5.0  # how long a call waits for a connection (the database down: then Unavailable)
 ALL = "*"  # the namespace setting that shows every namespace
 
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -128,6 +128,9 @@ class Database:
     def _configure(self, conn: Any) -> None:
         if self.role is not None:
             conn.execute(f"SET ROLE {self.role}")  # checked above: a plain identifier
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)  # vector/halfvec values in and out (the extension: migration 0002)
         conn.commit()
 
     def connect(self, **kwargs: Any) -> Any:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from evomem.adapters.postgres import chains, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
-from evomem.adapters.postgres.db import ALL, Database
+from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
@@ -73,8 +73,9 @@ class PostgresStore:
         migrate: bool = True,
         pool_size: int = 8,
         purge_retry_s: float = 2.0,
+        wait_s: float = POOL_TIMEOUT_S,
     ) -> None:
-        self.db = Database(url, role=role, max_size=pool_size)
+        self.db = Database(url, role=role, max_size=pool_size, timeout_s=wait_s)
         self.path = self.db.where  # what logs and messages name (the URL without its password)
         try:
             self._schema = self._prepare(migrate, role)
