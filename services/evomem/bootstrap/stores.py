@@ -37,3 +37,19 @@ def store_name(store: Store) -> str:
     """What a log line or ``stats`` names the store by: the SQLite file's path, or the database's
     URL without its password."""
     return str(getattr(store, "path", type(store).__name__))
+
+
+def open_location(location: str) -> Store:
+    """A store named by a URL, for ``evomem-admin``: ``sqlite:///PATH`` (or a plain path) or
+    ``postgresql://...``. ``ConfigError`` (one line) when it cannot be opened."""
+    from evomem.settings import Settings
+
+    if location.startswith(("postgresql://", "postgres://")):
+        return open_store(Settings(database_url=location), "")
+    path = location.removeprefix("sqlite://") if location.startswith("sqlite://") else location
+    if not path:
+        raise ConfigError(f"{location!r}: name a SQLite file (sqlite:///path/to/evomem.db) or a postgresql:// URL")
+    try:
+        return open_store(Settings(db=path), path)
+    except Exception as exc:  # a bad path, a read-only directory, not a database
+        raise ConfigError(f"cannot open the SQLite file {path}: {exc}") from None

@@ -145,11 +145,14 @@ class Database:
         return Unavailable(f"the database at {self.where} cannot be reached: {detail}; retry when it is back")
 
     @contextlib.contextmanager
-    def transaction(self, namespace: str = ALL) -> Iterator[Any]:
+    def transaction(self, namespace: str = ALL, *, snapshot: bool = False) -> Iterator[Any]:
         """One transaction on a pooled connection, which sees ``namespace`` (``*``: every one);
-        committed when the block ends, rolled back when it raises."""
+        committed when the block ends, rolled back when it raises. ``snapshot``: one read-only
+        snapshot for the whole transaction (REPEATABLE READ), for an export of a live store."""
         try:
             with self.pool.connection() as conn:
+                if snapshot:
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 conn.execute("SELECT set_config('evomem.namespace', %s, true)", (namespace,))
                 yield conn
         except self._psycopg.errors.UniqueViolation as exc:

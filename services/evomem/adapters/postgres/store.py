@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from evomem.adapters.postgres import chains, schema
+from evomem.adapters.postgres import archive, chains, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
+from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
 from evomem.domain.model import (
@@ -467,6 +468,17 @@ class PostgresStore:
             )
             for r in rows
         ]
+
+    # ------------------------------------------------------------------ the whole store (Archive port)
+
+    def export_records(self) -> Iterator[Record]:
+        """Every record, read in one transaction (``adapters/postgres/archive.py``)."""
+        with self.db.transaction(ALL, snapshot=True) as conn:
+            yield from archive.export_records(conn)
+
+    def import_records(self, records: Sequence[Record]) -> None:
+        """``records`` written as they are, in one transaction."""
+        self._write(lambda c: archive.import_records(c, records))
 
     # ------------------------------------------------------------------ diagnostics
 
