@@ -169,6 +169,7 @@ bench-llm-real: $(VENV)/.installed-test
 base-images:
 	docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1 || docker pull python:3.11-slim-bookworm || bash docker/base/build-python-base.sh
 	docker image inspect $${REDIS_IMAGE:-redis:7-bookworm} >/dev/null 2>&1 || docker pull $${REDIS_IMAGE:-redis:7-bookworm} || bash docker/base/build-redis-image.sh
+	docker image inspect $${POSTGRES_IMAGE:-pgvector/pgvector:pg17} >/dev/null 2>&1 || docker pull $${POSTGRES_IMAGE:-pgvector/pgvector:pg17} || bash docker/base/build-postgres-image.sh
 
 # ---- container images and the compose deployment (docs/SERVICES.md) -------------------
 # The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
@@ -213,7 +214,8 @@ secrets: $(VENV)/bin/activate
 	@mkdir -p $(SECRETS_DIR)
 	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
 	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.cli.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
-	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/tokens.toml
+	@[ -s $(SECRETS_DIR)/db-password ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/db-password
+	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/tokens.toml $(SECRETS_DIR)/db-password
 
 images: base-images wheelhouse
 	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .

@@ -125,6 +125,11 @@ class StoreSettings(_Section):
         None,
         "postgresql://USER:PASSWORD@HOST:PORT/DB: PostgreSQL with pgvector instead of the SQLite file (a team store)",
     )
+    database_password_file: str | None = _var(
+        "DATABASE_PASSWORD_FILE",
+        None,
+        "PostgreSQL: a file whose first line is the password, for a URL without one (a Compose or Kubernetes secret)",
+    )
     database_role: str = _var(
         "DATABASE_ROLE", "evomem_app", "PostgreSQL: the role the store's connections run as (owns no table; RLS)"
     )
@@ -369,9 +374,27 @@ class Settings(BaseModel):
         return str(Path(self.store.db or default).expanduser())
 
     def database_url(self) -> str | None:
-        """The PostgreSQL URL (None: the SQLite file)."""
-        url = self.store.database_url
-        return url.get_secret_value() if url is not None and url.get_secret_value() else None
+        """The PostgreSQL URL (None: the SQLite file), with the password of
+        EVOMEM_DATABASE_PASSWORD_FILE when the URL has none."""
+        raw = self.store.database_url
+        url = raw.get_secret_value() if raw is not None and raw.get_secret_value() else None
+        if url is None or not self.store.database_password_file:
+            return url
+        from urllib.parse import quote, urlsplit
+
+        where = self.store.database_password_file
+        try:
+            password = Path(where).expanduser().read_text(encoding="utf-8").splitlines()[0].strip()
+        except (OSError, IndexError) as exc:
+            raise SettingsError(f"EVOMEM_DATABASE_PASSWORD_FILE: cannot read a password from {where}: {exc}") from None
+        parts = urlsplit(url)
+        if parts.password is not None or "@" not in parts.netloc:
+            raise SettingsError(
+                "EVOMEM_DATABASE_PASSWORD_FILE needs EVOMEM_DATABASE_URL with a user and no password "
+                "(postgresql://USER@HOST:PORT/DB)"
+            )
+        user, host = parts.netloc.rsplit("@", 1)
+        return parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}").geturl()
 
     def log_format(self, default: str) -> str:
         return self.logging.format or default
