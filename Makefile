@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-postgres bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -117,10 +117,17 @@ bench-linking-peps: $(VENV)/.installed-bench
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
+	$(MAKE) bench-postgres
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
 	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
 	$(PY) -m bench.report
+
+# PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
+# link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).
+BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
+bench-postgres: $(VENV)/.installed-bench
+	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
 
 # First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
 bench-startup: $(VENV)/.installed-bench
