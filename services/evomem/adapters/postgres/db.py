@@ -11,7 +11,8 @@ Every connection of the pool runs as ``role`` (``SET ROLE`` when it is made: a r
 table, so the row-level security policies of ``schema.py`` apply to it) and every transaction
 sets ``evomem.namespace`` with ``SET LOCAL`` (``set_config(..., true)``): it ends with the
 transaction, so a connection handed back to the pool carries nothing to the next caller, and a
-transaction that set nothing sees no row.
+transaction that set nothing sees no row. A call costs three round trips: BEGIN with the
+namespace (one message), its statements, COMMIT; a connection idle for a while is tried first.
 
 Failures of the database itself (refused, reset, restarted, no connection free in time) become
 ``Unavailable`` with a message that says so: the storage service answers UNAVAILABLE, never
@@ -23,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +35,7 @@ from evomem.domain.errors import Conflict, InvalidArgument, Unavailable
 log = logging.getLogger("evomem.store")
 
 CONNECT_TIMEOUT_S = 5
+CHECK_IDLE_S = 2.0  # a pooled connection idle longer than this is tried before it is lent
 POOL_TIMEOUT_S = 5.0  # how long a call waits for a connection (the database down: then Unavailable)
 ALL = "*"  # the namespace setting that shows every namespace
 
@@ -109,6 +113,7 @@ class Database:
         self.role = role
         self.where = redact(url)
         self._psycopg = psycopg
+        self._last_used: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -116,7 +121,8 @@ class Database:
             timeout=timeout_s,
             open=False,
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            check=self._check,
+            reset=self._returned,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "evomem"},
             name="evomem",
         )
@@ -132,6 +138,19 @@ class Database:
 
         register_vector(conn)  # vector/halfvec values in and out (the extension: migration 0002)
         conn.commit()
+        # ``transaction`` sends BEGIN and the namespace in one message, and COMMIT itself.
+        conn.autocommit = True
+
+    def _returned(self, conn: Any) -> None:
+        self._last_used[conn] = time.monotonic()
+
+    def _check(self, conn: Any) -> None:
+        """A connection idle for a while is tried before it is lent (the server may have restarted
+        since); one used a moment ago is lent as it is (a round trip saved on every call)."""
+        if time.monotonic() - self._last_used.get(conn, 0.0) > CHECK_IDLE_S:
+            from psycopg_pool import ConnectionPool
+
+            ConnectionPool.check_connection(conn)
 
     def connect(self, **kwargs: Any) -> Any:
         """A connection of its own, outside the pool, as the URL's user (migrations, VACUUM)."""
@@ -149,12 +168,20 @@ class Database:
         """One transaction on a pooled connection, which sees ``namespace`` (``*``: every one);
         committed when the block ends, rolled back when it raises. ``snapshot``: one read-only
         snapshot for the whole transaction (REPEATABLE READ), for an export of a live store."""
+        from psycopg import sql
+
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY" if snapshot else "BEGIN"
+        start = sql.SQL(begin + "; SELECT set_config('evomem.namespace', {}, true)").format(sql.Literal(namespace))
         try:
             with self.pool.connection() as conn:
-                if snapshot:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                conn.execute("SELECT set_config('evomem.namespace', %s, true)", (namespace,))
-                yield conn
+                conn.execute(start)  # one message: no parameters, so the simple protocol takes both
+                try:
+                    yield conn
+                except BaseException:
+                    with contextlib.suppress(Exception):  # a broken connection: the pool discards it
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
         except self._psycopg.errors.UniqueViolation as exc:
             raise Conflict(f"a concurrent write changed the same rows ({_constraint(exc)}); retry") from None
         except Exception as exc:
