@@ -8,7 +8,7 @@
 
 The image is ``pgvector/pgvector:pg17`` (``POSTGRES_IMAGE`` overrides): pulled when a registry
 answers, else built here from Debian 13 packages (``docker/base/build-postgres-image.sh``,
-about 2 minutes the first time, seconds from its cache). ``EVOMEM_TEST_DATABASE_URL`` names a
+about 2 minutes the first time, seconds from its cache). ``TEST_DATABASE_URL`` names a
 server of your own instead (its user must be able to create databases and roles and the
 ``vector`` extension). Without Docker and without that URL the tests that need PostgreSQL are
 skipped, or fail when ``EVOMEM_REQUIRE_POSTGRES=1`` or ``EVOMEM_REQUIRE_DOCKER=1`` (CI).
@@ -90,7 +90,7 @@ def ensure_image() -> None:
 
 
 class PostgresServer:
-    """One PostgreSQL server: a container of ours, or the server at EVOMEM_TEST_DATABASE_URL."""
+    """One PostgreSQL server: a container of ours, or the server at TEST_DATABASE_URL."""
 
     _shared: PostgresServer | None = None
     _shared_lock = threading.Lock()
@@ -111,12 +111,12 @@ class PostgresServer:
         psycopg_or_skip()
         with cls._shared_lock:
             if cls._shared is None:
-                external = os.environ.get("EVOMEM_TEST_DATABASE_URL")
+                external = os.environ.get("TEST_DATABASE_URL")
                 server = cls(external)
                 if external is None:
                     problem = docker_ok()
                     if problem is not None:
-                        unavailable(f"PostgreSQL tests need Docker or EVOMEM_TEST_DATABASE_URL: {problem}")
+                        unavailable(f"PostgreSQL tests need Docker or TEST_DATABASE_URL: {problem}")
                     ensure_image()
                     server.start()
                     atexit.register(server.remove)
