@@ -209,6 +209,7 @@ def postgres_ranking(r: Path) -> str:
         "| set | memory | SQLite hit rate | PostgreSQL hit rate | SQLite ODR | PostgreSQL ODR |",
         "|---|---|---|---|---|---|",
     ]
+    gaps = 0
     for set_name, block in q.get("sets", {}).items():
         mems = block.get("memories", {})
         for base in ("evomem-agent", "evomem-agent+bm25"):
@@ -216,11 +217,24 @@ def postgres_ranking(r: Path) -> str:
             if not a or not b:
                 continue
             ha, hb = a["by_wording"]["all"], b["by_wording"]["all"]
+            gaps += ha["hits"] != hb["hits"] or a["main"].get("odr") != b["main"].get("odr")
             lines.append(
                 f"| {set_name} | {base} | {_f3(ha['hit_rate'])} ({ha['hits']}/{ha['questions']}) "
                 f"| {_f3(hb['hit_rate'])} ({hb['hits']}/{hb['questions']}) "
                 f"| {_f3(a['main'].get('odr'))} | {_f3(b['main'].get('odr'))} |"
             )
+    lines += [
+        "",
+        (
+            "No gap on these sets: both rankings put the same decisions in the top 5. "
+            if not gaps
+            else "The rankings differ on these sets (rows above). "
+        )
+        + "`ts_rank` weighs a common word as much as a rare one (no idf); where that matters (a large store "
+        "whose notes share most words), what would close it is BM25 inside PostgreSQL (an extension such as "
+        "ParadeDB's `pg_search` or VectorChord-bm25), or BM25 recomputed over the top `ts_rank` candidates "
+        "with document frequencies kept per namespace.",
+    ]
     return "\n".join(lines) + "\n\n"
 
 
