@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-postgres bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -117,10 +117,17 @@ bench-linking-peps: $(VENV)/.installed-bench
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
+	$(MAKE) bench-postgres
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
 	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
 	$(PY) -m bench.report
+
+# PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
+# link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).
+BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
+bench-postgres: $(VENV)/.installed-bench
+	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
 
 # First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
 bench-startup: $(VENV)/.installed-bench
@@ -169,6 +176,7 @@ bench-llm-real: $(VENV)/.installed-test
 base-images:
 	docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1 || docker pull python:3.11-slim-bookworm || bash docker/base/build-python-base.sh
 	docker image inspect $${REDIS_IMAGE:-redis:7-bookworm} >/dev/null 2>&1 || docker pull $${REDIS_IMAGE:-redis:7-bookworm} || bash docker/base/build-redis-image.sh
+	docker image inspect $${POSTGRES_IMAGE:-pgvector/pgvector:pg17} >/dev/null 2>&1 || docker pull $${POSTGRES_IMAGE:-pgvector/pgvector:pg17} || bash docker/base/build-postgres-image.sh
 
 # ---- container images and the compose deployment (docs/SERVICES.md) -------------------
 # The image installs only from .wheelhouse/ (--no-index): built here from the venv's pinned
@@ -187,7 +195,7 @@ WHEELHOUSE_EXTRA ?= "async-timeout>=4.0.3"
 # tritonclient). Hybrid recall offline (the ONNX model and its runtime, sqlean and sqlite-vec)
 # is in the default install, so that storage's EVOMEM_VECTORS=auto runs hybrid recall in the
 # container with no download.
-WHEELHOUSE_EXTRAS ?= services,triton
+WHEELHOUSE_EXTRAS ?= services,triton,postgres
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
@@ -215,7 +223,8 @@ secrets: $(VENV)/bin/activate
 	@[ -s $(SECRETS_DIR)/grpc-secret ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/grpc-secret
 	@[ -s $(SECRETS_DIR)/metrics-token ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/metrics-token
 	@[ -s $(SECRETS_DIR)/tokens.toml ] || $(PY) -m evomem.entrypoints.cli.admin token create --name admin --role admin --namespaces '*' > $(SECRETS_DIR)/tokens.toml
-	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/metrics-token $(SECRETS_DIR)/tokens.toml
+	@[ -s $(SECRETS_DIR)/db-password ] || $(PY) -m evomem.entrypoints.cli.admin grpc-secret > $(SECRETS_DIR)/db-password
+	@chmod 0644 $(SECRETS_DIR)/grpc-secret $(SECRETS_DIR)/metrics-token $(SECRETS_DIR)/tokens.toml $(SECRETS_DIR)/db-password
 
 images: base-images wheelhouse
 	DOCKER_BUILDKIT=0 docker build -f docker/Dockerfile -t $(IMAGE) .

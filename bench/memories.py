@@ -22,6 +22,11 @@
 - a ``+bm25`` suffix: the same EvoMem with ``vectors="off"`` (BM25-only recall and link
   candidates); without a suffix EvoMem runs with its default (``vectors="auto"``: BM25 + vector
   hybrid recall when the embeddings extra is installed).
+- an ``@postgres`` suffix (``bench.quality --postgres``): the same EvoMem over PostgreSQL 17 +
+  pgvector (``--database-url``, a fresh database per scenario): text search ranked by
+  ``ts_rank`` instead of FTS5's BM25, vectors by HNSW; ``evomem-agent@postgres`` and
+  ``evomem-agent+bm25@postgres`` set the links as ``evomem-agent`` does, so their ODR measures the
+  ranking alone.
 - ``oracle``: perfect links. The same BM25 as ``flat``, every hit resolved through the gold
   chains to the version in force and marked active (obsolete versions are never shown).
 
@@ -156,12 +161,16 @@ def has_vectors_setting() -> bool:
     return "EVOMEM_VECTORS" in env_names()
 
 
-def memory_label(linker: str | None, *, vectors: str = "auto", confirm: bool = False) -> str:
-    """``evomem-agent``, ``evomem-auto:scored+confirm``, ``evomem-agent+bm25``, ..."""
+def memory_label(linker: str | None, *, vectors: str = "auto", confirm: bool = False, engine: str = "sqlite") -> str:
+    """``evomem-agent``, ``evomem-auto:scored+confirm``, ``evomem-agent+bm25``, ``evomem-agent@postgres``..."""
     name = "evomem-agent" if linker is None else f"evomem-auto:{linker}"
     if confirm:
         name += "+confirm"
-    return name + {"auto": "", "on": "+hybrid", "off": "+bm25"}[vectors]
+    return name + {"auto": "", "on": "+hybrid", "off": "+bm25"}[vectors] + ("" if engine == "sqlite" else f"@{engine}")
+
+
+#: The PostgreSQL server of a run (``bench.postgres.BenchPostgres``; ``bench.quality --postgres``).
+POSTGRES: Any = None
 
 
 def _index(scenario: Mapping[str, Any]) -> dict[str, int]:
@@ -265,7 +274,11 @@ class EvoMemMemory:
         confirm_abstentions: bool = False,
         sets: Sequence[str] | None = None,
         llm: LLMEndpoint | None = None,
+        engine: str = "sqlite",
     ) -> None:
+        if engine == "postgres" and POSTGRES is None:
+            raise BenchError("@postgres memories need a PostgreSQL server: bench.quality --postgres")
+        self.engine = engine
         if linker == "llm" and llm is None:
             raise BenchError("the llm linker needs an endpoint: --llm-model M --llm-base-url URL")
         if linker is not None and linker != "llm" and linker not in available_linkers():
@@ -283,7 +296,7 @@ class EvoMemMemory:
         self.vectors = vectors
         self.confirm = confirm_abstentions
         self.sets = None if sets is None else frozenset(sets)
-        self.name = label or memory_label(linker, vectors=vectors, confirm=confirm_abstentions)
+        self.name = label or memory_label(linker, vectors=vectors, confirm=confirm_abstentions, engine=engine)
         self._client: Client | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._current: _CurrentService | None = None
@@ -320,7 +333,10 @@ class EvoMemMemory:
         """
         assert self._current is not None, "use the memory inside 'async with'"
         folder = tempfile.mkdtemp(prefix="evomem-bench-")
-        settings = self.settings(db=f"{folder}/evomem.db")
+        url = None
+        if self.engine == "postgres":  # a database of its own: ts_rank has no corpus statistics, but the same rule
+            url = POSTGRES.migrated(f"q_{abs(hash(folder)) % 10**12}")
+        settings = self.settings(db=f"{folder}/evomem.db", database_url=url)
         service = build_embedded(settings)
         self._share_embedder(service)
         if _bench_wired(self.linker):
@@ -337,6 +353,9 @@ class EvoMemMemory:
             with contextlib.suppress(Exception):
                 service.close()  # type: ignore[attr-defined]
             shutil.rmtree(folder, ignore_errors=True)
+            if url is not None:
+                with contextlib.suppress(Exception):
+                    POSTGRES.drop(url)
 
     def _share_embedder(self, service: Any) -> None:
         """One loaded embedding model per memory, not one per scenario (loading it takes ~1 s, a
@@ -351,9 +370,11 @@ class EvoMemMemory:
         else:
             semantic.embedder = self._embedder  # type: ignore[union-attr]
 
-    def settings(self, db: str = ":memory:") -> Settings:
+    def settings(self, db: str = ":memory:", database_url: str | None = None) -> Settings:
         linker = "off" if _bench_wired(self.linker) else self.linker
         kw: dict[str, Any] = {"db": db, "auto_supersede": linker or "off"}
+        if database_url is not None:
+            kw["database_url"] = database_url
         if CROSS_ENCODER is not None:
             kw["linker_cross_encoder"] = CROSS_ENCODER
         if has_vectors_setting():
@@ -522,11 +543,16 @@ def build_memories(
         out: list[Any] = [EvoMemMemory(**kw)]
         if confirm and linker is not None and can_abstain(linker):
             out.append(EvoMemMemory(**kw, confirm_abstentions=True))
-        if bm25_twins:
-            out.append(EvoMemMemory(**kw, vectors="off", sets=(PARA_SET,)))
+        if bm25_twins:  # with PostgreSQL beside it, on every set: BM25 against ts_rank, words alone
+            twin_sets = None if (POSTGRES is not None and linker is None) else (PARA_SET,)
+            out.append(EvoMemMemory(**kw, vectors="off", sets=twin_sets))
         return out
 
     all_memories: list[Any] = [FlatMemory(dates=False), FlatMemory(dates=True), *evomem(None)]
+    if POSTGRES is not None:  # the agent's links on PostgreSQL: the same memory, its engine's ranking
+        all_memories.append(EvoMemMemory(scope_field=scope_field, engine="postgres"))
+        if has_vectors_setting():
+            all_memories.append(EvoMemMemory(scope_field=scope_field, vectors="off", engine="postgres"))
     for lk in linkers:
         all_memories += evomem(lk)
     all_memories.append(OracleMemory())

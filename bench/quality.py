@@ -1262,7 +1262,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per LLM judge request")
     ap.add_argument("--judge-workers", type=int, default=4, help="parallel LLM judge requests")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ap.add_argument(
+        "--postgres",
+        action="store_true",
+        help="add evomem-agent@postgres (and +bm25): the same memory over PostgreSQL 17 + pgvector (Docker)",
+    )
     args = ap.parse_args(argv)
+    if args.postgres:
+        from bench import memories as bench_memories
+        from bench import postgres
+
+        problem = postgres.available()
+        if problem:
+            print(f"error: --postgres: {problem}", file=sys.stderr)
+            return 2
+        with postgres.BenchPostgres() as server:
+            bench_memories.POSTGRES = server
+            try:
+                return _main(args)
+            finally:
+                bench_memories.POSTGRES = None
+    return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.sets is None:
         args.sets = "" if args.data else "odr,vdr,para"
     args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]

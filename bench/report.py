@@ -190,6 +190,54 @@ def triton_latency(r: Path) -> str:
     return "\n".join(lines) + "\n\n" + "; ".join(x for x in said if x) + ".\n\n"
 
 
+def postgres_ranking(r: Path) -> str:
+    """PostgreSQL's ts_rank against FTS5's BM25 (``make bench-postgres``: bench/results/postgres)."""
+    title = "## PostgreSQL's ranking against FTS5 BM25 (`make bench-postgres`)"
+    path = r / "postgres" / "quality.json"
+    if not path.exists():
+        return f"{title}\n\nNot run yet (`{path}` is missing).\n\n"
+    q = json.loads(path.read_text())
+    lines = [
+        title,
+        "",
+        "The same scenario sets, the agent setting every link (`evomem-agent`), so a difference is the "
+        "ranking's alone: SQLite's FTS5 BM25 against PostgreSQL's `tsvector` ranked by `ts_rank` (no idf), "
+        "each alone (`+bm25`: words only) and with the vectors (sqlite-vec against pgvector HNSW, fused by "
+        "rank). Hit rate: the decision in force among the k=5 answers; ODR: questions answered with an "
+        "obsolete decision. A fresh database per scenario on both engines.",
+        "",
+        "| set | memory | SQLite hit rate | PostgreSQL hit rate | SQLite ODR | PostgreSQL ODR |",
+        "|---|---|---|---|---|---|",
+    ]
+    gaps = 0
+    for set_name, block in q.get("sets", {}).items():
+        mems = block.get("memories", {})
+        for base in ("evomem-agent", "evomem-agent+bm25"):
+            a, b = mems.get(base), mems.get(f"{base}@postgres")
+            if not a or not b:
+                continue
+            ha, hb = a["by_wording"]["all"], b["by_wording"]["all"]
+            gaps += ha["hits"] != hb["hits"] or a["main"].get("odr") != b["main"].get("odr")
+            lines.append(
+                f"| {set_name} | {base} | {_f3(ha['hit_rate'])} ({ha['hits']}/{ha['questions']}) "
+                f"| {_f3(hb['hit_rate'])} ({hb['hits']}/{hb['questions']}) "
+                f"| {_f3(a['main'].get('odr'))} | {_f3(b['main'].get('odr'))} |"
+            )
+    lines += [
+        "",
+        (
+            "No gap on these sets: both rankings put the same decisions in the top 5. "
+            if not gaps
+            else "The rankings differ on these sets (rows above). "
+        )
+        + "`ts_rank` weighs a common word as much as a rare one (no idf); where that matters (a large store "
+        "whose notes share most words), what would close it is BM25 inside PostgreSQL (an extension such as "
+        "ParadeDB's `pg_search` or VectorChord-bm25), or BM25 recomputed over the top `ts_rank` candidates "
+        "with document frequencies kept per namespace.",
+    ]
+    return "\n".join(lines) + "\n\n"
+
+
 def _sections(text: str) -> list[tuple[str, str]]:
     """The page cut at its ``## `` headings: (heading line, text) pairs; the part before the first is ("", ...)."""
     out: list[tuple[str, list[str]]] = [("", [])]
@@ -292,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             "model) on the *made* calls only.\n\n" + cost.strip() + "\n\n"
         )
     text += triton_latency(r)
+    text += postgres_ranking(r)
     text += section(
         "Speed against the FTS5 floor",
         speed,

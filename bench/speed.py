@@ -1,5 +1,7 @@
 """Speed against the floor: remember and recall latency in-core, over MCP stdio and over MCP HTTP,
-next to the raw FTS5 bm25 query on the same data, measured in the same run.
+next to the raw FTS5 bm25 query on the same data, measured in the same run; and the same store
+loaded into PostgreSQL 17 + pgvector (``--postgres``, ``bench/postgres.py``), in-core, next to its
+own floors (a raw tsvector query, a raw pgvector HNSW query, a bare indexed insert).
 
     python -m bench.speed --sizes 10000,100000 --out bench/results
 
@@ -255,7 +257,33 @@ def vectors_available() -> bool:
     return vectors_problem() is None
 
 
-def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int) -> dict[str, Any]:
+def run_postgres(pg: Any, n: int, base: Path, rounds: int, notes_per_path: int, hybrid: bool) -> dict[str, Any]:
+    """The SQLite store of this size, loaded into PostgreSQL, measured in-core next to its floors."""
+    from bench import postgres
+
+    url, _ = pg.database(f"speed_{n}", fresh=True)
+    print(f"[{n:,}] postgres: loading ...", file=sys.stderr, flush=True)
+    out: dict[str, Any] = {"load": postgres.load(base, url)}
+    out["tsvector_floor"] = {
+        "recall": summary(postgres.tsvector_floor(url, QUERIES, rounds)),
+        "remember": summary(postgres.insert_floor(url, new_notes(notes_per_path, n + 3))),
+    }
+    if hybrid:
+        out["pgvector_floor"] = {k: summary(v) for k, v in postgres.pgvector_floor(url, QUERIES, rounds).items()}
+    paths: dict[str, Any] = {}
+    modes = [("pg_in_core", "off")] + ([("pg_in_core_hybrid", "on")] if hybrid else [])
+    for i, (name, vectors) in enumerate(modes):
+        times = postgres.in_core(url, QUERIES, new_notes(notes_per_path, n + 10 + i), rounds, vectors=vectors)
+        entry = {"recall": summary(times["recall"]), "remember": summary(times["remember"])}
+        for op in ("recall", "remember"):
+            floor = out["tsvector_floor"][op]["p50_ms"]
+            entry[f"{op}_vs_floor_p50"] = round(entry[op]["p50_ms"] / max(1e-9, floor), 2)
+        paths[name] = entry
+    out["paths"] = paths
+    return out
+
+
+def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int, pg: Any = None) -> dict[str, Any]:
     base = workdir / f"speed-{n}.db"
     ready = workdir / f"speed-{n}.db.vectors"  # the vectors were written (a build can be interrupted)
     if not base.exists():
@@ -310,6 +338,8 @@ def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int) -> dict[st
 
         out["bench_process_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["paths"] = paths
+    if pg is not None:
+        out["postgres"] = run_postgres(pg, n, base, rounds, notes_per_path, hybrid)
     return out
 
 
@@ -341,6 +371,31 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{p['recall_vs_floor_p50']:.2f} | {p['remember']['p50_ms']:.2f} ms | "
                 f"{p['remember']['p95_ms']:.2f} ms | {p['remember_vs_floor_p50']:.2f} | {rss} |"
             )
+        pgs = size.get("postgres")
+        if pgs:
+            tf, wf = pgs["tsvector_floor"]["recall"], pgs["tsvector_floor"]["remember"]
+            lines.append(
+                f"| {size['notes']:,} | PostgreSQL: raw tsvector (query / insert) | {tf['p50_ms']:.2f} ms | "
+                f"{tf['p95_ms']:.2f} ms | 1.00 | {wf['p50_ms']:.2f} ms | {wf['p95_ms']:.2f} ms | 1.00 | |"
+            )
+            vf = pgs.get("pgvector_floor")
+            if vf:
+                lines.append(
+                    f"| {size['notes']:,} | PostgreSQL: raw pgvector HNSW (k=20) | "
+                    f"{vf['vector_search']['p50_ms']:.2f} ms | {vf['vector_search']['p95_ms']:.2f} ms | | | | | |"
+                )
+            for name, p in pgs["paths"].items():
+                lines.append(
+                    f"| {size['notes']:,} | {name} | {p['recall']['p50_ms']:.2f} ms | {p['recall']['p95_ms']:.2f} ms | "
+                    f"{p['recall_vs_floor_p50']:.2f} | {p['remember']['p50_ms']:.2f} ms | "
+                    f"{p['remember']['p95_ms']:.2f} ms | {p['remember_vs_floor_p50']:.2f} | |"
+                )
+    lines.append("")
+    lines.append(
+        "pg_* rows: the same store loaded into PostgreSQL 17 + pgvector 0.8 in a container (PostgreSQL's defaults: "
+        "fsync and synchronous_commit on), the embedded wiring over it; × floor is against the raw tsvector "
+        "query and a bare indexed insert."
+    )
     lines.append("")
     lines.append(
         "in_core is BM25 only (`--vectors off`); in_core_hybrid, mcp_stdio and mcp_http run hybrid recall "
@@ -386,6 +441,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=20, help="passes over the query set per path")
     p.add_argument("--remembers", type=int, default=200, help="remember calls per path")
     p.add_argument("--workdir", type=Path, default=None, help="where stores are built (default: OUT/tmp)")
+    p.add_argument(
+        "--postgres", choices=("auto", "on", "off"), default="auto", help="also PostgreSQL (auto: when Docker runs)"
+    )
+    p.add_argument("--database-url", default=None, help="a PostgreSQL server of your own instead of a container")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     workdir = args.workdir or args.out / "tmp"
@@ -397,8 +456,19 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "rounds": args.rounds,
         "remembers": args.remembers,
-        "sizes": [run_size(n, workdir, args.rounds, args.remembers) for n in sizes],
     }
+    from contextlib import nullcontext
+
+    from bench import postgres
+
+    problem = None if args.database_url else postgres.available()
+    if args.postgres == "on" and problem:
+        raise SystemExit(f"--postgres on: {problem}")
+    if args.postgres == "auto" and problem:
+        print(f"PostgreSQL rows left out: {problem}", file=sys.stderr)
+    wanted = args.postgres != "off" and problem is None
+    with postgres.BenchPostgres(args.database_url) if wanted else nullcontext() as pg:
+        report["sizes"] = [run_size(n, workdir, args.rounds, args.remembers, pg) for n in sizes]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "speed.json").write_text(json.dumps(report, indent=2))
     (args.out / "speed.md").write_text(markdown(report))

@@ -1,10 +1,11 @@
 """What the contract suites share (``test_contracts*.py``): the wirings of the storage ports, the
 notes they store, and the helpers that compare what two wirings answered.
 
-Four wirings of the node records (``Records``: what ``Store`` and ``Storage`` share):
+Five wirings of the node records (``Records``: what ``Store`` and ``Storage`` share):
 
 - ``sqlite``: ``SQLiteStore`` on a file; ``memory``: ``MemoryStore`` (``tests/memory_store.py``),
-  the ``Store`` port written from ``evomem.app.ports`` alone;
+  the ``Store`` port written from ``evomem.app.ports`` alone; ``postgres``: ``PostgresStore`` on
+  a database of its own in a real PostgreSQL 17 with pgvector (``tests/postgres_server.py``);
 - ``local``: ``LocalStorage(SQLiteStore)``, the ``Storage`` port in process; ``grpc``:
   ``GrpcStorage`` talking to ``StorageServicer(LocalStorage(SQLiteStore))`` on a loopback port.
 
@@ -50,7 +51,7 @@ EXTRACTION = Extraction(
     summary="Moved the ledger to SQLite.",
     extractor="test/1",
 )
-STORES = ("sqlite", "memory")  # the Store port
+STORES = ("sqlite", "memory", "postgres")  # the Store port
 STORAGES = ("local", "grpc")  # the Storage port
 
 
@@ -72,7 +73,7 @@ def serve_storage(storage: LocalStorage, rules: NoteRules | None = None) -> Runn
 class Wiring:
     kind: str
     port: Any  # what the test talks to: a Store (sqlite, memory) or a Storage (local, grpc)
-    backing: SQLiteStore | MemoryStore  # the store behind it, read directly
+    backing: Any  # the store behind it, read directly (SQLiteStore, MemoryStore, PostgresStore)
 
     def insert(self, note: NewNote, *, supersedes: str | None = None, link: LinkProvenance | None = None) -> MemoryNode:
         """A note written once: ``Store.insert_once``, or ``Storage.remember_note``."""
@@ -95,6 +96,10 @@ def open_wiring(kind: str, tmp_path: Path) -> Iterator[Wiring]:
         memory = MemoryStore()
         yield Wiring(kind, memory, memory)
         return
+    if kind == "postgres":
+        with postgres_store() as pg:
+            yield Wiring(kind, pg, pg)
+        return
     backing = SQLiteStore(tmp_path / f"contract-{kind}.db")
     try:
         if kind == "sqlite":
@@ -111,6 +116,23 @@ def open_wiring(kind: str, tmp_path: Path) -> Iterator[Wiring]:
                 running.stop(0)
     finally:
         backing.close()
+
+
+@contextmanager
+def postgres_store() -> Iterator[Any]:
+    """A ``PostgresStore`` on a new database of the session's PostgreSQL, dropped afterwards."""
+    from postgres_server import PostgresServer
+
+    from evomem.adapters.postgres.store import PostgresStore
+
+    server = PostgresServer.shared()
+    url = server.fresh_database()
+    store = PostgresStore(url)
+    try:
+        yield store
+    finally:
+        store.close()
+        server.drop(url)
 
 
 def raises_exactly(cls: type[EvoMemError], fn: Callable[[], object]) -> EvoMemError:

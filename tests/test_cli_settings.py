@@ -64,6 +64,10 @@ EMBEDDED_ENV = {
 }
 SERVICE_ENV = {
     "EVOMEM_SQLITE_DRIVER": "sqlite3",
+    "EVOMEM_DATABASE_URL": "postgresql://evomem:pg-secret@db:5432/evomem",
+    "EVOMEM_DATABASE_ROLE": "evomem_rw",
+    "EVOMEM_DATABASE_PASSWORD_FILE": "/run/secrets/db-password",
+    "EVOMEM_DATABASE_POOL": "16",
     "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
     "EVOMEM_LINKER": "scored",
     "EVOMEM_LINKER_API_KEY": "sk-secret",
@@ -154,9 +158,25 @@ def test_every_setting_has_an_env_variable() -> None:
     )
 
 
+def test_the_database_password_comes_from_a_file(tmp_path: Path) -> None:
+    secret = tmp_path / "db-password"
+    secret.write_text("p@ss:w/rd\n", encoding="utf-8")
+    s = Settings(database_url="postgresql://evomem@db:5432/evomem", database_password_file=str(secret))
+    assert s.database_url() == "postgresql://evomem:p%40ss%3Aw%2Frd@db:5432/evomem"
+    with pytest.raises(SettingsError, match="with a user and no password"):
+        Settings(database_url="postgresql://evomem:x@db/evomem", database_password_file=str(secret)).database_url()
+    with pytest.raises(SettingsError, match="cannot read a password"):
+        Settings(database_url="postgresql://evomem@db/evomem", database_password_file="/nonexistent").database_url()
+
+
 def test_every_service_setting_has_an_env_variable() -> None:
     s = Settings.from_env(SERVICE_ENV)
     assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
+    assert s.store.database_url is not None and "pg-secret" in s.store.database_url.get_secret_value()
+    assert Settings().database_url() is None
+    assert (s.store.database_role, s.store.database_pool) == ("evomem_rw", 16)
+    assert s.store.database_password_file == "/run/secrets/db-password"
+    assert "pg-secret" not in repr(s)  # the URL's password never shows
     assert (s.linker.service, s.api_key(), s.cronista.backend) == ("scored", "sk-secret", "triton")
     t = s.triton
     assert (s.cronista.model_dir, t.url, t.model, t.model_version) == (

@@ -1,6 +1,7 @@
-"""Contract tests of the storage engines: the ``Store`` port on ``SQLiteStore`` and on
+"""Contract tests of the storage engines: the ``Store`` port on ``SQLiteStore``, on
 ``MemoryStore`` (``tests/memory_store.py``, written from ``evomem.app.ports`` alone: the port is
-complete), and the node records both storage ports share (``Records``) on those two and on the
+complete) and on ``PostgresStore`` (a real PostgreSQL 17 with pgvector, ``postgres_server.py``),
+and the node records both storage ports share (``Records``) on those three and on the
 ``Storage`` wirings, ``LocalStorage(SQLiteStore)`` and ``GrpcStorage`` over a real storage
 service on port 0 (``contract_support``).
 
@@ -33,6 +34,7 @@ from contract_support import (
     node_view,
     note,
     open_wiring,
+    postgres_store,
     raises_exactly,
 )
 from memory_store import MemoryStore
@@ -60,7 +62,7 @@ from evomem.domain.model import (
 
 @pytest.fixture(params=STORES)
 def wiring(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Wiring]:
-    """The ``Store`` port: ``SQLiteStore`` and ``MemoryStore``."""
+    """The ``Store`` port: ``SQLiteStore``, ``MemoryStore`` and ``PostgresStore``."""
     with open_wiring(request.param, tmp_path) as w:
         yield w
 
@@ -520,6 +522,11 @@ def test_store_ping_and_close(tmp_path: Path) -> None:
         store.close()
 
 
+def test_postgres_store_ping_and_close() -> None:
+    with postgres_store() as store:
+        store.ping()
+
+
 # ---------------------------------------------------------------------------- across stores
 
 
@@ -588,3 +595,18 @@ def test_store_transcripts_are_equal_on_sqlite_and_in_memory(tmp_path: Path) -> 
     assert engine[2][:2] == ("error", "CycleError")
     assert engine[4][:2] == ("error", "NotFound")
     assert len(engine[8]) == 3
+
+
+def test_store_transcripts_are_equal_on_sqlite_and_postgres(tmp_path: Path) -> None:
+    """PostgreSQL answers what SQLite answers, error messages included (search hits as sets)."""
+    sqlite = SQLiteStore(tmp_path / "local.db")
+    try:
+        engine = store_transcript(sqlite)
+    finally:
+        sqlite.close()
+    with postgres_store() as pg:
+        other = store_transcript(pg)
+        assert pg.check_invariants() == []
+    assert len(engine) == len(other)
+    for i, (a, b) in enumerate(zip(engine, other, strict=True)):
+        assert a == b, f"step {i} differs"

@@ -6,7 +6,9 @@ whole service, whose outcomes (ids aside) must be identical.
 - ``services``: ``MemoryService(GrpcStorage)`` with ``GrpcExtractor`` and ``GrpcLinker``, each
   talking to a real server on port 0 (storage: ``StorageServicer(LocalStorage(SQLiteStore))``);
 - ``memory``: ``MemoryService.local(MemoryStore)`` (``tests/memory_store.py``): the ``Store``
-  port is all the service needs.
+  port is all the service needs;
+- ``postgres``: ``MemoryService.local(PostgresStore)``, the embedded wiring over a real
+  PostgreSQL 17 with pgvector (``tests/postgres_server.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_support import UNKNOWN_ID, Labeller, node_view, serve, serve_storage
+from contract_support import UNKNOWN_ID, Labeller, node_view, postgres_store, serve, serve_storage
 from memory_store import MemoryStore
 
 from evomem.adapters.grpc.clients import GrpcExtractor, GrpcLinker, GrpcStorage
@@ -53,7 +55,7 @@ class ServiceWiring:
     worker: MemoryService  # same storage, extractor only: runs pending extractions (the worker's shape)
 
 
-@pytest.fixture(params=["embedded", "services", "memory"])
+@pytest.fixture(params=["embedded", "services", "memory", "postgres"])
 def service_wiring(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServiceWiring]:
     with build_service_wiring(request.param, tmp_path) as w:
         yield w
@@ -68,8 +70,14 @@ class build_service_wiring:
     def __enter__(self) -> ServiceWiring:
         config = ServiceConfig(max_note_bytes=4096)
         if self.kind != "services":
-            store: Store = MemoryStore() if self.kind == "memory" else SQLiteStore(self.tmp_path / f"{self.kind}.db")
-            self._close.append(store.close)
+            store: Store
+            if self.kind == "postgres":
+                cm = postgres_store()
+                store = cm.__enter__()
+                self._close.append(lambda: cm.__exit__(None, None, None))
+            else:
+                store = MemoryStore() if self.kind == "memory" else SQLiteStore(self.tmp_path / f"{self.kind}.db")
+                self._close.append(store.close)
             return ServiceWiring(
                 self.kind,
                 MemoryService.local(store, extractor=LiteCronista(), linker=HeuristicLinker(), config=config),
@@ -285,6 +293,18 @@ def test_service_story_is_the_same_on_a_memory_store(tmp_path: Path) -> None:
     assert [e[0] for e in a] == [e[0] for e in b]
     for x, y in zip(a, b, strict=True):
         assert x == y, f"step {x[0]!r} differs between SQLite and the memory store"
+
+
+def test_service_story_is_the_same_on_postgres(tmp_path: Path) -> None:
+    """The whole service over PostgreSQL answers as over SQLite, every outcome, error and
+    message, but for recall's scores (ts_rank, not BM25)."""
+    with build_service_wiring("embedded", tmp_path) as embedded:
+        a = service_story(embedded, scores=False)
+    with build_service_wiring("postgres", tmp_path) as pg:
+        b = service_story(pg, scores=False)
+    assert [e[0] for e in a] == [e[0] for e in b]
+    for x, y in zip(a, b, strict=True):
+        assert x == y, f"step {x[0]!r} differs between SQLite and PostgreSQL"
 
 
 def test_the_service_runs_end_to_end_over_a_memory_store() -> None:

@@ -635,7 +635,7 @@ def test_storage_db_path_defaults_to_data(monkeypatch: pytest.MonkeyPatch, value
         opened.append(str(path))
         raise _Stop  # stop before binding a port
 
-    monkeypatch.setattr(bootstrap, "SQLiteStore", fake_store)
+    monkeypatch.setattr("evomem.bootstrap.stores.SQLiteStore", fake_store)  # the composition root's store
     if value is None:
         monkeypatch.delenv("EVOMEM_DB", raising=False)
     else:

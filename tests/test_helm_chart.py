@@ -7,7 +7,8 @@ every value set is validated against the OpenAPI schemas of one pinned Kubernete
 (``kubernetes-validate``, offline, strict: an unknown field is an error). Then the properties
 the chart promises are checked on the rendered objects:
 
-- exactly one storage replica (and the schema refuses two), with its PVC;
+- exactly one storage replica over the SQLite file (two are refused), with its PVC; with PostgreSQL
+  (``database.enabled``) two or more, stateless, the URL from a Secret, a PodDisruptionBudget;
 - GPUs requested by triton and llm only, and by nothing with ``gpu.enabled=false``;
 - every pod non-root, read-only root filesystem, no capabilities, seccomp, no token; every
   container with resources and probes (native gRPC probes for the gRPC services);
@@ -94,6 +95,14 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     },
     "autoscaling on": {"gateway": {"autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 10}}},
     "existing Secret": {"secrets": {"existingSecret": "evomem-prod"}, "redis": {"enabled": False}},
+    "PostgreSQL, 2 storage replicas": {
+        "database": {"enabled": True, "existingSecret": "evomem-db", "urlKey": "url"},
+        "storage": {"replicas": 2},
+    },
+    "bundled PostgreSQL (trial)": {
+        "database": {"enabled": True, "bundled": {"enabled": True}},
+        "storage": {"replicas": 2},
+    },
     "custom images": {
         **CUSTOM_IMAGES,
         "triton": {
@@ -286,6 +295,8 @@ def test_names_fit_kubernetes_limits_with_the_longest_release_name(chart: Chart)
 
 
 def test_exactly_one_storage_replica_with_its_volume(each: Rendered) -> None:
+    if "EVOMEM_DATABASE_URL" in each.env("storage"):
+        pytest.skip("PostgreSQL: test_storage_replicas_without_state_over_postgres")
     storage = each.workloads["storage"]
     assert storage["kind"] == "StatefulSet"
     assert storage["spec"]["replicas"] == 1
@@ -296,17 +307,46 @@ def test_exactly_one_storage_replica_with_its_volume(each: Rendered) -> None:
     # Storage and Redis keep data; every other component is stateless.
     for component, workload in each.workloads.items():
         claims = workload["spec"].get("volumeClaimTemplates", [])
-        assert bool(claims) == (component in {"storage", "redis"}), component
+        assert bool(claims) == (component in {"storage", "redis", "postgres"}), component
         if component in {"gateway", "cronista", "linker", "worker"}:
             volumes = workload["spec"]["template"]["spec"].get("volumes", [])
             assert all("persistentVolumeClaim" not in v for v in volumes), component
 
 
-def test_the_schema_refuses_two_storage_replicas(chart: Chart) -> None:
+def test_two_storage_replicas_are_refused_over_the_sqlite_file(chart: Chart) -> None:
     with pytest.raises(HelmError) as caught:
         chart.render(values={"storage": {"replicas": 2}}, name=RELEASE)
-    assert "/storage/replicas" in str(caught.value)
-    assert "maximum: got 2, want 1" in str(caught.value)
+    assert "storage.replicas above 1 needs database.enabled=true" in str(caught.value)
+    with pytest.raises(HelmError) as caught:
+        chart.render(values={"database": {"enabled": True}, "storage": {"replicas": 2}}, name=RELEASE)
+    assert "set database.existingSecret" in str(caught.value)
+
+
+def test_storage_replicas_without_state_over_postgres(chart: Chart) -> None:
+    """Two storage replicas over an external database whose URL is in an existing Secret: a
+    Deployment without a volume, the URL from the Secret (never in a ConfigMap), a PDB."""
+    pg = render(chart, VALUE_SETS["PostgreSQL, 2 storage replicas"])
+    storage = pg.workloads["storage"]
+    assert (storage["kind"], storage["spec"]["replicas"]) == ("Deployment", 2)
+    assert "volumeClaimTemplates" not in storage["spec"]
+    env = pg.env("storage")
+    assert env["EVOMEM_DATABASE_URL"] == {"valueFrom": {"secretKeyRef": {"name": "evomem-db", "key": "url"}}}
+    assert "EVOMEM_DB" not in env
+    (pdb,) = [p for p in pg.kind("PodDisruptionBudget") if p["metadata"]["name"] == name_of("storage")]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert "postgres" not in pg.workloads  # the database is the user's
+    trial = render(chart, VALUE_SETS["bundled PostgreSQL (trial)"])
+    postgres = trial.workloads["postgres"]
+    assert postgres["kind"] == "StatefulSet" and postgres["spec"]["replicas"] == 1
+    url = trial.env("storage")["EVOMEM_DATABASE_URL"]["valueFrom"]["secretKeyRef"]
+    assert url == {"name": f"{RELEASE}-evomem", "key": "database-url"}
+    secret = trial.named("Secret", f"{RELEASE}-evomem")["data"]
+    decoded = base64.b64decode(secret["database-url"]).decode()
+    assert decoded.startswith("postgresql://evomem:") and decoded.endswith(f"@{name_of('postgres')}:5432/evomem")
+    policy = trial.named("NetworkPolicy", name_of("postgres"))
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": 5432, "protocol": "TCP"}]
+    assert [f["podSelector"]["matchLabels"]["app.kubernetes.io/component"] for f in rule["from"]] == ["storage"]
 
 
 # ---------------------------------------------------------------------------- GPUs
@@ -484,10 +524,15 @@ def callers_by_address(rendered: Rendered) -> dict[str, set[str]]:
     services = {
         s["metadata"]["name"]: s["metadata"]["labels"]["app.kubernetes.io/component"] for s in rendered.kind("Service")
     }
+    secrets = {s["metadata"]["name"]: s.get("data", {}) for s in rendered.kind("Secret")}
     calls: dict[str, set[str]] = {c: set() for c in rendered.workloads}
     for component in rendered.workloads:
         for entry in rendered.env(component).values():
-            for host in re.findall(r"(?:^|//|@)([a-z0-9-]+):\d+", str(entry.get("value", ""))):
+            value = str(entry.get("value", ""))
+            ref = entry.get("valueFrom", {}).get("secretKeyRef")
+            if ref and ref["key"] in secrets.get(ref["name"], {}):  # a URL kept in the release's Secret
+                value = base64.b64decode(secrets[ref["name"]][ref["key"]]).decode()
+            for host in re.findall(r"(?:^|//|@)([a-z0-9-]+):\d+", value):
                 if host in services:
                     calls[services[host]].add(component)
     return calls
@@ -620,7 +665,7 @@ def test_gateway_is_highly_available(each: Rendered) -> None:
     gateway = each.workloads["gateway"]
     assert gateway["kind"] == "Deployment"
     assert gateway["spec"].get("replicas", 2) >= 2
-    (pdb,) = each.kind("PodDisruptionBudget")
+    pdb = each.named("PodDisruptionBudget", name_of("gateway"))
     assert pdb["spec"]["selector"] == gateway["spec"]["selector"]
     assert pdb["spec"]["minAvailable"] >= 1
 
@@ -631,7 +676,7 @@ def test_gateway_is_highly_available(each: Rendered) -> None:
 @pytest.mark.parametrize(
     ("values", "where", "says"),
     [
-        ({"storage": {"replicas": 2}}, "/storage/replicas", "maximum: got 2, want 1"),
+        ({"storage": {"replicas": 0}}, "/storage/replicas", "minimum: got 0, want 1"),
         ({"gateway": {"replicas": "two"}}, "/gateway/replicas", "got string, want integer"),
         ({"gateway": {"replicas": 1}}, "/gateway/replicas", "minimum: got 1, want 2"),
         ({"gpu": {"enabled": "yes"}}, "/gpu/enabled", "got string, want boolean"),

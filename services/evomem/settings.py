@@ -120,6 +120,22 @@ class MemorySettings(_Section):
 
 class StoreSettings(_Section):
     db: str | None = _var("DB", None, "SQLite file (embedded: ~/.evomem/evomem.db, storage: /data/evomem.db)")
+    database_url: SecretStr | None = _var(
+        "DATABASE_URL",
+        None,
+        "postgresql://USER:PASSWORD@HOST:PORT/DB: PostgreSQL with pgvector instead of the SQLite file (a team store)",
+    )
+    database_password_file: str | None = _var(
+        "DATABASE_PASSWORD_FILE",
+        None,
+        "PostgreSQL: a file whose first line is the password, for a URL without one (a Compose or Kubernetes secret)",
+    )
+    database_role: str = _var(
+        "DATABASE_ROLE", "evomem_app", "PostgreSQL: the role the store's connections run as (owns no table; RLS)"
+    )
+    database_pool: Annotated[int, AfterValidator(_between(1, 200))] = _var(
+        "DATABASE_POOL", 8, "PostgreSQL: connections each process keeps at most"
+    )
     sqlite_driver: _choice(*SQLITE_DRIVERS) | None = _var(
         "SQLITE_DRIVER", None, "force the SQLite library: sqlean or sqlite3 (default: sqlean when installed)"
     )
@@ -361,6 +377,29 @@ class Settings(BaseModel):
 
     def db_path(self, default: str = EMBEDDED_DB) -> str:
         return str(Path(self.store.db or default).expanduser())
+
+    def database_url(self) -> str | None:
+        """The PostgreSQL URL (None: the SQLite file), with the password of
+        EVOMEM_DATABASE_PASSWORD_FILE when the URL has none."""
+        raw = self.store.database_url
+        url = raw.get_secret_value() if raw is not None and raw.get_secret_value() else None
+        if url is None or not self.store.database_password_file:
+            return url
+        from urllib.parse import quote, urlsplit
+
+        where = self.store.database_password_file
+        try:
+            password = Path(where).expanduser().read_text(encoding="utf-8").splitlines()[0].strip()
+        except (OSError, IndexError) as exc:
+            raise SettingsError(f"EVOMEM_DATABASE_PASSWORD_FILE: cannot read a password from {where}: {exc}") from None
+        parts = urlsplit(url)
+        if parts.password is not None or "@" not in parts.netloc:
+            raise SettingsError(
+                "EVOMEM_DATABASE_PASSWORD_FILE needs EVOMEM_DATABASE_URL with a user and no password "
+                "(postgresql://USER@HOST:PORT/DB)"
+            )
+        user, host = parts.netloc.rsplit("@", 1)
+        return parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}").geturl()
 
     def log_format(self, default: str) -> str:
         return self.logging.format or default

@@ -220,6 +220,11 @@ tokens.toml: {{ printf "%s\n%s" .Values.secrets.tokens $helmTest | b64enc | quot
 {{- if not .Values.redis.enabled }}
 redis-url: {{ .Values.redis.external.url | b64enc | quote }}
 {{- end }}
+{{- if and .Values.database.enabled .Values.database.bundled.enabled (not .Values.database.existingSecret) }}
+{{- $pw := include "evomem.kept" (dict "ctx" . "key" "database-password") }}
+database-password: {{ $pw | b64enc | quote }}
+database-url: {{ printf "postgresql://evomem:%s@%s:5432/evomem" $pw (include "evomem.componentName" (dict "ctx" . "component" "postgres")) | b64enc | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* EVOMEM_REDIS_URL: the release's Redis (in the ConfigMap), or the external URL (from the Secret). */}}
@@ -324,4 +329,14 @@ livenessProbe:
   periodSeconds: 20
   timeoutSeconds: 5
   failureThreshold: 3
+{{- end -}}
+
+{{/* The Secret holding EVOMEM_DATABASE_URL (database.enabled): the user's, or the release's
+(the bundled PostgreSQL's URL, key database-url). */}}
+{{- define "evomem.databaseSecret" -}}
+{{- default (include "evomem.fullname" .) .Values.database.existingSecret -}}
+{{- end -}}
+
+{{- define "evomem.databaseUrlKey" -}}
+{{- ternary .Values.database.urlKey "database-url" (ne .Values.database.existingSecret "") -}}
 {{- end -}}

@@ -17,14 +17,17 @@ one. What implements them:
   ``TritonEmbedder`` and ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
 - ``JobQueue`` / ``JobSource``: ``adapters.redis_queue`` (Redis Streams).
 - ``AuditLog``: every ``Store`` and ``Storage``.
+- ``Archive``: ``SQLiteStore`` and ``PostgresStore``: a store read and written whole, ids kept
+  (``evomem-admin export``, ``import``, ``migrate``: ``app/transfer.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 
 # The linkers' ports are defined with the linkers (the domain depends on nothing outside it), listed here.
@@ -156,6 +159,29 @@ class Store(Records, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Archive(Protocol):
+    """A store read and written whole, every id, chain, link and audit row kept as it is: what
+    ``app/transfer.py`` moves between stores. Not part of ``Store``: an engine can serve without it."""
+
+    def export_records(self) -> Iterator[Record]:
+        """Every record: the nodes (oldest first), then offers, keys, chain changes, the write
+        audit (oldest first) and the vectors' model ids."""
+        ...
+
+    def import_records(self, records: Sequence[Record]) -> None:
+        """Write ``records`` as they are, in one transaction (nothing is written if one fails).
+        The caller checked them (``app/transfer.py``): ids free, chains whole. Vectors are not
+        written: the store's backfill embeds the nodes again."""
+        ...
+
+    def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]: ...
+
+    def audit_page(self, query: AuditQuery) -> list[AuditEntry]: ...
+
+    def stats(self, namespace: str | None = None) -> Stats: ...
 
 
 @runtime_checkable

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.sqlite.driver import select_driver
-from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.storage import LocalStorage
 from evomem.bootstrap.linkers import linker_for, offerer_for
+from evomem.bootstrap.stores import open_store
 from evomem.bootstrap.vectors import build_vectors
 from evomem.domain.cronista import LiteCronista
-from evomem.settings import Settings
+from evomem.settings import EMBEDDED_DB, Settings
 
 if TYPE_CHECKING:
     from evomem.security.gate import Gate
@@ -35,8 +34,7 @@ def _service_config(
 def build_embedded(settings: Settings) -> MemoryService:
     if settings.linker.auto_supersede == "llm":
         settings.require_llm("auto_supersede")  # before the database is opened
-    select_driver(settings.store.sqlite_driver)  # one SQLite library per process, before any file
-    store = SQLiteStore(settings.db_path(), purge_retry_s=settings.store.purge_retry_s)
+    store = open_store(settings, EMBEDDED_DB)  # the SQLite file, or PostgreSQL (--database-url)
     try:
         vectors = build_vectors(settings, store)
     except BaseException:
@@ -56,8 +54,9 @@ def server_info(settings: Settings, service: MemoryService) -> dict[str, str]:
     """What the embedded server reports about itself (``stats``' ``server``) and logs at start."""
     vectors = service.vectors.name if service.vectors is not None else "off"
     auto = settings.linker.auto_supersede
-    # The file's name only: a client has no business knowing the server's directory layout.
-    db = os.path.basename(settings.db_path()) or settings.db_path()
+    # The file's name only: a client has no business knowing the server's directory layout
+    # (PostgreSQL: "postgresql", never the URL).
+    db = "postgresql" if settings.database_url() else os.path.basename(settings.db_path()) or settings.db_path()
     return {"db": db, "auto_supersede": auto, "vectors": vectors, "wiring": "embedded"}
 
 

@@ -8,8 +8,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evomem.adapters.sqlite.driver import select_driver
-from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.background import start_background
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.notes import NoteLimits, NoteRules
@@ -17,6 +15,7 @@ from evomem.app.ports import Extractor
 from evomem.app.storage import LocalStorage
 from evomem.bootstrap.embedded import _service_config
 from evomem.bootstrap.linkers import linker_for, offerer_for
+from evomem.bootstrap.stores import open_store, store_name
 from evomem.bootstrap.vectors import storage_vectors
 from evomem.domain.cronista import LiteCronista
 from evomem.domain.errors import Unavailable
@@ -110,12 +109,13 @@ def gateway_peers(settings: Settings) -> tuple[str, str, str | None]:
 
 
 def build_storage(settings: Settings) -> GrpcService:
-    """The StorageService over the SQLite file (its only writer), with the file's vectors."""
+    """The StorageService over the SQLite file (its only writer), with the file's vectors; or over
+    PostgreSQL (EVOMEM_DATABASE_URL), with the database's vectors: replicas that hold no state."""
     from evomem.entrypoints.grpc.servicers import StorageServicer
     from evomem.v1 import storage_pb2_grpc
 
-    select_driver(settings.store.sqlite_driver)  # one SQLite library per process, before any file
-    store = SQLiteStore(settings.db_path(STORAGE_DB), purge_retry_s=settings.store.purge_retry_s)
+    # The file, or PostgreSQL (EVOMEM_DATABASE_URL): then replicas hold no state, several can run.
+    store = open_store(settings, STORAGE_DB)
     try:
         vectors = storage_vectors(settings, store)
     except BaseException:
@@ -128,7 +128,7 @@ def build_storage(settings: Settings) -> GrpcService:
         "storage",
         "evomem.v1.StorageService",
         lambda s: storage_pb2_grpc.add_StorageServiceServicer_to_server(StorageServicer(storage, rules), s),
-        f"db {store.path}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
+        f"db {store_name(store)}, " + (f"vectors {vectors.name}" if vectors is not None else "no vectors (BM25 only)"),
         warm=store.stats,
         probe=store.ping,  # every 5 s: one cheap read (stats would count every row)
         # The model loads and notes without a vector are embedded in the background; until

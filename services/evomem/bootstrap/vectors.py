@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite.store import SQLiteStore
-from evomem.app.ports import Embedder, Vectors
+from evomem.app.ports import Embedder, Store, Vectors
 from evomem.domain.errors import Unavailable
 from evomem.ops.runtime import ConfigError
 from evomem.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from evomem.adapters.vectors.semantic import VectorTable
 
 log = logging.getLogger("evomem.bootstrap")
 
@@ -19,13 +23,17 @@ VECTOR_MIN_SIMILARITY = 0.2
 
 
 def vectors_problem(model_dir: str | None = None) -> str | None:
-    """Why hybrid recall cannot run here (None when it can). Cheap: finds files, loads nothing big."""
-    from evomem.adapters.models.embedding import INSTALL_HINT, resolve_model_files
+    """Why hybrid recall in a SQLite file cannot run here (None when it can): sqlite-vec, then the
+    model (``model_problem``). Cheap: finds files, loads nothing big."""
     from evomem.adapters.sqlite.driver import vec_problem
 
-    problem = vec_problem()
-    if problem is not None:
-        return problem
+    return vec_problem() or model_problem(model_dir)
+
+
+def model_problem(model_dir: str | None = None) -> str | None:
+    """Why the embedding model cannot run here (None when it can); PostgreSQL needs only this."""
+    from evomem.adapters.models.embedding import INSTALL_HINT, resolve_model_files
+
     missing = [m for m in ("numpy", "onnxruntime", "tokenizers") if importlib.util.find_spec(m) is None]
     if missing:
         return f"{', '.join(missing)} not installed; " + INSTALL_HINT
@@ -35,18 +43,17 @@ def vectors_problem(model_dir: str | None = None) -> str | None:
     return None
 
 
-def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
-    """The ``Vectors`` port in the store's own file, per ``settings.vectors``. Loads no model."""
+def build_vectors(settings: Settings, store: Store) -> Vectors | None:
+    """The ``Vectors`` port in the store's own file (or database), per ``settings.vectors``. Loads no model."""
     if settings.vectors.mode == "off":
         return None
-    problem = vectors_problem(settings.vectors.model_dir)
+    problem = (vectors_problem if isinstance(store, SQLiteStore) else model_problem)(settings.vectors.model_dir)
     if problem is not None:
         if settings.vectors.mode == "on":
             raise Unavailable(f"vectors on: {problem}")
         log.info("hybrid recall off (BM25 only): %s", problem)
         return None
     from evomem.adapters.models.embedding import OnnxEmbedder
-    from evomem.adapters.vectors.index import VectorIndex
     from evomem.adapters.vectors.semantic import SemanticIndex
 
     # One thread per call: a note or a query is one short sequence, where a second thread buys
@@ -68,10 +75,25 @@ def build_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
         t = settings.triton
         model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
         embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
-    return SemanticIndex(embedder, VectorIndex(store.path, model=embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
+    return SemanticIndex(embedder, vector_table(store, embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
 
 
-def storage_vectors(settings: Settings, store: SQLiteStore) -> Vectors | None:
+def vector_table(store: Store, model: str) -> VectorTable:
+    """Where the vectors live: sqlite-vec tables in the SQLite store's file, or the ``vectors``
+    table (pgvector HNSW) of the PostgreSQL store's database."""
+    if isinstance(store, SQLiteStore):
+        from evomem.adapters.vectors.index import VectorIndex
+
+        return VectorIndex(store.path, model=model)
+    from evomem.adapters.postgres.store import PostgresStore
+    from evomem.adapters.postgres.vectors import PgVectorIndex
+
+    if not isinstance(store, PostgresStore):  # pragma: no cover - the composition root builds one of the two
+        raise ConfigError(f"no vector table for a {type(store).__name__}")
+    return PgVectorIndex(store.db, model=model)
+
+
+def storage_vectors(settings: Settings, store: Store) -> Vectors | None:
     """The storage file's ``Vectors`` per EVOMEM_VECTORS, as the embedded server builds them."""
     try:
         return build_vectors(settings, store)

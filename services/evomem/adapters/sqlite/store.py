@@ -25,11 +25,12 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import audit, chains, driver, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, schema
 from evomem.adapters.sqlite import search as fulltext
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
+from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, NotFound, Purged
 from evomem.domain.model import (
@@ -393,6 +394,22 @@ class SQLiteStore:
 
     def audit_page(self, query: AuditQuery) -> list[AuditEntry]:
         return audit.audit_page(self._conn(), query)
+
+    # ------------------------------------------------------------------ the whole store (Archive port)
+
+    def export_records(self) -> Iterator[Record]:
+        """Every record of the file, read in one snapshot (``adapters/sqlite/archive.py``)."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield from archive.export_records(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    def import_records(self, records: Sequence[Record]) -> None:
+        """``records`` written as they are, in one write transaction."""
+        with self._write() as conn:
+            archive.import_records(conn, records)
 
     # ------------------------------------------------------------------ diagnostics
 

@@ -1,4 +1,5 @@
-"""The ``Vectors`` port: an embedder (ONNX, offline) over a sqlite-vec index in the store's file.
+"""The ``Vectors`` port: an embedder (ONNX, offline) over a vector table in the store's own storage
+(sqlite-vec in the SQLite file, or pgvector in the PostgreSQL database: ``VectorTable``).
 
     vectors = SemanticIndex(OnnxEmbedder(), VectorIndex(store.path, model=...))
     vectors.add([node])                                    # embeds node.raw_text, stores it
@@ -19,10 +20,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from evomem.adapters.vectors.index import VectorIndex
 from evomem.app.ports import EmbeddingModel
 from evomem.domain.errors import MODEL_LOADING, Unavailable
 from evomem.domain.model import MemoryNode
@@ -36,6 +36,22 @@ MAX_EMBED_CHARS = 4_000  # ~4x what 256 word pieces cover in English prose
 CACHE_SIZE = 256
 
 
+class VectorTable(Protocol):
+    """Where ``SemanticIndex`` keeps one vector per node: ``adapters.vectors.index.VectorIndex``
+    (sqlite-vec, in the SQLite store's file) or ``adapters.postgres.vectors.PgVectorIndex``
+    (pgvector HNSW, in the PostgreSQL store's database)."""
+
+    def add_many(self, items: Iterable[tuple[str, str, Any]]) -> int: ...
+
+    def search(self, vector: Any, namespace: str, k: int = 10) -> list[tuple[str, float]]: ...
+
+    def remove(self, node_id: str) -> bool: ...
+
+    def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]: ...
+
+    def close(self) -> None: ...
+
+
 class ModelNotReady(Unavailable):
     """The model is loading in the background (or failed to): search by words meanwhile."""
 
@@ -44,7 +60,7 @@ class SemanticIndex:
     """Embeds texts (with a small cache: the linker's query and the new node's vector are the
     same text) and keeps one vector per node in a ``VectorIndex``."""
 
-    def __init__(self, embedder: EmbeddingModel, index: VectorIndex, *, min_similarity: float = 0.0) -> None:
+    def __init__(self, embedder: EmbeddingModel, index: VectorTable, *, min_similarity: float = 0.0) -> None:
         self.embedder = embedder
         self.index = index
         self.min_similarity = min_similarity

@@ -6,6 +6,7 @@ evomem-admin token create --name alice --role writer --namespaces team-a,shared 
 evomem-admin token hash            reads a token on stdin, prints its sha256 (to rotate by hand)
 evomem-admin grpc-secret           prints a fresh shared secret for EVOMEM_GRPC_SECRET(_FILE); the same
     random string serves as a /metrics token (EVOMEM_METRICS_TOKEN_FILE)
+evomem-admin export | import | migrate | backup | restore   move a memory (``entrypoints/cli/data.py``)
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import secrets
 import sys
 
 from evomem.app.access import ALL, ROLES, Principal
+from evomem.entrypoints.cli import data
 from evomem.security.tokens import AuthFileError, digest, new_token, parse_entries
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evomem-admin", description="EvoMem team administration: tokens and secrets.")
+    p = argparse.ArgumentParser(
+        prog="evomem-admin", description="EvoMem team administration: tokens, secrets, and moving a memory."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     token = sub.add_parser("token", help="bearer tokens for the HTTP transports").add_subparsers(
         dest="action", required=True
@@ -34,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
     create.add_argument("--rate", type=float, default=None, help="calls per second allowed (default: no limit)")
     token.add_parser("hash", help="the sha256 of a token read on stdin")
     sub.add_parser("grpc-secret", help="a fresh shared secret for the gRPC services (or a /metrics token)")
+    data.add_commands(sub)
     return p
 
 
@@ -52,6 +57,8 @@ def entry(principal: Principal, token: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command in ("export", "import", "migrate", "backup", "restore"):
+        return data.run(args)
     if args.command == "grpc-secret":
         print(secrets.token_urlsafe(32))
         return 0

@@ -2,6 +2,7 @@
 
 evomem-mcp --db ~/.evomem/evomem.db                      # stdio (MCP clients launch this)
 evomem-mcp --db ~/.evomem/evomem.db --transport http     # streamable HTTP on 127.0.0.1:8765/mcp
+evomem-mcp --database-url postgresql://…/evomem           # the team's PostgreSQL instead of the file
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ from evomem.domain.errors import Unavailable
 from evomem.settings import Settings, SettingsError, add_flags, env_only_epilog, from_flags
 
 log = logging.getLogger("evomem")
-FLAGS = ("db", "transport", "host", "port", "auto_supersede", "linker_model", "linker_base_url", "linker_timeout_s")
+FLAGS = (
+    "db",
+    "database_url",
+    "transport",
+    "host",
+    "port",
+    "auto_supersede",
+    "linker_model",
+    "linker_base_url",
+    "linker_timeout_s",
+)
 FLAGS += ("vectors", "namespace", "author", "max_note_bytes", "log_level", "log_format")
 FLAGS += ("auth_file", "resource_url", "allowed_hosts", "allowed_origins")  # HTTP only (issue 14)
 SWITCHES = ("insecure_no_auth",)  # flags without a value
