@@ -173,7 +173,9 @@ class GrpcStorage(_Client):
         return {n.chain_root: convert.node_from_pb(n) for n in resp.heads}
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
-        resp = self._call(self._stub.GetChain, storage_pb2.GetChainRequest(node_id=node_id, depth=depth))
+        # The port reads a negative depth as none (the head alone); the wire refuses it.
+        request = storage_pb2.GetChainRequest(node_id=node_id, depth=max(0, depth))
+        resp = self._call(self._stub.GetChain, request)
         return [convert.node_from_pb(n) for n in resp.nodes]
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
