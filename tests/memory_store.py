@@ -25,7 +25,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.linkers.vocabulary import words
 from evomem.domain.model import (
     Extraction,
@@ -183,12 +192,15 @@ class MemoryStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         with self._lock:
             earlier = self._earlier(note, idempotency_key, dedupe_window_ms)
             if earlier is not None:
                 return replace(self._nodes[earlier[0]]), earlier[1]
             head = self._head_for_link(supersedes, note.namespace) if supersedes is not None else None
+            if if_head and head is not None and head.id != supersedes:
+                raise NotHead(str(supersedes), head.id, head.version)
             created = now_ms()
             node_id = new_id(created)
             node = MemoryNode(

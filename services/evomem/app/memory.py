@@ -214,6 +214,7 @@ class MemoryService:
         namespace: object = None,
         author: object = None,
         idempotency_key: object = None,
+        if_head: object = False,
         audit: AuditEntry | None = None,
     ) -> RememberOutcome:
         """Store a note at most once. With ``idempotency_key``, a retry (same key, same text)
@@ -221,6 +222,8 @@ class MemoryService:
         ``Conflict``. Without one, an identical active note of the same namespace and scope
         stored within ``config.dedupe_window_ms`` is answered (``duplicate_of``) instead of a copy.
         Storage decides both inside the write's transaction, so concurrent retries agree.
+        ``if_head``: with ``supersedes``, store only if that id is still its chain's head (``NotHead``,
+        ``[conflict]``, naming the head, otherwise); False re-targets to the head as before.
         ``audit``: the entry of an authenticated caller (``access.GuardedService``), recorded by
         storage with the write, in the same call."""
         started = time.perf_counter()
@@ -235,6 +238,7 @@ class MemoryService:
             if inferred is not None:
                 note_scope, scope_source, scope_evidence = inferred.scope, "inferred", inferred.evidence
         target = None if supersedes in (None, "") else self.rules.node_id(supersedes, "supersedes")
+        only_head = self.rules.if_head(if_head, target)
         rels = self.rules.relations(relations)
         decider = None if target is not None else self.linker or self.offerer
         context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider)
@@ -287,6 +291,7 @@ class MemoryService:
                 vectors=self.config.vectors,
                 vectors_required=self.config.vectors_required,
                 audit=audit,
+                if_head=only_head,
             )
         )
         node = stored.node

@@ -127,12 +127,14 @@ class Store(Records, Protocol):
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """Write a new node at most once, decided in the write's transaction: a key used before in
         the namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
         one ``Purged``); without a key, an identical active note of the same namespace and scope
         created within ``dedupe_window_ms`` answers that node (DUPLICATE). With ``supersedes``, the
-        node is linked after the head of that chain. (That its relations name nodes of its namespace
+        node is linked after the head of that chain; with ``if_head``, only if ``supersedes`` is that
+        head (``NotHead`` otherwise, nothing written). (That its relations name nodes of its namespace
         is checked before: ``app.notes.NoteRules``.)"""
         ...
 

@@ -75,6 +75,7 @@ class LocalStorage:
             link=write.link,
             idempotency_key=write.idempotency_key,
             dedupe_window_ms=write.dedupe_window_ms,
+            if_head=write.if_head,
         )
         stored = StoredNote(node, outcome)
         if write.audit is not None:

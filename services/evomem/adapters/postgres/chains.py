@@ -23,7 +23,16 @@ from dataclasses import replace
 from typing import Any
 
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -122,6 +131,8 @@ def insert_row(
     ex: Extraction | None,
     supersedes: str | None,
     link: LinkProvenance | None,
+    *,
+    if_head: bool = False,
 ) -> None:
     """Store ``note`` as node ``node_id``: a chain of its own, or the new head of the chain of
     ``supersedes`` (re-targeted to that chain's head, under the chain's lock); its offers; the
@@ -129,6 +140,8 @@ def insert_row(
     chain_root, version, prev = node_id, 1, None
     if supersedes is not None:
         head = head_for_link(conn, supersedes, note.namespace)
+        if if_head and head["id"] != supersedes:  # under the write lock: no writer can slip in between
+            raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
         retire_head(conn, note.namespace, head["id"], node_id)

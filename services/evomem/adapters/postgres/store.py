@@ -260,6 +260,7 @@ class PostgresStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """As ``SQLiteStore.insert_once``: at most once, decided in the write's transaction under a
         lock on the key (or, for the dedupe window, on the text)."""
@@ -274,7 +275,7 @@ class PostgresStore:
             if found is not None:
                 return found
             node_id = new_id(created)
-            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link)
+            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link, if_head=if_head)
             if key_hash is not None:
                 conn.execute(
                     "INSERT INTO remember_keys (namespace, key_hash, node_id, text_hash, created_at) "

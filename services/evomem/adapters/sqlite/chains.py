@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite.audit import record_change
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -85,12 +94,16 @@ def insert_row(
     ex: Extraction | None,
     supersedes: str | None,
     link: LinkProvenance | None,
+    *,
+    if_head: bool = False,
 ) -> None:
     """Store ``note`` as node ``node_id``: a chain of its own, or the new head of the chain of
     ``supersedes`` (re-targeted to that chain's head); its offers; the link's audit row."""
     chain_root, version, prev = node_id, 1, None
     if supersedes is not None:
         head = head_for_link(conn, supersedes, note.namespace)
+        if if_head and head["id"] != supersedes:  # under the write lock: no writer can slip in between
+            raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
         retire_head(conn, head["id"], node_id)

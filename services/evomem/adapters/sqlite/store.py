@@ -250,6 +250,7 @@ class SQLiteStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """``insert``, at most once: in the same transaction (under the write lock), a key used
         before answers its first node (REPLAYED; another text under that key is a ``Conflict``),
@@ -269,7 +270,7 @@ class SQLiteStore:
                 node_id = found
             else:
                 outcome = InsertOutcome.INSERTED
-                chains.insert_row(conn, node_id, created, note, ex, supersedes, link)
+                chains.insert_row(conn, node_id, created, note, ex, supersedes, link, if_head=if_head)
                 if key_hash is not None:
                     conn.execute(
                         "INSERT INTO remember_keys(key_hash, node_id, text_hash, created_at) VALUES (?, ?, ?, ?)",

@@ -109,6 +109,13 @@ def remember(
         str | None,
         Field(description="A unique string per note: a retry with it stores nothing new.", max_length=200),
     ] = None,
+    if_head: Annotated[
+        bool,
+        Field(
+            description="With supersedes: refuse ([conflict], naming the head) if that id is no longer "
+            "the head of its chain, instead of linking after the head."
+        ),
+    ] = False,
     detail: Detail = "brief",
 ) -> CallToolResult:
     """Store a note (usually a decision) and return its id. When it changes an earlier decision,
@@ -127,6 +134,7 @@ def remember(
             namespace=namespace,
             author=author,
             idempotency_key=idempotency_key,
+            if_head=if_head,
         )
     )
     return _result(answers.remember_answer(out, detail=detail, note_chars=resources.note_chars))
