@@ -4,8 +4,8 @@
 names and arguments. The MCP tools call it instead of the service when authentication is on
 (the embedded HTTP server and the gateway alike), so the rules are the same code in both:
 
-* roles: ``reader`` may recall, get_node and stats; ``writer`` also remember, supersede,
-  unlink and soft forget; ``admin`` also forget(purge=True), every namespace and the audit log.
+* roles: ``reader`` may recall, get_node, check and stats; ``writer`` also remember, supersede,
+  unlink, review and soft forget; ``admin`` also forget(purge=True), every namespace and the audit log.
   A call outside the role is ``[forbidden]``, naming the role it needs.
 * namespaces: recall, stats and remember on a namespace outside the principal's list are
   ``[forbidden]``; an id that lives in such a namespace answers exactly like an id that does
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from evomem.app.memory import ForgetOutcome, MemoryService, RecallOutcome, RememberOutcome
 from evomem.app.ports import AuditLog, Storage
+from evomem.app.premise import ReviewOutcome
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX, AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument, NotFound
@@ -48,9 +49,11 @@ TOOL_ROLES: dict[str, str] = {
     "recall": "reader",
     "get_node": "reader",
     "stats": "reader",
+    "check": "reader",
     "remember": "writer",
     "supersede": "writer",
     "unlink": "writer",
+    "review": "writer",
     "forget": "writer",
     "purge": "admin",
     "audit": "admin",
@@ -168,6 +171,11 @@ class ScopedStorage:
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         return self._storage.forget(node_id, purge=purge)
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        if self.get(node_id) is None:
+            raise NotFound(f"node_id: no node with id {node_id}")
+        return self._storage.review(node_id, by=by)
 
     def set_extraction(
         self, node_id: str, extraction: Extraction | None, state: ExtractionState, error: str | None = None
@@ -387,6 +395,27 @@ class GuardedService:
             self._requested(node_id),
             call,
             lambda pair: (pair[0].namespace, (pair[0].id, pair[1].id), None),
+            on_behalf_of=author,
+        )
+
+    def review(
+        self, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+    ) -> ReviewOutcome:
+        def call() -> ReviewOutcome:
+            require_role(self.principal, "review")
+            return self.service.review(
+                node_id, still_valid=still_valid, superseded_by=superseded_by, author=self._author(author)
+            )
+
+        return self._audited(
+            "review",
+            self._requested(node_id, superseded_by),
+            call,
+            lambda out: (
+                out.node.namespace,
+                (out.node.id, out.replaced_by.id if out.replaced_by else ""),
+                "replaced" if out.replaced_by else ("cleared" if out.changed else "no change"),
+            ),
             on_behalf_of=author,
         )
 

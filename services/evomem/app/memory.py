@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
-from evomem.app import incidents
+from evomem.app import incidents, premise
 from evomem.app.notes import MAX_REASON_CHARS, NoteLimits, NoteRules
 from evomem.app.ports import ExtractionJob, Extractor, JobQueue, Linker, Storage, Store, Vectors
 from evomem.app.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
@@ -550,6 +550,19 @@ class MemoryService:
             raise InvalidArgument(f"node {nid} supersedes nothing; there is no link to undo")
         by = textrules.clean_short(author, "author") or self.config.default_author
         return self.storage.unlink(nid, by=by)
+
+    def review(
+        self, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+    ) -> premise.ReviewOutcome:
+        """Clear a ``needs_review`` flag: still valid, or replaced by ``superseded_by`` (``app.premise``)."""
+        by = textrules.clean_short(author, "author") or self.config.default_author
+
+        def link(newer: str, older: str) -> MemoryNode:
+            return self.supersede(newer, older, author=by)
+
+        return premise.review(
+            self.storage, self.rules, link, node_id, still_valid=still_valid, superseded_by=superseded_by, author=by
+        )
 
     def stats(self, namespace: object = None) -> Stats:
         return self.storage.stats(textrules.clean_label(namespace, "namespace"))

@@ -124,6 +124,9 @@ class LocalStorage:
     def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
         return self.store.unlink(node_id, by=by)
 
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        return self.store.review(node_id, by=by)
+
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         """A purge also drops the text from the embedding cache (its keys are the texts)."""
         before = self.store.get(node_id) if purge and self.vectors is not None else None

@@ -121,6 +121,22 @@ class UnlinkNodeResponse(_message.Message):
     restored: _common_pb2.MemoryNode
     def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., restored: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
 
+class ReviewNodeRequest(_message.Message):
+    __slots__ = ("node_id", "by")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    by: str
+    def __init__(self, node_id: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class ReviewNodeResponse(_message.Message):
+    __slots__ = ("node", "changed")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    changed: bool
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., changed: _Optional[bool] = ...) -> None: ...
+
 class GetNodeRequest(_message.Message):
     __slots__ = ("node_id",)
     NODE_ID_FIELD_NUMBER: _ClassVar[int]

@@ -25,6 +25,7 @@ from evomem.domain.model import (
     LinkProvenance,
     MemoryNode,
     NewNote,
+    ReviewFlag,
     SearchHit,
     Stats,
     Status,
@@ -93,6 +94,7 @@ _MESSAGES: dict[type, Any] = {
     NewNote: common_pb2.NewNote,
     LinkProvenance: common_pb2.LinkProvenance,
     Extraction: common_pb2.Extraction,
+    ReviewFlag: common_pb2.ReviewFlag,
 }
 
 

@@ -22,6 +22,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from evomem.adapters.postgres import reviews
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
 from evomem.domain.errors import (
     Conflict,
@@ -144,6 +145,7 @@ def insert_row(
             raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
+        reviews.refuse_cycle(conn, note.namespace, note, chain_root)
         retire_head(conn, note.namespace, head["id"], node_id)
     node = MemoryNode(
         id=node_id,
@@ -189,6 +191,8 @@ def insert_row(
             )
     if prev is not None and link is not None:
         record_change(conn, note.namespace, "link", node_id, prev, link, requested=supersedes)
+    if prev is not None:
+        reviews.flag_dependents(conn, note.namespace, prev, chain_root)
 
 
 def insert_node(conn: Any, node: MemoryNode) -> None:
@@ -233,6 +237,14 @@ def attach(conn: Any, node_id: str, supersedes: str, link: LinkProvenance) -> No
     )
     conn.execute("DELETE FROM offers WHERE namespace = %s AND node_id = %s", (ns, root["id"]))
     record_change(conn, ns, "link", root["id"], head["id"], link, requested=supersedes)
+    new_head = one(
+        conn,
+        "SELECT id FROM nodes WHERE namespace = %s AND chain_root = %s AND superseded_by IS NULL",
+        (ns, head["chain_root"]),
+    )
+    assert new_head is not None
+    reviews.refuse_merge_cycle(conn, ns, {head["chain_root"]}, new_head["id"])
+    reviews.flag_dependents(conn, ns, head["id"], head["chain_root"])
 
 
 def detach(conn: Any, node_id: str, *, by: str | None) -> str:
@@ -310,9 +322,10 @@ def head_for_link(conn: Any, target_id: str, namespace: str) -> dict[str, Any]:
 def retire_head(conn: Any, namespace: str, head_id: str, successor_id: str) -> None:
     """``head_id`` is superseded by ``successor_id`` (a ``Conflict`` if it stopped being a head)."""
     cur = conn.execute(
-        "UPDATE nodes SET superseded_by = %s, "
-        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END "
-        "WHERE namespace = %s AND id = %s AND superseded_by IS NULL",
+        "UPDATE nodes SET superseded_by = %s, "  # a replaced version needs no review any more
+        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, "
+        "needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "
+        "needs_review_flagged_at = NULL WHERE namespace = %s AND id = %s AND superseded_by IS NULL",
         (successor_id, namespace, head_id),
     )
     if cur.rowcount != 1:  # pragma: no cover - the chain's lock makes this unreachable

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from evomem.adapters.postgres import archive, chains, schema
+from evomem.adapters.postgres import archive, chains, reviews, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
@@ -302,6 +302,20 @@ class PostgresStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """As ``SQLiteStore.review``: the flag cleared in one transaction, under the row's lock."""
+
+        def write(conn: Any) -> bool:
+            row = chains.one(conn, "SELECT namespace FROM nodes WHERE id = %s FOR UPDATE", (node_id,))
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            return reviews.clear(conn, row["namespace"], node_id, by)
+
+        changed = self._write(write)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""

@@ -19,6 +19,7 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from evomem.adapters.sqlite import reviews
 from evomem.adapters.sqlite.audit import record_change
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
 from evomem.domain.errors import (
@@ -106,6 +107,7 @@ def insert_row(
             raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
+        reviews.refuse_cycle(conn, note.namespace, note, chain_root)
         retire_head(conn, head["id"], node_id)
     node = MemoryNode(
         id=node_id,
@@ -150,6 +152,8 @@ def insert_row(
         )
     if prev is not None and link is not None:
         record_change(conn, "link", node_id, prev, link, requested=supersedes)
+    if prev is not None:
+        reviews.flag_dependents(conn, note.namespace, prev, chain_root)
 
 
 def attach(conn: sqlite3.Connection, node_id: str, supersedes: str, link: LinkProvenance) -> None:
@@ -188,6 +192,12 @@ def attach(conn: sqlite3.Connection, node_id: str, supersedes: str, link: LinkPr
     )
     conn.execute("DELETE FROM offers WHERE node_id = ?", (root["id"],))  # confirmed: no longer a guess
     record_change(conn, "link", root["id"], head["id"], link, requested=supersedes)
+    new_head = conn.execute(
+        "SELECT id FROM nodes INDEXED BY nodes_one_head WHERE chain_root = ? AND superseded_by IS NULL",
+        (head["chain_root"],),
+    ).fetchone()["id"]
+    reviews.refuse_merge_cycle(conn, row["namespace"], {head["chain_root"]}, new_head)
+    reviews.flag_dependents(conn, row["namespace"], head["id"], head["chain_root"])
 
 
 def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
@@ -269,10 +279,11 @@ def head_for_link(conn: sqlite3.Connection, target_id: str, namespace: str) -> s
 
 def retire_head(conn: sqlite3.Connection, head_id: str, successor_id: str) -> None:
     """``head_id`` is superseded by ``successor_id`` (a ``Conflict`` if it stopped being a head)."""
-    cur = conn.execute(
+    cur = conn.execute(  # a replaced version needs no review any more: its flag goes
         "UPDATE nodes SET superseded_by = ?, "
-        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END "
-        "WHERE id = ? AND superseded_by IS NULL",
+        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, "
+        "needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "
+        "needs_review_flagged_at = NULL WHERE id = ? AND superseded_by IS NULL",
         (successor_id, head_id),
     )
     if cur.rowcount != 1:  # pragma: no cover - the write lock makes this unreachable

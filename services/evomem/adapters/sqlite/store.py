@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import archive, audit, chains, driver, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
 from evomem.adapters.sqlite import search as fulltext
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
@@ -299,6 +299,16 @@ class SQLiteStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """Clear ``node_id``'s ``needs_review`` (confirmed still valid); whether it had one."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is None:
+                raise NotFound(f"no node with id {node_id}")
+            changed = reviews.clear(conn, node_id, by)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""

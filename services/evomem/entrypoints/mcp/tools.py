@@ -94,7 +94,7 @@ def remember(
     session: Annotated[str | None, Field(description="Conversation or task id the note came from.")] = None,
     relations: Annotated[
         dict[str, list[str]] | None,
-        Field(description='Typed edges to other notes, e.g. {"caused_by": ["<id>"]}.'),
+        Field(description='Typed edges to other notes, e.g. {"depends_on": ["<id>"]}: flagged when that changes.'),
     ] = None,
     supersedes: Annotated[
         str | None,
@@ -231,6 +231,23 @@ def unlink(
     return _result(answers.unlink_answer(node, restored, detail=detail, note_chars=resources.note_chars))
 
 
+def review(
+    resources: Resources,
+    node_id: Annotated[str, Field(description="A decision flagged needs_review.")],
+    still_valid: Annotated[bool, Field(description="true: it still holds; the flag is cleared.")] = True,
+    superseded_by: Annotated[
+        str | None, Field(description="Id of a stored note that replaces it (linked as by supersede).")
+    ] = None,
+    author: Annotated[str | None, Field(description="Who reviewed it.")] = None,
+) -> CallToolResult:
+    """Clear needs_review: a decision this one depends on (relations depends_on/implements) was
+    replaced. Confirm it still holds, or name the note that replaces it (superseded_by)."""
+    out = _call(
+        lambda: resources.service().review(node_id, still_valid=still_valid, superseded_by=superseded_by, author=author)
+    )
+    return _result(answers.review_answer(out))
+
+
 def stats(resources: Resources, namespace: Namespace = None) -> CallToolResult:
     """Counts of notes by status, chains, extraction states and namespaces, and the database size."""
     svc = resources.service()
@@ -251,5 +268,6 @@ TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations], ...] = (
     (forget, ToolAnnotations(title="Forget or purge a note", destructive_hint=True, idempotent_hint=True)),
     (supersede, ToolAnnotations(title="Link an existing note as a replacement", idempotent_hint=False)),
     (unlink, ToolAnnotations(title="Undo a wrong supersedes link", destructive_hint=False)),
+    (review, ToolAnnotations(title="Review a decision built on a replaced one", destructive_hint=False)),
     (stats, ToolAnnotations(title="Memory statistics", read_only_hint=True)),
 )

@@ -34,6 +34,7 @@ from evomem.entrypoints.mcp.answers.reads import get_node_answer, page_answer, r
 from evomem.entrypoints.mcp.answers.writes import (
     forget_answer,
     remember_answer,
+    review_answer,
     stats_answer,
     supersede_answer,
     unlink_answer,
@@ -53,6 +54,7 @@ __all__ = [
     "page_answer",
     "recall_answer",
     "remember_answer",
+    "review_answer",
     "stats_answer",
     "supersede_answer",
     "unlink_answer",
