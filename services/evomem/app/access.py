@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from evomem.app.memory import ForgetOutcome, MemoryService, RecallOutcome, RememberOutcome
 from evomem.app.ports import AuditLog, Storage
-from evomem.app.premise import ReviewOutcome
+from evomem.app.premise import CheckOutcome, ReviewOutcome
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX, AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument, NotFound
@@ -333,6 +333,17 @@ class GuardedService:
     ) -> tuple[MemoryNode, MemoryNode | None, list[MemoryNode]]:
         require_role(self.principal, "get_node")
         return self.service.get_node(node_id, include_history=include_history, history_depth=history_depth)
+
+    def check(
+        self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+    ) -> CheckOutcome:
+        """A read: a statement is checked in one of the principal's namespaces; a node of another
+        namespace answers as one that does not exist."""
+        require_role(self.principal, "check")
+        named = None if namespace in (None, "") else self._namespace(namespace)
+        if node_id in (None, ""):
+            named = named or self._namespace(None)
+        return self.service.check(statement, node_id=node_id, scope=scope, namespace=named)
 
     def counted_namespace(self, namespace: object) -> str | None:
         """The namespace ``stats`` counts: the one named, else the principal's first, else all

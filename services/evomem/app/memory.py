@@ -556,13 +556,24 @@ class MemoryService:
     ) -> premise.ReviewOutcome:
         """Clear a ``needs_review`` flag: still valid, or replaced by ``superseded_by`` (``app.premise``)."""
         by = textrules.clean_short(author, "author") or self.config.default_author
-
-        def link(newer: str, older: str) -> MemoryNode:
-            return self.supersede(newer, older, author=by)
-
+        link = lambda newer, older: self.supersede(newer, older, author=by)  # noqa: E731
         return premise.review(
             self.storage, self.rules, link, node_id, still_valid=still_valid, superseded_by=superseded_by, author=by
         )
+
+    def check(
+        self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+    ) -> premise.CheckOutcome:
+        """Is a decision (``node_id``) or a ``statement`` still in force? (``app.premise``)"""
+        started = time.perf_counter()
+        if (statement in (None, "")) == (node_id in (None, "")):
+            raise InvalidArgument("check needs exactly one of statement (what you assume) or node_id (a decision)")
+        if node_id not in (None, ""):
+            out = premise.check_node(self.storage, self.rules, node_id, textrules.clean_label(namespace, "namespace"))
+        else:
+            out = premise.check_statement(self.recall, statement, scope, self._namespace(namespace))
+        out.latency_ms = self._ms(started)
+        return out
 
     def stats(self, namespace: object = None) -> Stats:
         return self.storage.stats(textrules.clean_label(namespace, "namespace"))

@@ -94,7 +94,7 @@ def remember(
     session: Annotated[str | None, Field(description="Conversation or task id the note came from.")] = None,
     relations: Annotated[
         dict[str, list[str]] | None,
-        Field(description='Typed edges to other notes, e.g. {"depends_on": ["<id>"]}: flagged when that changes.'),
+        Field(description='Typed edges to other notes, e.g. {"depends_on": ["<id>"]}.'),
     ] = None,
     supersedes: Annotated[
         str | None,
@@ -111,10 +111,7 @@ def remember(
     ] = None,
     if_head: Annotated[
         bool,
-        Field(
-            description="With supersedes: refuse ([conflict], naming the head) if that id is no longer "
-            "the head of its chain, instead of linking after the head."
-        ),
+        Field(description="With supersedes: fail ([conflict]) if it is no longer its chain's head."),
     ] = False,
     detail: Detail = "brief",
 ) -> CallToolResult:
@@ -231,17 +228,30 @@ def unlink(
     return _result(answers.unlink_answer(node, restored, detail=detail, note_chars=resources.note_chars))
 
 
+def check(
+    resources: Resources,
+    statement: Annotated[
+        str | None, Field(description="What you assume, e.g. 'the ledger runs on Postgres'.", max_length=2000)
+    ] = None,
+    node_id: Annotated[str | None, Field(description="Or a decision's id.")] = None,
+    scope: Annotated[str | None, Field(description="Default: read from the statement.")] = None,
+    namespace: Namespace = None,
+) -> CallToolResult:
+    """Before acting on an assumption, ask if it holds: in_force, superseded (by what, when, why,
+    who), contradicted or unknown."""
+    out = _call(lambda: resources.service().check(statement, node_id=node_id, scope=scope, namespace=namespace))
+    return _result(answers.check_answer(out, note_chars=resources.note_chars))
+
+
 def review(
     resources: Resources,
     node_id: Annotated[str, Field(description="A decision flagged needs_review.")],
-    still_valid: Annotated[bool, Field(description="true: it still holds; the flag is cleared.")] = True,
-    superseded_by: Annotated[
-        str | None, Field(description="Id of a stored note that replaces it (linked as by supersede).")
-    ] = None,
+    still_valid: Annotated[bool, Field(description="true: it still holds.")] = True,
+    superseded_by: Annotated[str | None, Field(description="A stored note that replaces it.")] = None,
     author: Annotated[str | None, Field(description="Who reviewed it.")] = None,
 ) -> CallToolResult:
-    """Clear needs_review: a decision this one depends on (relations depends_on/implements) was
-    replaced. Confirm it still holds, or name the note that replaces it (superseded_by)."""
+    """Clear needs_review (a decision it depends on was replaced): still valid, or superseded_by a
+    stored note."""
     out = _call(
         lambda: resources.service().review(node_id, still_valid=still_valid, superseded_by=superseded_by, author=author)
     )
@@ -268,6 +278,7 @@ TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations], ...] = (
     (forget, ToolAnnotations(title="Forget or purge a note", destructive_hint=True, idempotent_hint=True)),
     (supersede, ToolAnnotations(title="Link an existing note as a replacement", idempotent_hint=False)),
     (unlink, ToolAnnotations(title="Undo a wrong supersedes link", destructive_hint=False)),
-    (review, ToolAnnotations(title="Review a decision built on a replaced one", destructive_hint=False)),
+    (check, ToolAnnotations(title="Check a premise", read_only_hint=True)),
+    (review, ToolAnnotations(title="Review a flagged decision", destructive_hint=False)),
     (stats, ToolAnnotations(title="Memory statistics", read_only_hint=True)),
 )
