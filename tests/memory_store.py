@@ -225,6 +225,7 @@ class MemoryStore:
             self._nodes[node_id] = node
             if head is not None:
                 self._flag_dependents(note.namespace, head.id, head.chain_root)
+            self._inherit(node)
             why = dict(zip(note.possible_supersedes, note.possible_supersedes_why, strict=False))
             conf = dict(zip(note.possible_supersedes, note.possible_supersedes_confidence, strict=False))
             for k, c in enumerate(note.possible_supersedes):
@@ -288,6 +289,21 @@ class MemoryStore:
         path = deps.cycle(named, chains, [d for d in graph if d.chain_root not in chains], roots)
         if path is not None:
             raise CycleError(deps.cycle_message(deps.kinds_of(relations), path))
+
+    def _inherit(self, node: MemoryNode) -> None:
+        stale: list[tuple[str, str | None, object]] = []
+        for t in deps.targets(node.relations):
+            target = self._nodes.get(t)
+            if target is None:
+                continue
+            head = None
+            if target.superseded_by is not None:
+                top = next(n for n in self._members(target.chain_root) if n.superseded_by is None)
+                if top.status != Status.ACTIVE:
+                    continue
+                head = top.id
+            stale.append((t, head, target.needs_review))
+        node.needs_review = deps.inherited(stale, now_ms())  # type: ignore[arg-type]
 
     def _flag_dependents(self, namespace: str, replaced: str, chain_root: str) -> None:
         graph, roots = self._graph(namespace)

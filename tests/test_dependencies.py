@@ -166,3 +166,24 @@ def test_review_needs_the_writer_role_and_an_id_of_the_callers_namespaces(tmp_pa
         assert entry.tool == "review" and entry.identity == "wes" and entry.detail == "cleared"
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_built_on_a_stale_decision_starts_flagged(tmp_path: Path, wiring: str) -> None:
+    """Built on a decision already flagged, or on a version already replaced, a new note needs
+    review from the start, naming what was replaced."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _story(service)
+        jwt = service.remember(JWT, supersedes=ids["sessions"]).node.id
+        on_flagged = service.remember(
+            "Session cache hit rates are reported daily.", relations={"depends_on": [ids["cache"]]}
+        )
+        assert on_flagged.node.needs_review is not None or _flag(service, on_flagged.node.id) is not None
+        flag = _flag(service, on_flagged.node.id)
+        assert flag.replaced == (ids["sessions"],) and flag.replaced_by == (jwt,) and flag.via == (ids["cache"],)
+        on_old = service.remember(
+            "Session ids are 128-bit random.", relations={"depends_on": [ids["sessions"]]}
+        ).node.id
+        assert _flag(service, on_old).replaced_by == (jwt,)
+        fresh = service.remember("JWT cookies are signed with Ed25519.", relations={"depends_on": [jwt]}).node.id
+        assert _flag(service, fresh) is None

@@ -5,6 +5,7 @@ cycles they may not make, and what goes stale when a decision is replaced.
     cycle(targets, goal, graph, roots)            # a path back into ``goal`` (a cycle), or None
     stale(replaced_chain, graph, roots)           # {node id: the dependency it reaches it through}
     flagged(flag, replaced, replaced_by, via, at) # a node's ``needs_review``, one more entry
+    inherited(named, at)                          # a new note built on something already stale
 
 A dependency names a node, and means the *decision* (its chain): when the chain's version in
 force is replaced (``supersedes``, the ``supersede`` tool, a linker), every active node that depends
@@ -109,6 +110,20 @@ def flagged(flag: ReviewFlag | None, replaced: str, replaced_by: str, via: str, 
     return ReviewFlag(
         (*flag.replaced, replaced), (*flag.replaced_by, replaced_by), (*flag.via, via), flag.flagged_at or at
     )
+
+
+def inherited(named: Sequence[tuple[str, str | None, ReviewFlag | None]], at: int) -> ReviewFlag | None:
+    """The flag a new note starts with: built on a version already replaced (``(target, the head
+    of its chain now, _)``), or on a decision itself flagged (``(target, None, its flag)``), it
+    needs review from the start, naming what was replaced. None: nothing it names is stale."""
+    flag: ReviewFlag | None = None
+    for target, head, theirs in named:
+        if head is not None and head != target:
+            flag = flagged(flag, target, head, target, at)
+        elif theirs is not None:
+            for replaced, by in zip(theirs.replaced, theirs.replaced_by, strict=False):
+                flag = flagged(flag, replaced, by, target, at)
+    return flag
 
 
 def cycle_message(kind_of: Mapping[str, str], path: Sequence[str]) -> str:

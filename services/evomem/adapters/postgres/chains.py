@@ -193,6 +193,7 @@ def insert_row(
         record_change(conn, note.namespace, "link", node_id, prev, link, requested=supersedes)
     if prev is not None:
         reviews.flag_dependents(conn, note.namespace, prev, chain_root)
+    reviews.inherit(conn, note.namespace, node_id, note)
 
 
 def insert_node(conn: Any, node: MemoryNode) -> None:

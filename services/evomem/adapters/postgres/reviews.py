@@ -123,6 +123,52 @@ def flag_dependents(conn: Any, namespace: str, replaced: str, chain_root: str) -
     return list(hit)
 
 
+def inherit(conn: Any, namespace: str, node_id: str, note: NewNote) -> None:
+    """As ``adapters/sqlite/reviews.inherit``: a new note built on a replaced version, or on a
+    flagged decision, starts flagged."""
+    named = deps.targets(note.relations)
+    if not named:
+        return
+    rows = {
+        r["id"]: r
+        for r in _rows(
+            conn,
+            f"SELECT id, chain_root, superseded_by, {_FLAG} FROM nodes WHERE namespace = %s AND id = ANY(%s)",
+            (namespace, list(named)),
+        )
+    }
+    stale: list[tuple[str, str | None, ReviewFlag | None]] = []
+    for t in named:
+        row = rows.get(t)
+        if row is None:
+            continue
+        head = None
+        if row["superseded_by"] is not None:
+            top = one(
+                conn,
+                "SELECT id, status FROM nodes WHERE namespace = %s AND chain_root = %s AND superseded_by IS NULL",
+                (namespace, row["chain_root"]),
+            )
+            head = top["id"] if top is not None and top["status"] == "active" else None
+            if head is None:
+                continue
+        stale.append((t, head, _flag(row)))
+    flag = deps.inherited(stale, now_ms())
+    if flag is not None:
+        conn.execute(
+            "UPDATE nodes SET needs_review_replaced = %s, needs_review_replaced_by = %s, needs_review_via = %s, "
+            "needs_review_flagged_at = %s WHERE namespace = %s AND id = %s",
+            (
+                json.dumps(list(flag.replaced)),
+                json.dumps(list(flag.replaced_by)),
+                json.dumps(list(flag.via)),
+                flag.flagged_at,
+                namespace,
+                node_id,
+            ),
+        )
+
+
 def clear(conn: Any, namespace: str, node_id: str, by: str | None = None) -> bool:
     cur = conn.execute(
         "UPDATE nodes SET needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "

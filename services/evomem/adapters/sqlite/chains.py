@@ -154,6 +154,7 @@ def insert_row(
         record_change(conn, "link", node_id, prev, link, requested=supersedes)
     if prev is not None:
         reviews.flag_dependents(conn, note.namespace, prev, chain_root)
+    reviews.inherit(conn, node_id, note)
 
 
 def attach(conn: sqlite3.Connection, node_id: str, supersedes: str, link: LinkProvenance) -> None:

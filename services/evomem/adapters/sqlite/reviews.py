@@ -23,9 +23,10 @@ from evomem.domain.model import LinkProvenance, NewNote, ReviewFlag, now_ms
 if TYPE_CHECKING:
     import sqlite3
 
+_FLAG_COLUMNS = "needs_review_replaced, needs_review_replaced_by, needs_review_via, needs_review_flagged_at"
 _GRAPH = (
-    "SELECT id, chain_root, relations, needs_review_replaced, needs_review_replaced_by, needs_review_via, "
-    "needs_review_flagged_at FROM nodes INDEXED BY nodes_dependent WHERE namespace = ? AND status = 'active' "
+    f"SELECT id, chain_root, relations, {_FLAG_COLUMNS} FROM nodes INDEXED BY nodes_dependent "
+    "WHERE namespace = ? AND status = 'active' "
     "AND (instr(relations, '\"depends_on\"') > 0 OR instr(relations, '\"implements\"') > 0)"
 )
 
@@ -107,19 +108,54 @@ def flag_dependents(conn: sqlite3.Connection, namespace: str, replaced: str, cha
     at = now_ms()
     by_id = {n.node_id: n for n in nodes}
     for node_id, via in hit.items():
-        flag = deps.flagged(by_id[node_id].flag, replaced, head, via, at)
-        conn.execute(
-            "UPDATE nodes SET needs_review_replaced = ?, needs_review_replaced_by = ?, needs_review_via = ?, "
-            "needs_review_flagged_at = ? WHERE id = ?",
-            (
-                json.dumps(list(flag.replaced)),
-                json.dumps(list(flag.replaced_by)),
-                json.dumps(list(flag.via)),
-                flag.flagged_at,
-                node_id,
-            ),
-        )
+        _write_flag(conn, node_id, deps.flagged(by_id[node_id].flag, replaced, head, via, at))
     return list(hit)
+
+
+def _write_flag(conn: sqlite3.Connection, node_id: str, flag: ReviewFlag) -> None:
+    conn.execute(
+        "UPDATE nodes SET needs_review_replaced = ?, needs_review_replaced_by = ?, needs_review_via = ?, "
+        "needs_review_flagged_at = ? WHERE id = ?",
+        (
+            json.dumps(list(flag.replaced)),
+            json.dumps(list(flag.replaced_by)),
+            json.dumps(list(flag.via)),
+            flag.flagged_at,
+            node_id,
+        ),
+    )
+
+
+def inherit(conn: sqlite3.Connection, node_id: str, note: NewNote) -> None:
+    """A new note built on a version already replaced, or on a flagged decision, starts flagged."""
+    named = deps.targets(note.relations)
+    if not named:
+        return
+    marks = ",".join("?" * len(named))
+    rows = {
+        r["id"]: r
+        for r in conn.execute(
+            f"SELECT id, chain_root, superseded_by, {_FLAG_COLUMNS} FROM nodes WHERE id IN ({marks})", named
+        )
+    }
+    stale: list[tuple[str, str | None, ReviewFlag | None]] = []
+    for t in named:
+        row = rows.get(t)
+        if row is None:
+            continue
+        head = None
+        if row["superseded_by"] is not None:
+            top = conn.execute(
+                "SELECT id, status FROM nodes INDEXED BY nodes_one_head WHERE chain_root = ? AND superseded_by IS NULL",
+                (row["chain_root"],),
+            ).fetchone()
+            head = top["id"] if top is not None and top["status"] == "active" else None
+            if head is None:
+                continue  # the chain was retracted: nothing in force to review against
+        stale.append((t, head, _flag(row)))
+    flag = deps.inherited(stale, now_ms())
+    if flag is not None:
+        _write_flag(conn, node_id, flag)
 
 
 def clear(conn: sqlite3.Connection, node_id: str, by: str | None = None) -> bool:
