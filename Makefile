@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-postgres bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-premise bench-postgres bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -117,6 +117,7 @@ bench-linking-peps: $(VENV)/.installed-bench
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
+	$(MAKE) bench-premise
 	$(MAKE) bench-postgres
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
@@ -126,6 +127,12 @@ bench: $(VENV)/.installed-bench
 # PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
 # link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).
 BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
+# check() on the premise of every question (the obsolete options and the gold one) of the frozen,
+# development and blind sets, with agent links and with the default server, and needs_review on
+# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md}.
+bench-premise: $(VENV)/.installed-bench
+	$(PY) -m bench.premise --out bench/results --no-progress
+
 bench-postgres: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
 

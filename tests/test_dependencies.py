@@ -187,3 +187,15 @@ def test_a_note_built_on_a_stale_decision_starts_flagged(tmp_path: Path, wiring:
         assert _flag(service, on_old).replaced_by == (jwt,)
         fresh = service.remember("JWT cookies are signed with Ed25519.", relations={"depends_on": [jwt]}).node.id
         assert _flag(service, fresh) is None
+
+
+def test_a_link_made_by_the_automatic_linker_flags_too(linking_service: MemoryService) -> None:
+    """The third way a decision is replaced: remember without supersedes, linked by the linker."""
+    old = linking_service.remember("We picked Postgres for the ledger because the team knew it well.").node.id
+    built = linking_service.remember(
+        "Ledger reports are written as Postgres materialized views.", relations={"depends_on": [old]}
+    ).node.id
+    new = linking_service.remember("We moved the ledger from Postgres to SQLite, because Postgres was overkill.")
+    assert new.node.supersedes == old and new.link is not None and new.link.method != "agent"
+    flag = _flag(linking_service, built)
+    assert flag is not None and flag.replaced == (old,) and flag.replaced_by == (new.node.id,)
