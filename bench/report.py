@@ -23,6 +23,7 @@ that measures it. Everything here is reproducible:
 ```sh
 make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100k-note speed suite
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
+make bench-premise  # check() on every question's premises; needs_review along dependencies
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
 make bench-gateway   # wrk: the gateway's no-op floor, gateway and embedded throughput, 100k notes (local)
@@ -313,6 +314,13 @@ def main(argv: list[str] | None = None) -> int:
         "`make bench-linking` (part of `make bench`): every offline linker and the pair linker with the "
         "agent confirming its candidates, on development data (which the linkers may be tuned on) and on "
         "blind data (never read while changing a linker; aggregates only).\n\n",
+    )
+    text += section(
+        "Premise check and dependency staleness",
+        r / "premise.md",
+        "`make bench-premise` (part of `make bench`): `check` on the premise of every question's obsolete "
+        "options and of its gold option, development and blind sets side by side (blind: aggregates only), "
+        "and `needs_review` on scenarios whose decisions depend on others.\n\n",
     )
     text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",

@@ -48,7 +48,10 @@ def test_each_kind_of_answer(tmp_path: Path, wiring: str) -> None:
         other = service.check("the ledger runs on MySQL")
         assert other.verdict == "contradicted" and [n.id for n in other.in_force] == [ids["sqlite"]]
         assert other.confidence < held.confidence
-        for unknown in ("the coffee machine is descaled on Mondays", "the mobile app is written in Kotlin"):
+        # no option the reader knows, but the words of a note in force say it
+        words = service.check("the coffee machine on floor 3 is descaled on Mondays")
+        assert words.verdict == "in_force" and [n.id for n in words.in_force] == [ids["noise"]]
+        for unknown in ("the office plants are watered on Fridays", "the mobile app is written in Kotlin"):
             out = service.check(unknown)
             assert out.verdict == "unknown" and out.in_force == [] and out.confidence <= 0.3, (unknown, out)
 
@@ -143,3 +146,17 @@ async def test_the_mcp_tool_answers_the_verdict_its_evidence_and_the_change(serv
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(tmp_path: Path, wiring: str) -> None:
+    """Values the subject reader has no option for (a time, a size): the words that tell the
+    chain's versions apart decide, more cautiously."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Team Heron daily standup: 09:45.").node.id
+        now = service.remember("Heron standup 10:30, Ines is in Toronto and can't make the morning.", supersedes=first)
+        old = service.check("The Heron standup is at 09:45.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.node.id]
+        assert 0.5 <= old.confidence < 0.9
+        held = service.check("The Heron standup is at 10:30.")
+        assert held.verdict == "in_force" and held.confidence < 0.9

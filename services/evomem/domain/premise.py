@@ -18,14 +18,16 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, ScoredLinker, option_kinds, subject_relation
+from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.scope import is_default, normalise
-from evomem.domain.subject import Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 
@@ -84,10 +86,44 @@ def in_scope(head: MemoryNode, scope: str | None) -> bool:
     return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
 
 
-def judge(statement: str, scope: str | None, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]]) -> Judgement:
+def judge(
+    statement: str,
+    scope: str | None,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    successors: Mapping[str, Sequence[MemoryNode]] | None = None,
+) -> Judgement:
     """``chains``: (version in force, earlier versions newest first) of each chain the search
-    found, best first. ``scope``: the statement's (None: the default scope)."""
+    found, best first. ``scope``: the statement's (None: the default scope). ``successors``: by
+    head id, newer notes that may replace it (a linker listed them, nobody confirmed).
+
+    The reading of subject and option decides first; when it finds nothing to go on (a statement
+    or decisions that name no option it can read: "snapshots every 6 hours"), the words that tell a
+    chain's versions apart decide (``lexical``), more cautiously."""
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
+    read = _by_reading(statement, scope, chains)
+    if read.verdict is Verdict.UNKNOWN:
+        lex = lexical(statement, chains, successors or {})
+        return lex if lex is not None and not read.readings else read
+    # The chains the reading decided on, read again by their words: a disagreement is unknown.
+    used = {r.head.id for r in read.readings}
+    lex = lexical(statement, [c for c in chains if c[0].id in used], successors or {})
+    if lex is None or lex.verdict is Verdict.UNKNOWN:
+        return read
+    if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
+        # The version in force names the option, in a role only the reading sees ("X cost too
+        # much"): the reading holds, less sure.
+        read.confidence = min(read.confidence, 0.7)
+        return read
+    if (read.verdict is Verdict.IN_FORCE) != (lex.verdict is Verdict.IN_FORCE):
+        return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
+    read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
+    return read
+
+
+DISAGREE = "its subject and option say one thing, the words of the versions another"
+
+
+def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
     cands = [ScoredLinker._candidate(h, past, vocab) for h, past in chains]
@@ -119,6 +155,8 @@ def judge(statement: str, scope: str | None, chains: Sequence[tuple[MemoryNode, 
         reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
+        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
+            continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             at = next(
                 (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
@@ -175,3 +213,113 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
             Verdict.IN_FORCE, MIXED, **base, readings=supports + against, reason="newer than what disagrees"
         )
     return Judgement(Verdict.UNKNOWN, 0.3, **base, readings=supports + against, reason="decisions in force disagree")
+
+
+# ---------------------------------------------------------------------------- by the words
+
+
+LEXICAL = {"strong": 0.75, "weak": 0.65, "unconfirmed": 0.55}
+TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
+HOLDS = 0.75  # the share a single version must hold to say it
+VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
+
+
+def _stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in words(text) if w not in STOPWORDS and w not in VERBS and (len(w) > 1 or w.isdigit())}
+
+
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
+
+
+def named_words(text: str) -> set[str]:
+    """The words of a statement that name something (capitalised past its first word, or holding a
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
+    out: set[str] = set()
+    for m in _NAMED.finditer(text.strip()):
+        out |= _words(m.group(1))
+    return out
+
+
+def lexical(
+    statement: str,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    successors: Mapping[str, Sequence[MemoryNode]],
+) -> Judgement | None:
+    """The chain that holds most of the statement's words, and within it the version that holds
+    the words telling its versions apart: the head (``in_force``) or an earlier one
+    (``superseded``). A single version that holds the statement is in force, unless a newer note
+    that may replace it (unconfirmed) drops the statement's own words (``superseded``, weakly).
+    None: no chain is plainly about it, or the words do not tell."""
+    said = _words(statement)
+    if len(said) < 2:
+        return None
+    named = named_words(statement) & said
+    scored: list[tuple[float, Reading]] = []
+    for head, past in chains:
+        versions = [head, *past]
+        held = [_words(v.raw_text) for v in versions]
+        union = set().union(*held)
+        share = len(said & union) / len(said)
+        if share < TOPICAL:
+            continue
+        reading = _within(said, named, versions, held, successors.get(head.id, ()))
+        if reading is not None:
+            scored.append((share, reading))
+    if not scored:
+        return None
+    scored.sort(key=lambda x: x[0], reverse=True)
+    best_share, best = scored[0]
+    rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    if rivals:
+        return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
+    strength = "strong" if best_share >= 0.8 else "weak"
+    if best.relation == "unconfirmed":
+        return Judgement(Verdict.SUPERSEDED, LEXICAL["unconfirmed"], readings=[best], reason=UNCONFIRMED)
+    verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
+    return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+UNCONFIRMED = "a newer note may replace it (unconfirmed: confirm with supersede)"
+
+
+def _within(
+    said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]], newer: Sequence[MemoryNode]
+) -> Reading | None:
+    """One chain read by its words. With words that name an option: the head holds them all
+    (``supports``), or holds none and an earlier version holds them all (``replaced``). Without:
+    the head holds most of the statement, or an earlier version plainly more than the head."""
+    head = versions[0]
+    if head.status != Status.ACTIVE:
+        return None
+    shares = [len(said & h) / len(said) for h in held]
+    short = [len(v.raw_text) <= LONG_NOTE_CHARS for v in versions]  # a long document holds any words
+    says = [named <= h if named else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
+    if len(versions) == 1:
+        if not says[0] or shares[0] < TOPICAL:
+            return None
+        own = named or (said & held[0])
+        for note in newer:  # a newer note on the same thing that drops the statement's own words
+            theirs = _words(note.raw_text)
+            same_thing = len(theirs & held[0]) >= TOPICAL * len(held[0])
+            if same_thing and note.created_at > head.created_at and len(own & theirs) < len(own) / 2:
+                return Reading(note, "unconfirmed", "replaced", named=head, successor=note)
+        return Reading(head, "words", "supports", named=head)
+    telling = named - set.intersection(*held)  # the names that tell its versions apart
+    if telling:
+        says = [telling <= h for h in held]
+    if says[0]:
+        if telling or shares[0] >= max(shares[1:]):
+            return Reading(head, "words", "supports", named=head)
+        return None
+    older = [i for i in range(1, len(versions)) if says[i]]
+    if telling:
+        if not older or len(telling & held[0]) > len(telling) / 2:
+            return None
+    elif not older or max(shares[1:]) - shares[0] < 0.25:
+        return None
+    at = older[0]  # the newest earlier version that says it
+    return Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])
