@@ -137,8 +137,13 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
     if option is None:
         return Judgement(Verdict.UNKNOWN, 0.0, reason="the statement names no option to check (say what it uses)")
     kinds = option_kinds(option, kinds_of)
+    # The names the statement gives besides its option ("Pepper", "Team Heron"): a chain about
+    # something else of the same kind (another pet, another team) holds at most half of them.
+    anchors = named_words(statement) - _words(option.text)
     readings: list[Reading] = []
     for (head, past), c in zip(chains, cands, strict=True):
+        if anchors and len(anchors & set().union(*(_words(n.raw_text) for n in (head, *past)))) * 2 < len(anchors):
+            continue
         subject, core = c.subject, c.core
         if note.subject and not (subject & note.subject) and c.facts.option is not None:
             own = option_kinds(c.facts.option, kinds_of)  # a terse "the ledger runs on X": X's kind
@@ -309,8 +314,7 @@ def _within(
                 return Reading(note, "unconfirmed", "replaced", named=head, successor=note)
         return Reading(head, "words", "supports", named=head)
     telling = named - set.intersection(*held)  # the names that tell its versions apart
-    if telling:
-        says = [telling <= h for h in held]
+    says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
     if says[0]:
         if telling or shares[0] >= max(shares[1:]):
             return Reading(head, "words", "supports", named=head)
