@@ -157,6 +157,6 @@ def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(t
         now = service.remember("Heron standup 10:30, Ines is in Toronto and can't make the morning.", supersedes=first)
         old = service.check("The Heron standup is at 09:45.")
         assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.node.id]
-        assert 0.5 <= old.confidence < 0.9
+        assert 0.5 <= old.confidence < 0.95
         held = service.check("The Heron standup is at 10:30.")
-        assert held.verdict == "in_force" and held.confidence < 0.9
+        assert held.verdict == "in_force" and held.confidence < 0.95

@@ -153,15 +153,13 @@ def check_statement(
         text, k=RECALL_K, include_history=True, history_depth=RECALL_HISTORY, scope=wanted, namespace=namespace
     )
     chains: list[tuple[MemoryNode, list[MemoryNode]]] = []
-    successors: dict[str, list[MemoryNode]] = {}
     seen: set[str] = set()
     for hit, history in out.results:
-        successors[hit.head.id] = [s.node for s in hit.maybe_replaced_by]
         for node, past in ((hit.head, history), *((s.node, []) for s in hit.maybe_replaced_by)):
             if node.id not in seen:
                 seen.add(node.id)
                 chains.append((node, list(past)))
-    j = judge(text, wanted, chains, successors)
+    j = judge(text, wanted, chains)
     changes = [Change(r.successor, r.named) for r in j.readings if r.successor is not None and r.named is not None]
     return CheckOutcome(
         str(j.verdict),
