@@ -137,7 +137,7 @@ def layout(title: str, content: str, *, nonce: str, view: str = "all", who: str 
         "<!doctype html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · EvoMem</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="referrer" content="no-referrer"><style nonce="{esc(nonce)}">{STYLE}</style></head>'
+        f'<meta name="referrer" content="same-origin"><style nonce="{esc(nonce)}">{STYLE}</style></head>'
         f'<body class="{"current" if view == "current" else "all"}">'
         '<header><h1><a href="/ui">EvoMem · decision timeline</a></h1>'
         f'<span class="muted">read-only</span>{user}</header><main>{content}</main>'

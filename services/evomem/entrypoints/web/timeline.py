@@ -49,7 +49,8 @@ _STATUS = {"not_found": 404, "forbidden": 403, "purged": 410, "unavailable": 503
 
 def security_headers(nonce: str) -> dict[str, str]:
     """What every page answers with: only this response's inline style and script, no frames,
-    no referrer, no caching (the page shows what the caller may read)."""
+    the referrer only to this server (a form's POST keeps its Origin), no caching (the page
+    shows what the caller may read)."""
     return {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
@@ -57,7 +58,7 @@ def security_headers(nonce: str) -> dict[str, str]:
         ),
         "X-Content-Type-Options": "nosniff",
         "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": "same-origin",
         "Cache-Control": "no-store",
     }
 
