@@ -254,3 +254,31 @@ async def test_gateway_timeline_needs_the_tools_token(team_gateway: TeamGateway,
     browser.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button").click()
     _wait(browser, "input[name=token]")
     assert browser.get_cookie("evomem_ui") is None
+
+
+async def test_the_sign_in_cookie_counts_against_the_tokens_rate() -> None:
+    from evomem.security.ratelimit import UI_COOKIE, RateLimitMiddleware, build_limiter
+    from evomem.security.tokens import TokenRegistry, TokenVerifier, digest, parse_entries
+
+    token = "tok-rita-" + "r" * 30
+    entry = {"name": "rita", "sha256": digest(token), "role": "reader", "namespaces": ["team-a"], "rate": 1}
+    verifier = TokenVerifier(TokenRegistry(entries=parse_entries({"tokens": [entry]})))
+    passed: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(scope["path"])
+
+    statuses: list[int] = []
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    limited = RateLimitMiddleware(app, verifier, build_limiter(None))
+    cookie = f"theme=dark; {UI_COOKIE}={token}".encode()
+    for _ in range(5):
+        await limited({"type": "http", "path": "/ui", "headers": [(b"cookie", cookie)]}, None, send)
+    assert 429 in statuses and len(passed) < 5
+    strangers = [(b"cookie", f"{UI_COOKIE}=tok-nobody".encode())]
+    await limited({"type": "http", "path": "/ui", "headers": strangers}, None, send)
+    assert passed[-1] == "/ui"  # an unknown token passes on, to be refused by the page itself

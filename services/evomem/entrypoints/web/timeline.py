@@ -36,10 +36,11 @@ from evomem.app.recall import HISTORY_DEPTH_MAX
 from evomem.domain.errors import EvoMemError
 from evomem.domain.model import MemoryNode
 from evomem.entrypoints.web import pages
+from evomem.security.ratelimit import UI_COOKIE
 
 log = logging.getLogger("evomem.ui")
 
-COOKIE = "evomem_ui"
+COOKIE = UI_COOKIE  # the rate limits read it too
 #: Results a search shows (chains), and the versions of each it fetches.
 RESULTS = 20
 MAX_FORM_BYTES = 8192
