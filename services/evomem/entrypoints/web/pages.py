@@ -180,7 +180,7 @@ def _why_block(node: MemoryNode) -> str:
     parts = []
     if node.trigger.strip():
         parts.append(f'<p class="why"><b>why:</b> {esc(node.trigger)}</p>')
-    if node.alternatives_tried.strip():
+    if node.alternatives_tried.strip() and node.alternatives_tried.strip() not in (node.change or node.raw_text):
         parts.append(f'<p class="why"><b>tried:</b> {esc(node.alternatives_tried)}</p>')
     if node.consequences.strip():
         parts.append(f'<p class="why"><b>so:</b> {esc(node.consequences)}</p>')
