@@ -112,7 +112,7 @@ async def _story(client: Client, **extra: Any) -> tuple[str, str]:
     a = first.structured_content["id"]
     second = await client.call_tool("remember", {"raw_text": SQLITE, "supersedes": a, "tags": ["ledger"], **extra})
     assert not second.is_error, second.content
-    hostile = await client.call_tool("remember", {"raw_text": HOSTILE, **extra})
+    hostile = await client.call_tool("remember", {"raw_text": HOSTILE, "relations": {"related": [a]}, **extra})
     assert not hostile.is_error, hostile.content
     return a, second.structured_content["id"]
 
@@ -209,6 +209,13 @@ async def test_embedded_timeline_in_chromium(http_server: HttpServer, browser: A
     assert "/ui/chain/" in browser.current_url
     assert [(v[0], v[2]) for v in _versions(browser, old)] == [(new, "in force"), (old, "superseded")]
     assert browser.find_element(By.CSS_SELECTOR, "li.focus").get_attribute("id") == f"v-{old}"
+    # Relations are links to follow: the hostile note names the Postgres decision as related.
+    browser.get(f"{base}/ui?q=loki")
+    _wait(browser, "#summary")
+    browser.find_element(By.CSS_SELECTOR, ".relation a").click()
+    _wait(browser, "li.focus")
+    assert browser.find_element(By.CSS_SELECTOR, "li.focus").get_attribute("id") == f"v-{old}"
+    assert [v[0] for v in _versions(browser, old)] == [new, old]
 
 
 async def test_gateway_timeline_needs_the_tools_token(team_gateway: TeamGateway, browser: Any) -> None:
