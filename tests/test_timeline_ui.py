@@ -167,7 +167,7 @@ async def test_embedded_ui_answers_with_the_page_and_its_guards(http_server: Htt
 # ---------------------------------------------------------------------------- in Chromium
 
 
-async def test_embedded_timeline_in_chromium(http_server: HttpServer, browser: Any) -> None:  # noqa: F811
+async def test_embedded_timeline_in_chromium(browser: Any, http_server: HttpServer) -> None:  # noqa: F811
     from selenium.webdriver.common.by import By
 
     async with Client(http_server.url) as client:
@@ -218,16 +218,19 @@ async def test_embedded_timeline_in_chromium(http_server: HttpServer, browser: A
     assert [v[0] for v in _versions(browser, old)] == [new, old]
 
 
-async def test_gateway_timeline_needs_the_tools_token(team_gateway: TeamGateway, browser: Any) -> None:
-    from selenium.webdriver.common.by import By
-
+async def _team_story(team_gateway: TeamGateway) -> tuple[str, str]:
     headers = {"Authorization": f"Bearer {team_gateway.token('alice')}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         Client(streamable_http_client(team_gateway.url, http_client=http)) as alice,
     ):
-        old, new = await _story(alice, namespace="team-a")
+        return await _story(alice, namespace="team-a")
+
+
+async def test_gateway_ui_refuses_a_call_without_the_tools_token(team_gateway: TeamGateway) -> None:
+    old, _ = await _team_story(team_gateway)
     base = _base(team_gateway.url)
+    headers = {"Authorization": f"Bearer {team_gateway.token('alice')}"}
     # No token: refused, with the sign-in form and nothing of the memory.
     for path in ("/ui", "/ui?q=ledger&namespace=team-a", f"/ui/chain/{old}"):
         refused = httpx2.get(base + path, timeout=30)
@@ -243,6 +246,16 @@ async def test_gateway_timeline_needs_the_tools_token(team_gateway: TeamGateway,
     other = httpx2.get(f"{base}/ui", params={"q": "ledger", "namespace": "team-a"}, headers=bob, timeout=30)
     assert other.status_code == 403 and "Postgres" not in other.text
     assert httpx2.get(f"{base}/ui/chain/{old}", headers=bob, timeout=30).status_code in (403, 404)
+    # A sign-in with a token the gate does not know sets no cookie.
+    wrong = httpx2.post(f"{base}/ui/login", data={"token": "tok-nobody-" + "n" * 30}, timeout=30)
+    assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
+
+
+async def test_gateway_timeline_signs_in_with_the_tools_token(browser: Any, team_gateway: TeamGateway) -> None:
+    from selenium.webdriver.common.by import By
+
+    old, new = await _team_story(team_gateway)
+    base = _base(team_gateway.url)
     # The login form sets an HttpOnly, SameSite=Strict cookie; a wrong token is refused.
     browser.get(f"{base}/ui")
     _wait(browser, "input[name=token]").send_keys("tok-nobody-" + "n" * 30)
