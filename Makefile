@@ -316,6 +316,10 @@ test-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq redis-server; \
 	  else echo "install redis-server (apt-get install -y redis-server) for the queue tests"; exit 1; fi; }
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium chromium-driver; \
+	  else echo "install chromium and chromium-driver (apt-get install -y chromium chromium-driver) for the /ui tests"; exit 1; fi; }
 
 # ---------------------------------------------------------------------------- the lab
 # Training, calibration and development data live in lab/ (lab/README.md, lab/Makefile); the product
