@@ -23,6 +23,7 @@ that measures it. Everything here is reproducible:
 ```sh
 make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100k-note speed suite
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
+make bench-postgres-speed  # the 100k-note store on SQLite and PostgreSQL 17 + pgvector, each next to its floors
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
 make bench-gateway   # wrk: the gateway's no-op floor, gateway and embedded throughput, 100k notes (local)
@@ -71,6 +72,16 @@ STARTUP_NOTE = (
     "0.929 s for this tree (1.03x); median wall 1.15, 1.59 and 1.27 s. Nothing waits for the model. The "
     "database is still opened, and its migrations checked, before serving (about 2 ms), so a bad `--db` "
     "fails at start with one line.\n\n"
+)
+
+
+PG_SPEED_NOTE = (
+    "The same notes on both engines in one run (Docker; part of `make bench`, skipped and said so without it): "
+    "the speed suite's store built in SQLite and measured in-core, then loaded into PostgreSQL 17 + pgvector "
+    "and measured in-core through the same wiring (`--database-url`). Each engine's rows sit next to its own "
+    "floors, and `× floor` divides by that engine's floor: raw FTS5 and a bare FTS5 insert for SQLite; a raw "
+    "`tsvector` query and a bare insert into a table with a generated `tsvector` and a GIN index for "
+    "PostgreSQL; the raw vector search on each (sqlite-vec; pgvector HNSW).\n\n"
 )
 
 
@@ -350,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     if speed.with_suffix(".png").exists():
         png = "../" + speed.with_suffix(".png").as_posix()
         text += f"![latency against store size]({png})\n\n"
+    text += section(
+        "Speed on PostgreSQL next to SQLite (`make bench-postgres-speed`)",
+        r / "speed_postgres.md",
+        PG_SPEED_NOTE,
+    )
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
