@@ -82,6 +82,18 @@ PG_SPEED_NOTE = (
     "floors, and `× floor` divides by that engine's floor: raw FTS5 and a bare FTS5 insert for SQLite; a raw "
     "`tsvector` query and a bare insert into a table with a generated `tsvector` and a GIN index for "
     "PostgreSQL; the raw vector search on each (sqlite-vec; pgvector HNSW).\n\n"
+    "Reading the run of 2026-12-06 (load average about 8 on the 2 shared cores: read medians and ratios). The "
+    "raw FTS5 query ranks every match; the SQLite store's search prunes with MaxScore "
+    "(`adapters/sqlite/search.py`), so SQLite's in-core recall comes in under that floor. PostgreSQL's store "
+    "ranks every match too (`ts_rank` gives no bound to prune with; the first query matches 34,478 of the "
+    "100,000 notes), and runs about 3x its floor because the row-level security policy keeps the planner off "
+    "the GIN index: `@@` (`ts_match_vq`) is not marked leakproof, so under the policy the query is a "
+    "sequential scan (EXPLAIN ANALYZE on the same data: 216 ms sequential scan as `evomem_app`, 125 ms bitmap "
+    "scan on `nodes_search` as the superuser, whom the policy does not bind). Marking `ts_match_vq` "
+    "LEAKPROOF (a superuser's act, not done by the migrations) brought `PostgresStore.search` from 175 to "
+    "47 ms p50 on the same data, the floor's figure. "
+    "`remember` pays that search once for its candidate offers, hence about 200 ms against a 4 ms bare insert "
+    "(fsync on). The HNSW query itself takes about 1 ms: what hybrid recall adds is embedding the query.\n\n"
 )
 
 
