@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import pickle
 import random
 import sys
 import time
@@ -66,6 +67,7 @@ from evomem.domain.linkers import pair as pl
 from evomem.domain.linkers import pair_features as pf
 from evomem.domain.linkers import pair_model as pm
 from evomem.domain.model import MemoryNode
+from lab import offers
 from lab.calibration import (  # the rules a link threshold is set by (shared with the cross-encoder's)
     PRECISION,
     _threshold_everywhere,
@@ -84,7 +86,20 @@ OUT = ROOT / "build/lab/pair/pair_model.json"
 #: The lab/devdata sets the model is trained on, by name: a new file there stays evaluation data
 #: (out of sample, run whole by the linking table) until it is added here, so rerunning
 #: ``make train-linker`` reproduces the shipped model. ``--data`` adds a file for one run.
-TRAINING_SETS = ("dev-a", "dev-b", "dev-c", "dev-d", "dev-e", "dev-long", "dev-f", "dev-h", "dev-i")
+TRAINING_SETS = (
+    "dev-a",
+    "dev-b",
+    "dev-c",
+    "dev-d",
+    "dev-e",
+    "dev-long",
+    "dev-f",
+    "dev-h",
+    "dev-i",
+    "dev-j",
+    "dev-k",
+    "dev-l",
+)
 BLIND = ("bench/blind", "data/external")
 FOLDS = 5
 L2 = 1.0
@@ -511,9 +526,11 @@ def build_groups(
         for n in s["notes"]
         if len(n["text"]) > dt.SHORT_NOTE_CHARS
     ]
+    from tqdm import tqdm
+
     groups: list[tuple[str, int, list[dict[str, Any]]]] = []
     for name, items, _ in sources:
-        for k, s in enumerate(items):
+        for k, s in enumerate(tqdm(items, desc=f"replaying {name}", unit="scenario", file=sys.stderr)):
             extra = _long_distractors(pool, (name, k), rng)
             both = replay(s, linker, linked=True, distractors=extra) + replay(
                 s, linker, linked=False, distractors=extra
@@ -740,6 +757,8 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="a file of the texts' embeddings, read if present and written after (for reruns; keyed by the embedder)",
     )
+    ap.add_argument("--save-groups", default="", help="write the replayed pair dataset here (pickle), for reruns")
+    ap.add_argument("--load-groups", default="", help="read the pair dataset --save-groups wrote instead of replaying")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -755,7 +774,15 @@ def main(argv: list[str] | None = None) -> int:
     sources = load_sources(dev_files(args.data), args.gen_seeds)
     if args.hold_out:
         sources = hold_out(sources, args.hold_out, args.hold_out_dir)
-    groups = build_groups(sources, linker, args.seed)
+    if args.load_groups:
+        with open(args.load_groups, "rb") as fh:
+            sources, groups = pickle.load(fh)  # our own file, written by --save-groups
+    else:
+        groups = build_groups(sources, linker, args.seed)
+    if args.save_groups:
+        Path(args.save_groups).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.save_groups, "wb") as fh:
+            pickle.dump((sources, groups), fh)
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
     cal = calibrate(sources, groups, args.seed, args.model)
@@ -765,6 +792,10 @@ def main(argv: list[str] | None = None) -> int:
     subject_at, subject_at_full = cal["subject_at"], cal["subject_at_full"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
+    served = offers.fit(sources, groups, oof.tolist(), w.tolist(), fold_of(len(groups), args.seed), args.seed)
+    print(json.dumps(served["report"], indent=1))
+    # the calibrated model's thresholds replace the raw ones (a link needs the calibrated p)
+    link_at = link_at_long = served["link_at"]
     print(
         json.dumps(
             {
@@ -825,6 +856,10 @@ def main(argv: list[str] | None = None) -> int:
         "abstain_at": round(abstain_at, 4),
         "subject_at": round(subject_at, 4),
         "subject_at_full": round(subject_at_full, 4),
+        "calibration": served["calibration"],
+        "offer_at": served["offer_at"],
+        "hint_at": served["hint_at"],
+        "decides": served["decides"],
         "training": {
             "script": "lab/train_linker.py",
             "seed": args.seed,
@@ -838,6 +873,7 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": len(y),
             "positives": int(y.sum()),
             "out_of_fold": report,
+            "offers": served["report"],
             "seconds": round(time.perf_counter() - started, 1),
         },
     }

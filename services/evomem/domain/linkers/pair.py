@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ from evomem.domain.linkers.pair_model import PairModel, logit, sigmoid
 from evomem.domain.linkers.pair_reading import Reading, declares, read
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
-from evomem.domain.scope import may_list
+from evomem.domain.scope import infer_scope, may_list, normalise
 
 if TYPE_CHECKING:
     from evomem.domain.linkers.contracts import Embedder, PairScorer
@@ -94,6 +95,7 @@ class PairLinker:
         lookup: Lookup | None = None,
         link_at: float | None = None,
         abstain_at: float | None = None,
+        offer_at: float | None = None,
         cache_size: int = 4096,
         cross: PairScorer | None = None,
     ) -> None:
@@ -111,6 +113,8 @@ class PairLinker:
         long_at = self.model.link_at_long
         self.link_at_long = max(self.link_at, long_at) if long_at is not None and link_at is None else self.link_at
         self.abstain_at = self.model.abstain_at if abstain_at is None else abstain_at
+        # a calibrated model offers from this probability (None: the older rules, ``plausible_ranked``)
+        self.offer_at = self.model.offer_at if offer_at is None else offer_at
         emb = embedder.name if embedder is not None else None
         self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "") + (f"+{cross.name}" if cross is not None else "")
         self._reads: dict[str, Reading] = {}
@@ -163,6 +167,11 @@ class PairLinker:
             if c.status == "active"
             and may_list(scope, c.scope, a_inferred=scope_inferred, b_inferred=c.scope_source == "inferred")
         ]
+        if self.offer_at is not None:
+            gated = self._gate(text, scope, nodes)
+            if isinstance(gated, LinkDecision):
+                return gated
+            nodes = gated
         linkable = [scope_compatible(scope, c.scope) for c in nodes]
         if not nodes:
             return LinkDecision(kind="none", reason="no active candidate")
@@ -189,7 +198,13 @@ class PairLinker:
                 why=("declares it replaces it",),
                 reason="the note declares it replaces the candidate",
             )
-        plausible = plausible_ranked(probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full)
+        if self.offer_at is not None:  # calibrated: what reaches the probability is offered, nothing else
+            plausible = [i for i in ranked if probs[i] >= self.offer_at]
+            named = [i for i in named if probs[i] >= self.offer_at]
+        else:
+            plausible = plausible_ranked(
+                probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full
+            )
         # A record named with a replacing verb is listed first (a competing proposal, a partial or
         # scoped amendment, an alternative: the agent judges), whatever the model's rank.
         plausible = [*named, *(i for i in plausible if i not in named)]
@@ -199,7 +214,7 @@ class PairLinker:
                 kind="link",
                 proposal=self._proposal(nodes[b], probs[b], rows[b]),
                 candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
-                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                why=tuple(self._why(probs[i], rows[i], text, nodes[i], scope) for i in top),
                 reason="pair model",
             )
         sure = [i for i in plausible if linkable[i]][:MAX_LISTED]  # what a second reading may link
@@ -212,7 +227,7 @@ class PairLinker:
             return LinkDecision(
                 kind="abstain",
                 candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
-                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                why=tuple(self._why(probs[i], rows[i], text, nodes[i], scope) for i in top),
                 reason="plausible predecessor below the link threshold",
             )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
@@ -252,10 +267,34 @@ class PairLinker:
             proposal=proposal,
             candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in order),
             why=tuple(
-                self._why(probs[i], rows[i]) + f", cross-encoder p={sigmoid(z[top.index(i)]):.2f}" for i in order
+                self._why(probs[i], rows[i], text, nodes[i]) + f", cross-encoder p={sigmoid(z[top.index(i)]):.2f}"
+                for i in order
             ),
             reason="cross-encoder",
         )
+
+    def _gate(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> list[MemoryNode] | LinkDecision:
+        """A calibrated model's gates, before any pair is scored: a note that decides nothing
+        gets no offer, a candidate that decides nothing is never offered (``decides``), unless
+        the note declares it replaces it; a candidate in another scope (one the service listed
+        because a scope was inferred from a text) is offered only when the note names that
+        scope."""
+        dm = self.model.decides
+        note = self._read(text)
+        declared = {c.id for c in nodes if note.decl_sents and declares(note, self._read(c.raw_text).ident)}
+        if dm is not None and not declared and not dm.decides(text):
+            return LinkDecision(kind="none", reason=f"the note decides nothing (p={dm.p(text):.2f})")
+        kept = []
+        for c in nodes:
+            if c.id in declared:
+                kept.append(c)
+                continue
+            if dm is not None and not dm.decides(c.raw_text):
+                continue
+            if not scope_compatible(scope, c.scope) and not names_scope(text, c.scope):
+                continue
+            kept.append(c)
+        return kept
 
     def _link_at(self, row: Sequence[float]) -> float:
         """The link threshold of this pair's regime: long documents have their own."""
@@ -373,10 +412,19 @@ class PairLinker:
 
     # ------------------------------------------------------------------ output
 
-    def _why(self, p: float, row: Sequence[float]) -> str:
-        """A few words on why a candidate is listed (remember's answer shows them)."""
+    def _why(
+        self, p: float, row: Sequence[float], text: str = "", node: MemoryNode | None = None, scope: str | None = None
+    ) -> str:
+        """A few words on why a candidate is listed (remember's answer shows them): the
+        probability, what changes as read from the two texts, and any reason it may not be a
+        replacement (another scope, a restatement)."""
         f = dict(zip(FEATURES, row, strict=True))
         parts = [f"p={p:.2f}"]
+        if node is not None:
+            changed = changes(self._read(text), self._read(node.raw_text))
+            parts.append(changed or "no option changes: may restate it")
+            if not scope_compatible(scope, node.scope):
+                parts.append(f"another scope: the note is {scope or 'unscoped'}, it is {node.scope or 'unscoped'}")
         if f["explicit_ref"]:
             parts.append("names its identifier")
         if f["leave_hit"]:
@@ -439,3 +487,45 @@ def _part_key(text: str, part: str) -> str:
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     # the same products added in the same order as ``sum(x * y for x, y in zip(a, b))``
     return float(sum(map(operator.mul, a, b)))
+
+
+def _cased(part: str) -> dict[str, str]:
+    """Each lower-case token of ``part`` as it is first written there."""
+    out: dict[str, str] = {}
+    for w in _WORDS.findall(part):
+        out.setdefault(w.lower().strip("_"), w)
+    return out
+
+
+_WORDS = re.compile(r"[\w.+#-]*\w", re.UNICODE)
+CHANGE_WORDS = 2  # names or values shown on each side of a change
+
+
+def changes(note: Reading, cand: Reading) -> str | None:
+    """What changes from the candidate to the note, as read from their decision parts: the
+    names and values (``decision_text.distinctive``) the candidate has and the note has not, and the
+    reverse: "Postgres -> SQLite", "drops Redis", "brings Kafka"; None when neither side has one."""
+    old_case, new_case = _cased(cand.part), _cased(note.part)
+    old = [old_case[w] for w in old_case if w in cand.dist and w not in note.toks and w not in note.dist]
+    new = [new_case[w] for w in new_case if w in note.dist and w not in cand.toks and w not in cand.dist]
+    old, new = old[:CHANGE_WORDS], new[:CHANGE_WORDS]
+    if old and new:
+        return f"{', '.join(old)} -> {', '.join(new)}"
+    if old:
+        return f"drops {', '.join(old)}"
+    if new:
+        return f"brings {', '.join(new)}"
+    return None
+
+
+def names_scope(text: str, scope: str | None) -> bool:
+    """Whether ``text`` names ``scope`` (each of its words, or the scope its own words place it in):
+    a note about another scope than the candidate's may replace it only when it says so."""
+    if scope is None:
+        return False
+    got = infer_scope(text)
+    if got is not None and normalise(got.scope) == normalise(scope):
+        return True
+    words = set(dt.tokens(text))
+    parts = [w for w in re.split(r"[^a-z0-9]+", scope.lower()) if w]
+    return bool(parts) and all(w in words for w in parts)
