@@ -40,6 +40,7 @@ HINT_PRECISION = 0.9
 LINK_PRECISION = 0.98
 MIN_LINKS = 50
 MIN_HINTS = 30
+MIN_PER_SOURCE = 5  # a source's precision counts from this many top offers
 DECIDES = frozenset({"decision", "distractor", "scope_decision"})
 NOT_DECIDES = frozenset({"context", "noise", "scope_note"})
 MAX_GRAMS = 20000
@@ -225,12 +226,15 @@ def apply(points: Sequence[tuple[float, float]], raw: float) -> float:
     return PairModel(kind="lr", link_at=1.0, abstain_at=1.0, calibration=tuple(points)).calibrated(raw)
 
 
-def cross_calibrated(pairs: Sequence[Pair], kept: Sequence[int], seed: int) -> dict[int, float]:
-    """Each kept pair's calibrated probability from a calibration fitted on the other folds."""
+def cross_calibrated(
+    pairs: Sequence[Pair], kept: Sequence[int], seed: int, fit_on: set[str] | None = None
+) -> dict[int, float]:
+    """Each kept pair's calibrated probability from a calibration fitted on the other folds (on
+    the pairs of the sources ``fit_on``, default all)."""
     out: dict[int, float] = {}
     folds = sorted({pairs[i].fold for i in kept})
     for k in folds:
-        train = [i for i in kept if pairs[i].fold != k]
+        train = [i for i in kept if pairs[i].fold != k and (fit_on is None or pairs[i].source in fit_on)]
         pts = fit_calibration(
             [pairs[i].raw for i in train], [pairs[i].label for i in train], [pairs[i].weight for i in train]
         )
@@ -281,18 +285,23 @@ def top_precision(
     return (right / count if count else 1.0), count
 
 
-def choose(notes: Sequence[Note], pairs: Sequence[Pair], prob: Mapping[int, float]) -> dict[str, float]:
-    """offer_at, hint_at and link_at on the calibrated out-of-fold probabilities."""
+def choose(
+    notes: Sequence[Note], pairs: Sequence[Pair], prob: Mapping[int, float], judged: set[str] | None = None
+) -> dict[str, float]:
+    """offer_at, hint_at and link_at on the calibrated out-of-fold probabilities, each source of
+    ``judged`` (default: all; the trainer passes the hand-written ones) weighing alike."""
+    judged = judged if judged is not None else {n.source for n in notes}
+    mine = [n for n in notes if n.source in judged]
     grid = [round(0.01 * k, 2) for k in range(1, 100)]
-    offer_at = next((t for t in grid if _mean(share_offered_on_nothing(notes, prob, t).values()) <= OFFER_SHARE), 0.99)
-    hint_at = next(
-        (t for t in grid if t >= offer_at and _ok(top_precision(notes, pairs, prob, t), HINT_PRECISION, MIN_HINTS)),
-        1.01,
-    )
-    link_at = next(
-        (t for t in grid if t >= hint_at and _ok(top_precision(notes, pairs, prob, t), LINK_PRECISION, MIN_LINKS)),
-        1.0,
-    )
+
+    def precision(at: float) -> tuple[float, int]:
+        per = [top_precision([n for n in mine if n.source == s], pairs, prob, at) for s in sorted(judged)]
+        per = [p for p in per if p[1] >= MIN_PER_SOURCE]
+        return (_mean(p for p, _ in per) if per else 1.0), sum(c for _, c in per)
+
+    offer_at = next((t for t in grid if _mean(share_offered_on_nothing(mine, prob, t).values()) <= OFFER_SHARE), 0.99)
+    hint_at = next((t for t in grid if t >= offer_at and _ok(precision(t), HINT_PRECISION, MIN_HINTS)), 1.01)
+    link_at = next((t for t in grid if t >= hint_at and _ok(precision(t), LINK_PRECISION, MIN_LINKS)), 1.0)
     return {"offer_at": offer_at, "hint_at": hint_at, "link_at": link_at}
 
 
@@ -333,18 +342,22 @@ def fit(
     weight: Sequence[float],
     fold: Mapping[int, int],
     seed: int,
+    written: set[str] | None = None,
 ) -> dict[str, Any]:
     """Everything the weights file gains (``decides``, ``calibration``, the cut-offs) and the report."""
     pairs, notes = pairs_of(sources, groups, oof, fold, weight)
     decides_at = choose_decides_at(pairs)
     kept = [i for i, p in enumerate(pairs) if passes(p, decides_at)]
-    prob = cross_calibrated(pairs, kept, seed)
-    cut = choose(notes, pairs, prob)
+    # calibrated on the hand-written sources (what users write; the generators' templates are
+    # easier, and a probability pooled with them would claim too much on hand-written notes)
+    prob = cross_calibrated(pairs, kept, seed, written)
+    cut = choose(notes, pairs, prob, written)
+    fitted = [i for i in kept if written is None or pairs[i].source in written]
     items = {name: its for name, its, _ in sources}
     everything = [it for name, k, _ in groups for it in labelled(items[name][k])]
     decides = train_decides(everything, at=decides_at)
     points = fit_calibration(
-        [pairs[i].raw for i in kept], [pairs[i].label for i in kept], [pairs[i].weight for i in kept]
+        [pairs[i].raw for i in fitted], [pairs[i].label for i in fitted], [pairs[i].weight for i in fitted]
     )
     report: dict[str, Any] = {"decides_at": decides_at, **cut, "per_source": {}}
     for name in dict.fromkeys(p.source for p in pairs):

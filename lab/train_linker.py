@@ -759,6 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--save-groups", default="", help="write the replayed pair dataset here (pickle), for reruns")
     ap.add_argument("--load-groups", default="", help="read the pair dataset --save-groups wrote instead of replaying")
+    ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -785,14 +786,24 @@ def main(argv: list[str] | None = None) -> int:
             pickle.dump((sources, groups), fh)
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
-    cal = calibrate(sources, groups, args.seed, args.model)
+    if args.cal_cache and Path(args.cal_cache).exists():
+        with open(args.cal_cache, "rb") as fh:
+            cal = pickle.load(fh)  # our own file: the out-of-fold run of these groups
+    else:
+        cal = calibrate(sources, groups, args.seed, args.model)
+        if args.cal_cache:
+            with open(args.cal_cache, "wb") as fh:
+                pickle.dump(cal, fh)
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
     link_at_long = cal["link_at_long"]
     subject_at, subject_at_full = cal["subject_at"], cal["subject_at_full"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
-    served = offers.fit(sources, groups, oof.tolist(), w.tolist(), fold_of(len(groups), args.seed), args.seed)
+    written = {name for name, _, meta in sources if _family(meta) == "written"}
+    served = offers.fit(
+        sources, groups, oof.tolist(), w.tolist(), fold_of(len(groups), args.seed), args.seed, written=written
+    )
     print(json.dumps(served["report"], indent=1))
     # the calibrated model's thresholds replace the raw ones (a link needs the calibrated p)
     link_at = link_at_long = served["link_at"]
