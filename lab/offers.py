@@ -12,10 +12,13 @@ out-of-fold probability (grouped by scenario). This module turns those into what
 2. **Scope.** A candidate whose scope differs from the note's (given or inferred) is dropped unless
    the note names that scope (``pair.names_scope``).
 3. **Calibration.** Isotonic regression of the label on the out-of-fold probability of the pairs
-   that pass the gates, each source weighing alike; cross-fitted again for the report, so the
-   reliability table below reads probabilities that never saw their pair's scenario.
-4. **Cut-offs** on those calibrated out-of-fold probabilities: ``offer_at`` the lowest at which
-   notes that replace nothing get an offer in at most ``OFFER_SHARE`` of cases (each source alike);
+   that pass the gates, on the hand-written sources (each alike): the generators' templated notes
+   are easier, and pooled with them the probability claimed too much on hand-written notes.
+   Cross-fitted again for the report, so the reliability tables read probabilities that never saw
+   their pair's scenario.
+4. **Cut-offs** on those calibrated out-of-fold probabilities, judged on the hand-written sources,
+   each alike: ``offer_at`` the lowest at which notes that replace nothing get an offer in at most
+   ``OFFER_SHARE`` of cases;
    ``hint_at`` the lowest at which a top offer is right at least ``HINT_PRECISION`` of the time;
    ``link_at`` the lowest at which it is right ``LINK_PRECISION`` of the time over at least
    ``MIN_LINKS`` links (1.0, linking declarations only, when none shows it).
@@ -40,6 +43,7 @@ HINT_PRECISION = 0.9
 LINK_PRECISION = 0.98
 MIN_LINKS = 50
 MIN_HINTS = 30
+MAX_P = 0.99  # no offer is shown as certain: the top band holds a few hundred pairs
 MIN_PER_SOURCE = 5  # a source's precision counts from this many top offers
 DECIDES = frozenset({"decision", "distractor", "scope_decision"})
 NOT_DECIDES = frozenset({"context", "noise", "scope_note"})
@@ -214,7 +218,7 @@ def fit_calibration(raw: Sequence[float], labels: Sequence[int], weights: Sequen
     import numpy as np
     from sklearn.isotonic import IsotonicRegression
 
-    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    iso = IsotonicRegression(y_min=0.0, y_max=MAX_P, out_of_bounds="clip")
     iso.fit(np.asarray(raw), np.asarray(labels, dtype=float), sample_weight=np.asarray(weights))
     xs, ys = iso.X_thresholds_.tolist(), iso.y_thresholds_.tolist()
     return [(round(float(a), 6), round(float(b), 4)) for a, b in zip(xs, ys, strict=True)]

@@ -20,7 +20,8 @@ MOVED = "We moved the ledger from PostgreSQL to SQLite in WAL mode; one file per
 
 
 def service(tmp_path: Path, **linker: object) -> MemoryService:
-    settings = Settings(db=str(tmp_path / "m.db"), vectors="off", linker=linker)  # type: ignore[arg-type]
+    """The embedded default (hybrid: the packaged embedding model), with these linker settings."""
+    settings = Settings(db=str(tmp_path / "m.db"), linker=linker)  # type: ignore[arg-type]
     return build_embedded(settings)
 
 
@@ -45,10 +46,11 @@ def test_a_change_of_the_ledger_is_offered_with_its_probability_and_what_changes
     old = svc.remember(LEDGER).node
     got = svc.remember(MOVED)
     assert got.node.possible_supersedes == (old.id,)
-    (p,) = got.node.possible_supersedes_confidence
-    assert shipped_pair_model().offer_at <= p <= 1.0  # type: ignore[operator]
-    (why,) = got.node.possible_supersedes_why
-    assert why.startswith(f"p={p:.2f}") and "SQLite" in why
+    assert got.decision is not None
+    ((target, p),) = got.decision.candidates
+    assert target == old.id and shipped_pair_model().offer_at <= p < 1.0  # type: ignore[operator]
+    (why,) = got.decision.why
+    assert why.startswith(f"p={p:.2f}") and "SQLite" in why, why
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,19 @@ whole-note cosine at least ``subject_at_full``: each the 10th percentile of the 
 development data; the second catches long records whose decision parts were read apart, a revision
 whose Decision section is short against a record whose is long); ``none`` otherwise.
 
+**Calibrated offers** (a model file with ``offer_at``: the shipped one since 2026-12-06). What the
+agent reads is the model's probability through its calibration (``PairModel.calibration``, isotonic,
+fitted out of fold on hand-written development notes by ``lab/offers.py``): the probability that the
+note replaces that decision. Before any pair is scored, ``_gate`` drops what cannot be a
+replacement: a note that decides nothing (a question, a reminder, a report: the ``decides`` model
+over its words, learned from data) gets no offer, a candidate that decides nothing is never offered,
+and a candidate whose scope differs from the note's (listed because a scope was inferred from a text)
+is offered only when the note names its scope. Then only candidates at or above ``offer_at`` are
+offered (``abstain``), and the best links at ``link_at`` (the ``pair`` auto linker, opt-in). Each
+offer's reason gives the probability, what changes as read from the two decision parts
+(``changes``: "Postgres -> SQLite") or that no option changes (a restatement?), and another scope
+when there is one. Without ``offer_at`` (an older file) the rules below apply.
+
 An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
 passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
 each listed candidate together with the note, and the best one links when
@@ -63,6 +76,7 @@ from evomem.domain.linkers.history import Lookup, versions_from
 from evomem.domain.linkers.pair_features import FEATURES, MAX_LISTED, listed, pair_features, plausible_ranked
 from evomem.domain.linkers.pair_model import PairModel, logit, sigmoid
 from evomem.domain.linkers.pair_reading import Reading, declares, read
+from evomem.domain.linkers.vocabulary import CUE_WORDS
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
 from evomem.domain.scope import infer_scope, may_list, normalise
@@ -208,7 +222,7 @@ class PairLinker:
         # A record named with a replacing verb is listed first (a competing proposal, a partial or
         # scoped amendment, an alternative: the agent judges), whatever the model's rank.
         plausible = [*named, *(i for i in plausible if i not in named)]
-        if b is not None and probs[b] >= self._link_at(rows[b]):
+        if b is not None and probs[b] >= max(self._link_at(rows[b]), self.offer_at or 0.0):
             top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
                 kind="link",
@@ -422,7 +436,7 @@ class PairLinker:
         parts = [f"p={p:.2f}"]
         if node is not None:
             changed = changes(self._read(text), self._read(node.raw_text))
-            parts.append(changed or "no option changes: may restate it")
+            parts.append(changed or "names no new option: may restate it")
             if not scope_compatible(scope, node.scope):
                 parts.append(f"another scope: the note is {scope or 'unscoped'}, it is {node.scope or 'unscoped'}")
         if f["explicit_ref"]:
@@ -502,19 +516,30 @@ CHANGE_WORDS = 2  # names or values shown on each side of a change
 
 
 def changes(note: Reading, cand: Reading) -> str | None:
-    """What changes from the candidate to the note, as read from their decision parts: the
-    names and values (``decision_text.distinctive``) the candidate has and the note has not, and the
-    reverse: "Postgres -> SQLite", "drops Redis", "brings Kafka"; None when neither side has one."""
+    """What changes from the candidate to the note, as read from their decision parts: what the
+    note leaves (its words in a leaving position, "instead of X", "from X") or else the names and
+    values (``decision_text.distinctive``) of the candidate the note does not repeat, against what
+    the note brings (its names and values the candidate lacks, else its other new words):
+    "PostgreSQL -> SQLite", "nightly -> hourly", "brings Kafka"; None when the note brings nothing."""
     old_case, new_case = _cased(cand.part), _cased(note.part)
-    old = [old_case[w] for w in old_case if w in cand.dist and w not in note.toks and w not in note.dist]
     new = [new_case[w] for w in new_case if w in note.dist and w not in cand.toks and w not in cand.dist]
-    old, new = old[:CHANGE_WORDS], new[:CHANGE_WORDS]
+    left = [old_case[w] for w in old_case if w in note.leaving and (w in cand.toks or w in cand.dist)]
+    if not new and left:  # "hourly instead of nightly": the new words nearest what the note leaves
+        order = list(new_case)
+        at = order.index(left[0].lower()) if left[0].lower() in order else 0
+        fresh = [
+            w for w in order if w in note.toks and w not in cand.toks and w not in note.leaving and w not in CUE_WORDS
+        ]
+        new = [new_case[w] for w in sorted(fresh, key=lambda w: abs(order.index(w) - at))]
+    unsaid = [old_case[w] for w in old_case if w in cand.dist and w not in note.toks and w not in note.dist]
+    old = (left or unsaid)[:CHANGE_WORDS]
+    new = new[:CHANGE_WORDS]
     if old and new:
         return f"{', '.join(old)} -> {', '.join(new)}"
-    if old:
-        return f"drops {', '.join(old)}"
     if new:
         return f"brings {', '.join(new)}"
+    if left:
+        return f"drops {', '.join(left[:CHANGE_WORDS])}"
     return None
 
 
