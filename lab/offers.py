@@ -133,6 +133,7 @@ class Note:
     replaces: bool  # the note has a gold predecessor
     gold_in: bool  # and the search found it
     pairs: list[int]
+    words: bool = False  # a replay without embeddings (``--vectors off``): reported apart, never judged
 
 
 def _scope_of(n: Mapping[str, Any]) -> str | None:
@@ -193,7 +194,9 @@ def pairs_of(
                     )
                 )
                 pos += 1
-            notes.append(Note(name, g, e["linked"], e["gold"] is not None, bool(e["gold_in"]), idx))
+            notes.append(
+                Note(name, g, e["linked"], e["gold"] is not None, bool(e["gold_in"]), idx, bool(e.get("words")))
+            )
     return pairs, notes
 
 
@@ -295,7 +298,7 @@ def choose(
     """offer_at, hint_at and link_at on the calibrated out-of-fold probabilities, each source of
     ``judged`` (default: all; the trainer passes the hand-written ones) weighing alike."""
     judged = judged if judged is not None else {n.source for n in notes}
-    mine = [n for n in notes if n.source in judged]
+    mine = [n for n in notes if n.source in judged and not n.words]  # the default regime: hybrid
     grid = [round(0.01 * k, 2) for k in range(1, 100)]
 
     def precision(at: float) -> tuple[float, int]:
@@ -364,9 +367,11 @@ def fit(
         [pairs[i].raw for i in fitted], [pairs[i].label for i in fitted], [pairs[i].weight for i in fitted]
     )
     report: dict[str, Any] = {"decides_at": decides_at, **cut, "per_source": {}}
-    for name in dict.fromkeys(p.source for p in pairs):
-        mine = [n for n in notes if n.source == name]
-        report["per_source"][name] = {
+    for name, words in [(s, w) for s in dict.fromkeys(p.source for p in pairs) for w in (False, True)]:
+        mine = [n for n in notes if n.source == name and n.words == words]
+        if not mine:
+            continue
+        report["per_source"][name + (" (words only)" if words else "")] = {
             "offers_on_nothing": round(share_offered_on_nothing(mine, prob, cut["offer_at"]).get(name, 0.0), 3),
             "recall_if_confirmed": round(recall_if_confirmed(mine, pairs, prob, cut["offer_at"]), 3),
             "hint_precision": [round(x, 3) for x in top_precision(mine, pairs, prob, cut["hint_at"])],

@@ -713,6 +713,29 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
             fh.write(json.dumps(row) + "\n")
 
 
+def _load_groups(paths: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """The pair datasets ``--save-groups`` wrote (our own pickles), merged scenario by scenario:
+    a replay without embeddings (its rows' ``has_emb`` is 0) is marked ``words`` and joins its
+    scenario's group, so a scenario is on one side of every fold in both regimes."""
+    sources: list[Any] = []
+    merged: list[Any] = []
+    for path in paths:
+        with open(path, "rb") as fh:
+            src, groups = pickle.load(fh)
+        if not merged:
+            sources, merged = src, [(n, k, list(es)) for n, k, es in groups]
+            continue
+        if [(n, k) for n, k, _ in groups] != [(n, k) for n, k, _ in merged]:
+            raise SystemExit(f"{path}: not the same scenarios as {paths[0]}")
+        for (_, _, entries), (_, _, more) in zip(merged, groups, strict=True):
+            entries.extend(more)
+    has_emb = pf.FEATURES.index("has_emb")
+    for _, _, entries in merged:
+        for e in entries:
+            e["words"] = not any(r[has_emb] for r in e["rows"])
+    return sources, merged
+
+
 def _read_vector_cache(path: Path, key: str | None) -> dict[str, list[float]]:
     """The embeddings kept by an earlier run with the same embedder (empty when none)."""
     if not path.exists():
@@ -758,7 +781,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a file of the texts' embeddings, read if present and written after (for reruns; keyed by the embedder)",
     )
     ap.add_argument("--save-groups", default="", help="write the replayed pair dataset here (pickle), for reruns")
-    ap.add_argument("--load-groups", default="", help="read the pair dataset --save-groups wrote instead of replaying")
+    ap.add_argument(
+        "--load-groups",
+        action="append",
+        default=[],
+        help="read the pair dataset --save-groups wrote instead of replaying; twice: the replays with and "
+        "without embeddings (--no-embeddings), each scenario's two replays in one group",
+    )
     ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
     args = ap.parse_args(argv)
     started = time.perf_counter()
@@ -776,8 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.hold_out:
         sources = hold_out(sources, args.hold_out, args.hold_out_dir)
     if args.load_groups:
-        with open(args.load_groups, "rb") as fh:
-            sources, groups = pickle.load(fh)  # our own file, written by --save-groups
+        sources, groups = _load_groups(args.load_groups)
     else:
         groups = build_groups(sources, linker, args.seed)
     if args.save_groups:
