@@ -10,6 +10,7 @@ and the real embedding model are used; without the model the tests are skipped.
 from __future__ import annotations
 
 import json
+import re
 import math
 from dataclasses import replace
 
@@ -353,8 +354,11 @@ def test_a_candidates_guessed_scope_does_not_hide_it(linker: PairLinker) -> None
 def test_same_scope_decisions_link(linker: PairLinker) -> None:
     old = node("Staging deploys run from the release branch.", scope="staging")
     new = "Staging deploys run from main now instead of the release branch."
-    decision = linker.decide(new, "staging", [*distractors(), old])
-    assert decision.kind in ("link", "abstain")
+    cands = [*distractors(), old]
+    decision = linker.decide(new, "staging", cands)
+    raw = [linker.model.raw(r) for r in linker.score(new, "staging", cands)[1]]
+    assert max(range(len(cands)), key=raw.__getitem__) == len(cands) - 1, raw  # the same-scope decision first
+    assert decision.kind == "none" or decision.candidates[0][0] == old.id
 
 
 def test_people_decision(linker: PairLinker) -> None:
@@ -575,7 +579,8 @@ def test_the_shipped_model_file_is_the_pinned_one(tmp_path) -> None:
     assert load_pair_model(copy / MODEL_FILE.name).trees == model.trees
     damaged = copy / MODEL_FILE.name
     damaged.write_text(
-        damaged.read_text(encoding="utf-8").replace('"link_at": 1.0', '"link_at": 0.5'), encoding="utf-8"
+        re.sub(r'"link_at": [0-9.]+', '"link_at": 0.5', damaged.read_text(encoding="utf-8"), count=1),
+        encoding="utf-8",
     )
     with pytest.raises(PairModelFileUnavailable, match=r"pair_model\.json does not match its pinned sha256"):
         load_pair_model(damaged)
@@ -612,9 +617,11 @@ class _Scorer:
         return [self.by_candidate.get(cand, -8.0) for _, cand in pairs]
 
 
-def _unsure(linker: PairLinker, scorer: _Scorer) -> PairLinker:
+def _unsure(linker: PairLinker, scorer: _Scorer, offer_at: float | None = 0.0) -> PairLinker:
     """The shipped model, made unsure of everything (it never links on its own), with ``scorer``."""
-    return PairLinker(linker.embedder, model=linker.model, link_at=1.01, cross=scorer)
+    # offer_at 0: every candidate reaches the second reading (the shipped model's cut-off would
+    # decide which, and these tests are about the reading)
+    return PairLinker(linker.embedder, model=linker.model, link_at=1.01, offer_at=offer_at, cross=scorer)
 
 
 def test_cross_encoder_links_what_the_pair_model_was_unsure_of(linker: PairLinker) -> None:
@@ -666,7 +673,7 @@ def test_a_failing_cross_encoder_loses_only_its_reading(linker: PairLinker) -> N
 
 def test_cross_encoder_is_not_asked_when_nothing_is_plausible(linker: PairLinker) -> None:
     scorer = _Scorer({})
-    decision = _unsure(linker, scorer).decide(
+    decision = _unsure(linker, scorer, offer_at=None).decide(  # the shipped cut-off
         "The cafeteria serves lunch until 14:00.", None, [node("Kubernetes clusters run version 1.29.")]
     )
     assert decision.kind == "none"
