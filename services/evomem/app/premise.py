@@ -12,10 +12,11 @@ gateway run the same code; ``MemoryService.check`` and ``MemoryService.review`` 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, Protocol
 
 from evomem.app.notes import NoteRules
 from evomem.app.ports import Storage
@@ -26,12 +27,54 @@ from evomem.domain.premise import judge
 from evomem.domain.scope import infer_scope
 
 
+class Host(Protocol):
+    """What ``check`` and ``review`` use of the service (``MemoryService``, or the one a
+    ``GuardedService`` scopes): its storage, its rules and defaults, its recall and supersede."""
+
+    storage: Storage
+    rules: NoteRules
+    config: Any
+
+    def recall(self, query: object, **kwargs: Any) -> Any: ...
+
+    def supersede(self, node_id: object, supersedes: object, *, author: object = None) -> MemoryNode: ...
+
+
 @dataclass(slots=True)
 class ReviewOutcome:
     node: MemoryNode  # the reviewed node, as it is now
     changed: bool  # a flag was cleared (or the node was replaced)
     cleared: ReviewFlag | None  # the flag it had
     replaced_by: MemoryNode | None = None  # superseded_by: the note now in force in its place
+
+
+def review_for(
+    service: Host, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+) -> ReviewOutcome:
+    """``review`` as ``MemoryService.review`` runs it: the author (or the server's default) links."""
+    by = textrules.clean_short(author, "author") or service.config.default_author
+
+    def link(newer: str, older: str) -> MemoryNode:
+        return service.supersede(newer, older, author=by)
+
+    return review(
+        service.storage, service.rules, link, node_id, still_valid=still_valid, superseded_by=superseded_by, author=by
+    )
+
+
+def check(
+    service: Host, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+) -> CheckOutcome:
+    """Exactly one of ``statement`` (``check_statement``) or ``node_id`` (``check_node``)."""
+    started = time.perf_counter()
+    if (statement in (None, "")) == (node_id in (None, "")):
+        raise InvalidArgument("check needs exactly one of statement (what you assume) or node_id (a decision)")
+    if node_id not in (None, ""):
+        out = check_node(service.storage, service.rules, node_id, textrules.clean_label(namespace, "namespace"))
+    else:
+        out = check_statement(service.recall, statement, scope, service.rules.namespace(namespace))
+    out.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+    return out
 
 
 def review(
