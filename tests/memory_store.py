@@ -330,6 +330,9 @@ class MemoryStore:
             prev.superseded_by = None
             prev.status = Status.ACTIVE if prev.forgotten_at is None else Status.FORGOTTEN
             self._change("unlink", node_id, prev.id, method=method, by=by, detail=detail)
+            for other in self._nodes.values():  # the restored version is in force again
+                if other.namespace == prev.namespace:
+                    other.needs_review = deps.restored(other.needs_review, prev.id)
             return replace(node), replace(prev)
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:

@@ -199,3 +199,25 @@ def test_a_link_made_by_the_automatic_linker_flags_too(linking_service: MemorySe
     assert new.node.supersedes == old and new.link is not None and new.link.method != "agent"
     flag = _flag(linking_service, built)
     assert flag is not None and flag.replaced == (old,) and flag.replaced_by == (new.node.id,)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_unlinking_the_change_puts_the_flags_it_raised_away(tmp_path: Path, wiring: str) -> None:
+    """A wrong link undone: the version it replaced is in force again, so what depends on it
+    no longer needs review for that change (other entries stay)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _story(service)
+        jwt = service.remember(JWT, supersedes=ids["sessions"]).node.id
+        assert _flag(service, ids["warmup"]) is not None
+        service.unlink(jwt)
+        assert all(_flag(service, ids[k]) is None for k in ("cache", "ttl", "warmup"))
+
+
+def test_the_memory_store_puts_them_away_too() -> None:
+    from memory_store import MemoryStore
+
+    service = MemoryService.local(MemoryStore())
+    ids = _story(service)
+    jwt = service.remember(JWT, supersedes=ids["sessions"]).node.id
+    service.unlink(jwt)
+    assert _flag(service, ids["cache"]) is None

@@ -49,3 +49,11 @@ def test_check_answers_as_on_sqlite(service: MemoryService) -> None:
     assert service.check("the ledger runs on Postgres").verdict == "superseded"
     assert service.check("the ledger runs on SQLite").verdict == "in_force"
     assert service.check(node_id=a).verdict == "superseded" and service.check(node_id=b).verdict == "in_force"
+
+
+def test_an_unlink_puts_the_flags_it_raised_away(service: MemoryService) -> None:
+    ids = _story(service)
+    jwt = service.remember(JWT, supersedes=ids["sessions"]).node.id
+    assert _flag(service, ids["ttl"]) is not None
+    service.unlink(jwt)
+    assert _flag(service, ids["ttl"]) is None and _flag(service, ids["cache"]) is None

@@ -6,6 +6,7 @@ cycles they may not make, and what goes stale when a decision is replaced.
     stale(replaced_chain, graph, roots)           # {node id: the dependency it reaches it through}
     flagged(flag, replaced, replaced_by, via, at) # a node's ``needs_review``, one more entry
     inherited(named, at)                          # a new note built on something already stale
+    restored(flag, version)                       # an unlink put ``version`` back in force
 
 A dependency names a node, and means the *decision* (its chain): when the chain's version in
 force is replaced (``supersedes``, the ``supersede`` tool, a linker), every active node that depends
@@ -110,6 +111,18 @@ def flagged(flag: ReviewFlag | None, replaced: str, replaced_by: str, via: str, 
     return ReviewFlag(
         (*flag.replaced, replaced), (*flag.replaced_by, replaced_by), (*flag.via, via), flag.flagged_at or at
     )
+
+
+def restored(flag: ReviewFlag | None, version: str) -> ReviewFlag | None:
+    """``flag`` without the entries that name ``version`` as replaced: an unlink put it back in force.
+    None when nothing else is left."""
+    if flag is None or version not in flag.replaced:
+        return flag
+    keep = [i for i, r in enumerate(flag.replaced) if r != version]
+    if not keep:
+        return None
+    pick = lambda xs: tuple(xs[i] for i in keep if i < len(xs))  # noqa: E731
+    return ReviewFlag(pick(flag.replaced), pick(flag.replaced_by), pick(flag.via), flag.flagged_at)
 
 
 def inherited(named: Sequence[tuple[str, str | None, ReviewFlag | None]], at: int) -> ReviewFlag | None:

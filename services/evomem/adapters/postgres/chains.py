@@ -290,6 +290,7 @@ def detach(conn: Any, node_id: str, *, by: str | None) -> str:
         "VALUES (%s, %s, 'unlink', %s, %s, %s, %s, NULL, %s)",
         (ns, now_ms(), node_id, prev_id, row["link_method"], by, detail),
     )
+    reviews.unflag_restored(conn, ns, prev_id)
     return prev_id
 
 

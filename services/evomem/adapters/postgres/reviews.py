@@ -169,6 +169,33 @@ def inherit(conn: Any, namespace: str, node_id: str, note: NewNote) -> None:
         )
 
 
+def unflag_restored(conn: Any, namespace: str, version: str) -> None:
+    """As ``adapters/sqlite/reviews.unflag_restored``: an unlink put ``version`` back in force."""
+    rows = _rows(
+        conn,
+        f"SELECT id, {_FLAG} FROM nodes WHERE namespace = %s AND needs_review_replaced IS NOT NULL "
+        "AND strpos(needs_review_replaced, %s) > 0 FOR UPDATE",
+        (namespace, version),
+    )
+    for row in rows:
+        flag = deps.restored(_flag(row), version)
+        values = (
+            (None, None, None, None)
+            if flag is None
+            else (
+                json.dumps(list(flag.replaced)),
+                json.dumps(list(flag.replaced_by)),
+                json.dumps(list(flag.via)),
+                flag.flagged_at,
+            )
+        )
+        conn.execute(
+            "UPDATE nodes SET needs_review_replaced = %s, needs_review_replaced_by = %s, needs_review_via = %s, "
+            "needs_review_flagged_at = %s WHERE namespace = %s AND id = %s",
+            (*values, namespace, row["id"]),
+        )
+
+
 def clear(conn: Any, namespace: str, node_id: str, by: str | None = None) -> bool:
     cur = conn.execute(
         "UPDATE nodes SET needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "

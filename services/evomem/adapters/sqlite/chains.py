@@ -209,7 +209,7 @@ def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
     The link's provenance is kept in the audit log.
     """
     row = conn.execute(
-        "SELECT id, chain_root, version, supersedes, link_method, link_by, link_confidence, purged_at "
+        "SELECT id, namespace, chain_root, version, supersedes, link_method, link_by, link_confidence, purged_at "
         "FROM nodes WHERE id = ?",
         (node_id,),
     ).fetchone()
@@ -246,6 +246,7 @@ def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
         "VALUES (?, 'unlink', ?, ?, ?, ?, NULL, ?)",
         (now_ms(), node_id, prev_id, row["link_method"], by, detail),
     )
+    reviews.unflag_restored(conn, row["namespace"], prev_id)
     return prev_id
 
 

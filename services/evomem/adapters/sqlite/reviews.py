@@ -158,6 +158,25 @@ def inherit(conn: sqlite3.Connection, node_id: str, note: NewNote) -> None:
         _write_flag(conn, node_id, flag)
 
 
+def unflag_restored(conn: sqlite3.Connection, namespace: str, version: str) -> None:
+    """An unlink put ``version`` back in force: the flags that named it as replaced lose that entry."""
+    rows = conn.execute(
+        f"SELECT id, {_FLAG_COLUMNS} FROM nodes INDEXED BY nodes_needs_review "
+        "WHERE namespace = ? AND needs_review_replaced IS NOT NULL AND instr(needs_review_replaced, ?) > 0",
+        (namespace, version),
+    ).fetchall()
+    for row in rows:
+        flag = deps.restored(_flag(row), version)
+        if flag is None:
+            conn.execute(
+                "UPDATE nodes SET needs_review_replaced = NULL, needs_review_replaced_by = NULL, "
+                "needs_review_via = NULL, needs_review_flagged_at = NULL WHERE id = ?",
+                (row["id"],),
+            )
+        else:
+            _write_flag(conn, row["id"], flag)
+
+
 def clear(conn: sqlite3.Connection, node_id: str, by: str | None = None) -> bool:
     """The flag of ``node_id`` cleared (a review); whether it had one. Recorded in the link audit."""
     cur = conn.execute(
