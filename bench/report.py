@@ -350,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     if speed.with_suffix(".png").exists():
         png = "../" + speed.with_suffix(".png").as_posix()
         text += f"![latency against store size]({png})\n\n"
+    text += section(
+        "Where the time goes",
+        r / "profile" / "profile.md",
+        "Recall and remember in-core under a profiler (`python -m bench.profile`), then what changed and the "
+        "same speed suite before and after in one run.\n\n",
+    )
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
