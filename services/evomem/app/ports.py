@@ -286,6 +286,12 @@ class Vectors(Protocol):
 
     def remove(self, node_id: str) -> None: ...
 
+    def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``text`` with each of ``node_ids`` that has a vector in
+        ``namespace``, from the stored vectors (no embedding but ``text``'s, usually cached),
+        whatever its value. {} when the model cannot be used now."""
+        ...
+
     def prepare(self, text: str) -> None:
         """Embed ``text`` ahead, into a cache that ``add`` and ``nearest`` reuse, when the model
         can be used now (the note is embedded once, before the linker's candidate search)."""

@@ -45,6 +45,8 @@ class VectorTable(Protocol):
 
     def search(self, vector: Any, namespace: str, k: int = 10) -> list[tuple[str, float]]: ...
 
+    def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]: ...
+
     def remove(self, node_id: str) -> bool: ...
 
     def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]: ...
@@ -170,6 +172,19 @@ class SemanticIndex:
         (vector,) = self._encode([text])
         hits = self.index.search(vector, namespace, k=limit)
         return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]
+
+    def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The stored vectors' cosines with ``text`` (the linker's candidates that the search by
+        meaning did not return: no second embedding of their texts). {} while the model loads."""
+        if not node_ids or not text.strip():
+            return {}
+        try:
+            if not self._check_ready():
+                return {}
+        except ModelNotReady:
+            return {}
+        (vector,) = self._encode([text])
+        return {i: round(1.0 - d, 6) for i, d in self.index.distances(vector, namespace, node_ids).items()}
 
     def remove(self, node_id: str) -> None:
         self.index.remove(node_id)
