@@ -280,8 +280,18 @@ class Vectors(Protocol):
         """Embed and store the vectors of ``nodes`` (replacing any they had)."""
         ...
 
+    def add_soon(self, nodes: Sequence[MemoryNode]) -> None:
+        """``add`` after the caller has answered (on a thread of the vectors'): ``nearest`` waits
+        for it, a crash before it leaves the nodes to ``backfill``."""
+        ...
+
+    def settle(self, timeout_s: float = 10.0) -> bool:
+        """Wait until what ``add_soon`` queued is stored; False on timeout."""
+        ...
+
     def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
-        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first."""
+        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first
+        (after what ``add_soon`` queued is stored)."""
         ...
 
     def remove(self, node_id: str) -> None: ...
