@@ -146,12 +146,15 @@ class Store(Records, Protocol):
         ...
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         """For each of ``node_ids``: the active or superseded notes of ``namespace`` that list it
         in their ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit``
         each, with the linker's reason and confidence when stored. A reverse lookup, cheap at any
-        store size; ids with none are left out. Forgetting, purging or linking a note drops it."""
+        store size; ids with none are left out. Forgetting, purging or linking a note drops it.
+        ``full=False``: each node only as far as deciding a hint needs (id, namespace, scope,
+        created_at, status, chain_root, purged_at; no text), for the caller to read in full the
+        ones it shows."""
         ...
 
     def ping(self) -> None:
