@@ -83,6 +83,24 @@ def section(title: str, path: Path, note: str = "") -> str:
     return f"## {title}\n\n{note}{body}\n\n"
 
 
+def floors(r: Path) -> str:
+    """Tantivy and usearch beside EvoMem's searches (``bench.floors``): make bench's 100k run and
+    bench-full's 1M run, each from one run."""
+    parts = [p.read_text().strip() for p in (r / "floors.md", r / "full" / "floors.md") if p.exists()]
+    if not parts:
+        return "## Real top-k engines beside EvoMem's searches\n\nNot run yet (`python -m bench.floors`).\n\n"
+    return (
+        "## Real top-k engines beside EvoMem's searches\n\n"
+        "`python -m bench.floors` (`make bench`: 100k; `make bench-full`: 1M): Tantivy (BM25, block-max WAND) "
+        "and usearch (HNSW, int8) on the speed suite's store, next to EvoMem's own searches, timed one query "
+        "at a time in one run. recall@10 is against the exact cosine top 10 over the same stored vectors; the "
+        "speed store's vectors are 512 real embeddings each copied with noise (`bench.datagen`), so a top 10 "
+        "is a pick among near-ties, hard for any approximate index: read it as a lower bound.\n\n"
+        + "\n\n".join(parts)
+        + "\n\n"
+    )
+
+
 def headline(r: Path) -> str:
     """One table per linker, from quality.json and peps.json: what automatic linking is judged on."""
     qpath, ppath = r / "quality.json", r / "peps.json"
@@ -356,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         "Recall and remember in-core under a profiler (`python -m bench.profile`), then what changed and the "
         "same speed suite before and after in one run.\n\n",
     )
+    text += floors(r)
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
