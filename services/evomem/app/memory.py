@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
-from evomem.app import incidents
+from evomem.app import incidents, premise
 from evomem.app.notes import MAX_REASON_CHARS, NoteLimits, NoteRules
 from evomem.app.ports import ExtractionJob, Extractor, JobQueue, Linker, Storage, Store, Vectors
 from evomem.app.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
@@ -38,7 +38,7 @@ from evomem.domain.model import (
     NewNote,
     Stats,
 )
-from evomem.domain.recall import RecallQuery, Resolved
+from evomem.domain.recall import RecallQuery, Resolved, Successor
 from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext
 from evomem.domain.scope import infer_note_scope
 
@@ -104,6 +104,9 @@ class ServiceConfig:
     vectors: bool = False  # search and embed by meaning too (hybrid); storage says when it cannot
     vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
+    # recall shows a possible successor (maybe_replaced_by) whose offer's probability reaches this
+    # (0: every one; above 1: none); the composition root passes the pair model's ``hint_at``
+    hint_min_p: float = 0.0
 
 
 def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
@@ -118,6 +121,12 @@ def _confidences(decision: LinkDecision, listed: Sequence[str]) -> tuple[float, 
     if decision.proposal is not None:
         conf.setdefault(decision.proposal.target_id, decision.proposal.confidence)
     return tuple(min(max(float(conf.get(c, 0.0)), 0.0), 1.0) for c in listed)
+
+
+def _hinted(successor: Successor, at: float) -> bool:
+    """Whether a possible successor is shown: its offer's probability (the weakest step's, along
+    a chain of offers) reaches ``at``; one stored without a probability is not."""
+    return successor.confidence is not None and successor.confidence >= at
 
 
 def _offered(note: NewNote, decision: LinkDecision, listed: Sequence[str]) -> NewNote:
@@ -214,6 +223,7 @@ class MemoryService:
         namespace: object = None,
         author: object = None,
         idempotency_key: object = None,
+        if_head: object = False,
         audit: AuditEntry | None = None,
     ) -> RememberOutcome:
         """Store a note at most once. With ``idempotency_key``, a retry (same key, same text)
@@ -221,6 +231,8 @@ class MemoryService:
         ``Conflict``. Without one, an identical active note of the same namespace and scope
         stored within ``config.dedupe_window_ms`` is answered (``duplicate_of``) instead of a copy.
         Storage decides both inside the write's transaction, so concurrent retries agree.
+        ``if_head``: with ``supersedes``, store only if that id is still its chain's head (``NotHead``,
+        ``[conflict]``, naming the head, otherwise); False re-targets to the head as before.
         ``audit``: the entry of an authenticated caller (``access.GuardedService``), recorded by
         storage with the write, in the same call."""
         started = time.perf_counter()
@@ -235,6 +247,7 @@ class MemoryService:
             if inferred is not None:
                 note_scope, scope_source, scope_evidence = inferred.scope, "inferred", inferred.evidence
         target = None if supersedes in (None, "") else self.rules.node_id(supersedes, "supersedes")
+        only_head = self.rules.if_head(if_head, target)
         rels = self.rules.relations(relations)
         decider = None if target is not None else self.linker or self.offerer
         context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider)
@@ -287,6 +300,7 @@ class MemoryService:
                 vectors=self.config.vectors,
                 vectors_required=self.config.vectors_required,
                 audit=audit,
+                if_head=only_head,
             )
         )
         node = stored.node
@@ -475,6 +489,9 @@ class MemoryService:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
             )
+        if self.config.hint_min_p > 0:
+            for entry, _ in answer.results:
+                entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if _hinted(s, self.config.hint_min_p)]
         return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     # ------------------------------------------------------------------ get / forget / link
@@ -545,6 +562,18 @@ class MemoryService:
             raise InvalidArgument(f"node {nid} supersedes nothing; there is no link to undo")
         by = textrules.clean_short(author, "author") or self.config.default_author
         return self.storage.unlink(nid, by=by)
+
+    def review(
+        self, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+    ) -> premise.ReviewOutcome:
+        """Clear a ``needs_review`` flag: still valid, or replaced by ``superseded_by`` (``app.premise``)."""
+        return premise.review_for(self, node_id, still_valid=still_valid, superseded_by=superseded_by, author=author)
+
+    def check(
+        self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+    ) -> premise.CheckOutcome:
+        """Is a decision (``node_id``) or a ``statement`` still in force? (``app.premise.check``)"""
+        return premise.check(self, statement, node_id=node_id, scope=scope, namespace=namespace)
 
     def stats(self, namespace: object = None) -> Stats:
         return self.storage.stats(textrules.clean_label(namespace, "namespace"))

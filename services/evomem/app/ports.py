@@ -84,6 +84,12 @@ class Records(AuditLog, Protocol):
         provenance goes to the audit. Returns (the node, first of its own chain; the restored head)."""
         ...
 
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """Clear ``node_id``'s ``needs_review`` flag (the node was confirmed still valid; recorded in
+        the link audit); whether it had one. ``NotFound`` when there is no such node. (A node gets
+        the flag in the write that replaces a decision it depends on, ``domain.dependencies``.)"""
+        ...
+
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         """Soft-forget (kept as history, out of recall) or purge (the text, its index entries and
         its vector erased; the chain keeps a tombstone). The node after the change and whether
@@ -117,6 +123,10 @@ class Store(Records, Protocol):
     a link stays inside one namespace and never makes a cycle. ``supersedes`` naming a version
     that is no longer the head is re-targeted to the head (``LinkProvenance.requested_id`` keeps
     what was named); a forgotten head is superseded all the same (the new note continues the chain).
+    In the same transaction, a write that replaces a chain's head flags every active node that
+    depends on that chain (``depends_on``, ``implements``; directly or through others) with
+    ``needs_review``, and a write whose dependencies would lead back into its own chain is a
+    ``CycleError`` (``evomem.domain.dependencies``). A replaced version's flag is cleared.
     """
 
     def insert_once(
@@ -127,12 +137,14 @@ class Store(Records, Protocol):
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """Write a new node at most once, decided in the write's transaction: a key used before in
         the namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
         one ``Purged``); without a key, an identical active note of the same namespace and scope
         created within ``dedupe_window_ms`` answers that node (DUPLICATE). With ``supersedes``, the
-        node is linked after the head of that chain. (That its relations name nodes of its namespace
+        node is linked after the head of that chain; with ``if_head``, only if ``supersedes`` is that
+        head (``NotHead`` otherwise, nothing written). (That its relations name nodes of its namespace
         is checked before: ``app.notes.NoteRules``.)"""
         ...
 

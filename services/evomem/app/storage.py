@@ -73,6 +73,7 @@ class LocalStorage:
             link=write.link,
             idempotency_key=write.idempotency_key,
             dedupe_window_ms=write.dedupe_window_ms,
+            if_head=write.if_head,
         )
         stored = StoredNote(node, outcome)
         if write.audit is not None:
@@ -120,6 +121,9 @@ class LocalStorage:
 
     def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
         return self.store.unlink(node_id, by=by)
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        return self.store.review(node_id, by=by)
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         """A purge also drops the text from the embedding cache (its keys are the texts)."""

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from evomem.adapters.postgres import archive, chains, schema
+from evomem.adapters.postgres import archive, chains, reviews, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
@@ -260,6 +260,7 @@ class PostgresStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """As ``SQLiteStore.insert_once``: at most once, decided in the write's transaction under a
         lock on the key (or, for the dedupe window, on the text)."""
@@ -274,7 +275,7 @@ class PostgresStore:
             if found is not None:
                 return found
             node_id = new_id(created)
-            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link)
+            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link, if_head=if_head)
             if key_hash is not None:
                 conn.execute(
                     "INSERT INTO remember_keys (namespace, key_hash, node_id, text_hash, created_at) "
@@ -301,6 +302,20 @@ class PostgresStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """As ``SQLiteStore.review``: the flag cleared in one transaction, under the row's lock."""
+
+        def write(conn: Any) -> bool:
+            row = chains.one(conn, "SELECT namespace FROM nodes WHERE id = %s FOR UPDATE", (node_id,))
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            return reviews.clear(conn, row["namespace"], node_id, by)
+
+        changed = self._write(write)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""

@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import archive, audit, chains, driver, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
 from evomem.adapters.sqlite import search as fulltext
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
@@ -252,6 +252,7 @@ class SQLiteStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """``insert``, at most once: in the same transaction (under the write lock), a key used
         before answers its first node (REPLAYED; another text under that key is a ``Conflict``),
@@ -271,7 +272,7 @@ class SQLiteStore:
                 node_id = found
             else:
                 outcome = InsertOutcome.INSERTED
-                chains.insert_row(conn, node_id, created, note, ex, supersedes, link)
+                chains.insert_row(conn, node_id, created, note, ex, supersedes, link, if_head=if_head)
                 if key_hash is not None:
                     conn.execute(
                         "INSERT INTO remember_keys(key_hash, node_id, text_hash, created_at) VALUES (?, ?, ?, ?)",
@@ -300,6 +301,16 @@ class SQLiteStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """Clear ``node_id``'s ``needs_review`` (confirmed still valid); whether it had one."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is None:
+                raise NotFound(f"no node with id {node_id}")
+            changed = reviews.clear(conn, node_id, by)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""
