@@ -124,6 +124,8 @@ bench: $(VENV)/.installed-bench
 	$(MAKE) bench-linking
 	$(PY) -m bench.speed --sizes 10000,100000 --postgres off --out bench/results
 	$(MAKE) bench-postgres-speed
+	$(PY) -m bench.floors --sizes 100000 --out bench/results
+	$(PY) -m bench.hints --out bench/results
 	$(PY) -m bench.report
 
 # PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
@@ -157,6 +159,7 @@ bench-startup: $(VENV)/.installed-bench
 LABEL ?= after
 bench-gateway: $(VENV)/.installed-bench test-deps bench-gateway-deps
 	$(PY) -m bench.gateway --throughput --label "$(LABEL)" --out bench/results
+	$(PY) -m bench.gateway_cpu --label "$(LABEL)" --out bench/results
 
 # wrk (Debian's package): the load generator of bench-gateway, cheap on CPU beside the servers.
 bench-gateway-deps:
@@ -170,6 +173,7 @@ bench-full: $(VENV)/.installed-bench
 	$(BENCH_PEPS)
 	$(PY) -m bench.external --skip-peps --out bench/results
 	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
+	$(PY) -m bench.floors --sizes 100000,1000000 --out bench/results/full
 	$(PY) -m bench.report
 
 # The llm linker behind the pair linker, against llama.cpp serving the tiny random-weights

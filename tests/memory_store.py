@@ -123,7 +123,7 @@ class MemoryStore:
             return [hit for *_, hit in sorted(scored, key=lambda s: s[:2])[: max(0, limit)]]
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         out: dict[str, list[Successor]] = {}
         if limit < 1:

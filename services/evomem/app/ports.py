@@ -158,12 +158,15 @@ class Store(Records, Protocol):
         ...
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         """For each of ``node_ids``: the active or superseded notes of ``namespace`` that list it
         in their ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit``
         each, with the linker's reason and confidence when stored. A reverse lookup, cheap at any
-        store size; ids with none are left out. Forgetting, purging or linking a note drops it."""
+        store size; ids with none are left out. Forgetting, purging or linking a note drops it.
+        ``full=False``: each node only as far as deciding a hint needs (id, namespace, scope,
+        created_at, status, chain_root, purged_at; no text), for the caller to read in full the
+        ones it shows."""
         ...
 
     def ping(self) -> None:
@@ -292,11 +295,27 @@ class Vectors(Protocol):
         """Embed and store the vectors of ``nodes`` (replacing any they had)."""
         ...
 
+    def add_soon(self, nodes: Sequence[MemoryNode]) -> None:
+        """``add`` after the caller has answered (on a thread of the vectors'): ``nearest`` waits
+        for it, a crash before it leaves the nodes to ``backfill``."""
+        ...
+
+    def settle(self, timeout_s: float = 10.0) -> bool:
+        """Wait until what ``add_soon`` queued is stored; False on timeout."""
+        ...
+
     def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
-        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first."""
+        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first
+        (after what ``add_soon`` queued is stored)."""
         ...
 
     def remove(self, node_id: str) -> None: ...
+
+    def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``text`` with each of ``node_ids`` that has a vector in
+        ``namespace``, from the stored vectors (no embedding but ``text``'s, usually cached),
+        whatever its value. {} when the model cannot be used now."""
+        ...
 
     def prepare(self, text: str) -> None:
         """Embed ``text`` ahead, into a cache that ``add`` and ``nearest`` reuse, when the model

@@ -30,7 +30,7 @@ from evomem.adapters.postgres import archive, chains, reviews, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
+from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
@@ -176,14 +176,16 @@ class PostgresStore:
         )
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
-        """As ``SQLiteStore.possible_successors``: likeliest first (confidence, position, newest)."""
+        """As ``SQLiteStore.possible_successors``: likeliest first (confidence, position, newest);
+        ``full=False``: sketches."""
         wanted = list(dict.fromkeys(node_ids))
         out: dict[str, list[Successor]] = {}
         if limit < 1 or not wanted:
             return out
-        cols = ", ".join("n." + c for c in NODE_COLUMNS)
+        cols = ", ".join("n." + c for c in (NODE_COLUMNS if full else SKETCH_COLUMNS))
+        decode = row_to_node if full else row_to_sketch
         sql = (
             "SELECT * FROM (SELECT o.candidate_id, o.reason, o.confidence, o.position, "
             f"{cols}, ROW_NUMBER() OVER (PARTITION BY o.candidate_id "
@@ -194,9 +196,7 @@ class PostgresStore:
         )
         rows = self._read(lambda c: c.execute(sql, (namespace, wanted, limit)).fetchall(), namespace)
         for row in rows:
-            out.setdefault(row[0], []).append(
-                Successor(row_to_node(row, 4), row[1], position=row[3], confidence=row[2])
-            )
+            out.setdefault(row[0], []).append(Successor(decode(row, 4), row[1], position=row[3], confidence=row[2]))
         return out
 
     def ping(self) -> None:
