@@ -33,7 +33,7 @@ from evomem.entrypoints.mcp.server import build_mcp_server
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"remember", "recall", "get_node", "forget", "supersede", "unlink", "stats"}
+TOOLS = {"remember", "recall", "get_node", "forget", "supersede", "unlink", "stats", "check", "review"}
 POSTGRES = "We picked Postgres for the ledger"
 SQLITE = "We moved the ledger from Postgres to SQLite, Postgres was overkill"
 URL_LINE = re.compile(r"at (http://127\.0\.0\.1:(\d+)/mcp)")

@@ -23,7 +23,6 @@ from evomem.app.ports import Storage
 from evomem.domain import text as textrules
 from evomem.domain.errors import InvalidArgument, NamespaceMismatch, NotFound, Purged
 from evomem.domain.model import MemoryNode, ReviewFlag, Status
-from evomem.domain.premise import judge
 from evomem.domain.scope import infer_scope
 
 
@@ -202,6 +201,8 @@ def check_statement(
             if node.id not in seen:
                 seen.add(node.id)
                 chains.append((node, list(past)))
+    from evomem.domain.premise import judge  # the linkers' reading of subject and option: loaded when asked
+
     j = judge(text, wanted, chains)
     changes = [Change(r.successor, r.named) for r in j.readings if r.successor is not None and r.named is not None]
     return CheckOutcome(
