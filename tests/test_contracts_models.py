@@ -246,14 +246,15 @@ def test_an_abstention_over_the_linker_service_becomes_possible_supersedes(tmp_p
 
 def test_an_inferred_scope_reaches_the_pair_linker_over_the_linker_service() -> None:
     """DecideLink carries whether the note's scope was inferred: the pair linker behind a real
-    linker service lists the default decision for a note whose scope is a guess, as in-process,
-    and rules it out when the caller gave that scope."""
+    linker service lists another scope's decision that the note names for a note whose scope is a
+    guess, as in-process, and rules it out when the caller gave that scope (offer_at 0: every
+    candidate that passes the scope rules is listed)."""
     from evomem.adapters.models.pair_weights import shipped_pair_model
     from evomem.domain.linkers.pair import PairLinker
 
-    inner = PairLinker(None, model=shipped_pair_model())
-    old = MemoryNode(id="N1", raw_text="The analytics-etl repo runs a mypy pre-commit hook on every commit.")
-    text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
+    inner = PairLinker(None, model=shipped_pair_model(), offer_at=0.0)
+    old = MemoryNode(id="N1", raw_text="Staging deploys run from the release branch.", scope="staging")
+    text = "staging deploys: no release branch now, and the deploy checks run only in CI."
     remote = _linker_service(inner)
     client = next(remote)
     try:
