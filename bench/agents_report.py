@@ -1,0 +1,274 @@
+"""The tables of ``bench.agents``: agents.md, and the short table printed at the end of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from bench.agents import BASELINE, BUCKETS, CONFIRM_AT, ROOT, merge
+
+AGENT_LABELS = {
+    "ignore": "ignores offers and hints",
+    "hints": "follows recall's hint",
+    "perfect": "confirms only a right offer (perfect)",
+    "calibrated": "confirms the top offer when shown >= 0.9",
+    "credulous": "confirms the top offer",
+    "flat-dates": "baseline: flat BM25 with dates",
+}
+GROUPS = ("dev", "blind")
+
+
+def _rate(n: int, d: int) -> float | None:
+    return round(n / d, 4) if d else None
+
+
+def summary(acc: Mapping[str, Any]) -> dict[str, Any]:
+    """Rates from a set's (or a pool's) counters."""
+    agents: dict[str, Any] = {}
+    for name, c in acc["agents"].items():
+        q = c["questions"]
+        agents[name] = {
+            "questions": q,
+            "odr": _rate(c["obsolete"], q),
+            "misses": c["miss"],
+            "miss_rate": _rate(c["miss"], q),
+            "correct_rate": _rate(c["correct"], q),
+        }
+        if name == BASELINE:
+            continue
+        agents[name] |= {
+            "hidden": c["hidden"],
+            "valid_decisions": c["valid_decisions"],
+            "confirmed": c["confirmed"],
+            "link_precision": _rate(c["confirmed_right"], c["confirmed"]),
+            "link_recall": _rate(c["confirmed_right"], c["gold_edges"]),
+            "refused": c["refused"],
+        }
+        if name == "hints":
+            agents[name] |= {
+                "followed": c["followed"],
+                "followed_spoiled": c["followed_spoiled"],
+                "followed_fixed": c["followed_fixed"],
+                "top_unreplaced": c["top_unreplaced"],
+                "top_unreplaced_hinted": c["top_unreplaced_hinted"],
+            }
+    o = acc["offers"]
+    offers = {
+        **o,
+        "no_gold_offered_share": _rate(o["no_gold_offered"], o["no_gold_notes"]),
+        "offers_per_no_gold_note": _rate(o["no_gold_offers"], o["no_gold_notes"]),
+        "nondecision_offered_share": _rate(o["nondecision_offered"], o["nondecision_notes"]),
+        "recall_if_confirmed": _rate(o["gold_offered"], o["gold_notes"]),
+        "gold_top_share": _rate(o["gold_top"], o["gold_notes"]),
+        "offers_right_share": _rate(o["offers_right"], o["offers"]),
+    }
+    reliability = [
+        {"band": f"{b / BUCKETS:.1f}-{(b + 1) / BUCKETS:.1f}", "offers": n, "right": r, "right_share": _rate(r, n)}
+        for b, (n, r) in enumerate(acc["reliability"])
+    ]
+    return {
+        "scenarios": acc["scenarios"],
+        "seconds": acc["seconds"],
+        "agents": agents,
+        "offers": offers,
+        "reliability": reliability,
+    }
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def build_report(
+    counts: Mapping[str, dict[str, Any]], groups: Mapping[str, str], *, k: int, seed: int, seconds: float
+) -> dict[str, Any]:
+    """The JSON report: per set its group, counters and rates; per group the pooled rates."""
+    import datetime as dt
+
+    report: dict[str, Any] = {
+        "benchmark": "bench.agents",
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _commit(),
+        "k": k,
+        "seed": seed,
+        "confirm_at": CONFIRM_AT,
+        "seconds": round(seconds, 1),
+        "sets": {n: {"group": groups[n], "counts": c, "summary": summary(c)} for n, c in counts.items()},
+        "pooled": {},
+    }
+    for g in ("dev", "blind"):
+        members = [c for n, c in counts.items() if groups[n] == g]
+        if members:
+            report["pooled"][g] = summary(merge(members))
+    return report
+
+
+def _f(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def _frac(n: int | None, d: int | None) -> str:
+    return "–" if not d else f"{n}/{d}"
+
+
+def _cells(a: Mapping[str, Any], agent: str) -> list[str]:
+    """ODR, misses, hidden, link precision / recall of one agent in one set or pool."""
+    if not a.get("questions") and agent == "flat-dates":
+        return ["–"] * 4
+    odr = _f(a.get("odr")) if a.get("questions") else "–"
+    misses = _frac(a.get("misses"), a.get("questions"))
+    if agent == "flat-dates":
+        return [odr, misses, "–", "–"]
+    hidden = _frac(a.get("hidden"), a.get("valid_decisions"))
+    links = "–" if not a.get("confirmed") else f"{_f(a.get('link_precision'))} / {_f(a.get('link_recall'))}"
+    return [odr, misses, hidden, links]
+
+
+def summary_table(report: Mapping[str, Any]) -> list[str]:
+    """Rows: the agents and the baseline; columns: dev and blind side by side (pooled over sets)."""
+    pooled = report["pooled"]
+    heads = ["ODR", "misses", "still-valid hidden", "links P / R"]
+    groups = [g for g in GROUPS if g in pooled]
+    lines = [
+        "| agent | " + " | ".join(f"{g}: {h}" for g in groups for h in heads) + " |",
+        "|---|" + "---|" * (len(heads) * len(groups)),
+    ]
+    for agent, label in AGENT_LABELS.items():
+        cells = [c for g in groups for c in _cells(pooled[g]["agents"].get(agent, {}), agent)]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _set_rows(report: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(group, set, summary) in report order, each group's pool after its sets."""
+    rows = []
+    for g in GROUPS:
+        names = [n for n, s in report["sets"].items() if s["group"] == g]
+        rows += [(g, n, report["sets"][n]["summary"]) for n in names]
+        if names:
+            rows.append((g, f"**all {g}**", report["pooled"][g]))
+    return rows
+
+
+def per_set_table(report: Mapping[str, Any], key: str, title: str) -> list[str]:
+    """One metric (ODR, misses, hidden, links) per set and agent."""
+    index = {"odr": 0, "misses": 1, "hidden": 2, "links": 3}[key]
+    agents = [a for a in AGENT_LABELS if key in ("odr", "misses") or a != "flat-dates"]
+    lines = [f"#### {title}", "", "| group | set | " + " | ".join(agents) + " |", "|---|---|" + "---|" * len(agents)]
+    for g, name, s in _set_rows(report):
+        cells = [_cells(s["agents"].get(a, {}), a)[index] for a in agents]
+        lines.append(f"| {g} | {name} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def hints_table(report: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "#### The hint reader: hints followed, and on hits that nothing replaced",
+        "",
+        "| group | set | questions | hint followed | right answer turned wrong | wrong answer turned right "
+        "| answers on a note nothing replaced carrying a hint | misses: ignore → hints |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g, name, s in _set_rows(report):
+        h, i = s["agents"]["hints"], s["agents"]["ignore"]
+        if not h.get("questions"):
+            continue
+        lines.append(
+            f"| {g} | {name} | {h['questions']} | {h['followed']} | {h['followed_spoiled']} | {h['followed_fixed']} "
+            f"| {_frac(h['top_unreplaced_hinted'], h['top_unreplaced'])} | {i['misses']} → {h['misses']} |"
+        )
+    return [*lines, ""]
+
+
+def offers_table(report: Mapping[str, Any]) -> list[str]:
+    lines = [
+        "#### Offers (the shared replay: nothing confirmed)",
+        "",
+        "| group | set | notes | notes that replace nothing: with >= 1 offer | offers per such note "
+        "| notes that decide nothing: with >= 1 offer | replacing notes | recall if confirmed | gold is the top offer "
+        "| offers right | offers without a shown probability |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g, name, s in _set_rows(report):
+        o = s["offers"]
+        lines.append(
+            f"| {g} | {name} | {o['notes']} | {_frac(o['no_gold_offered'], o['no_gold_notes'])} "
+            f"({_f(o['no_gold_offered_share'])}) | {_f(o['offers_per_no_gold_note'])} "
+            f"| {_frac(o['nondecision_offered'], o['nondecision_notes'])} | {o['gold_notes']} "
+            f"| {_f(o['recall_if_confirmed'])} | {_f(o['gold_top_share'])} | {_frac(o['offers_right'], o['offers'])} "
+            f"| {o['offers_unscored']} |"
+        )
+    return [*lines, ""]
+
+
+def reliability_table(report: Mapping[str, Any]) -> list[str]:
+    any_set = next(iter(report["sets"].values()))["summary"]["reliability"]
+    bands = [b["band"] for b in any_set]
+    lines = [
+        "#### Reliability: every offer by the probability shown with it (right / offers)",
+        "",
+        "| group | set | " + " | ".join(bands) + " |",
+        "|---|---|" + "---|" * len(bands),
+    ]
+    for g, name, s in _set_rows(report):
+        cells = [_frac(b["right"], b["offers"]) for b in s["reliability"]]
+        lines.append(f"| {g} | {name} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    sampled = report.get("sampled") or {}
+    lines = [
+        "### Five simulated agents reading the default server's offers and hints",
+        "",
+        f"{report['date']}, evomem `{report.get('commit', '?')}`, default settings (`build_embedded`), "
+        f"recall k={report['k']}, {report['seconds']:.0f} s. Sets: "
+        + "; ".join(
+            f"{g}: " + ", ".join(f"{n} ({s['summary']['scenarios']}, {s['summary']['seconds']:.0f} s)" for n, s in report["sets"].items() if s["group"] == g)
+            for g in GROUPS
+            if any(s["group"] == g for s in report["sets"].values())
+        )
+        + " (scenarios, seconds).",
+        "",
+    ]
+    if sampled:
+        lines += [
+            "Sampled with seed "
+            f"{report['seed']} to keep the run short: "
+            + ", ".join(f"{n} {k} of {v}" for n, (k, v) in sampled.items())
+            + " (the other sets run whole).",
+            "",
+        ]
+    if report.get("skipped"):
+        lines += ["Skipped: " + "; ".join(report["skipped"]) + ".", ""]
+    lines += [
+        "ODR: the answer is an obsolete version (the agent acts on the first hit that decides the asked topic "
+        "and scope and is not marked superseded; the hint reader on the note its hint names; the baseline on "
+        "the newest-dated note of the topic in its top 5). Misses: no answer of the topic. Still-valid hidden: "
+        "decisions valid when the questions are asked whose status is not active at the end. Links P / R: "
+        "the confirmed links against the gold edges. Dev and blind are pooled over their sets (the PEP "
+        "chains have no questions: offers, links and hidden PEPs only).",
+        "",
+        *summary_table(report),
+        "",
+        *per_set_table(report, "odr", "ODR per set"),
+        *per_set_table(report, "misses", "Misses per set"),
+        *per_set_table(report, "hidden", "Still-valid decisions hidden per set"),
+        *per_set_table(report, "links", "Confirmed links: precision / recall per set"),
+        *hints_table(report),
+        *offers_table(report),
+        *reliability_table(report),
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def short_table(report: Mapping[str, Any]) -> str:
+    """The summary table, for the terminal."""
+    return "\n".join(summary_table(report)) + "\n"
