@@ -223,19 +223,25 @@ def reliability_table(report: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _set_list(report: Mapping[str, Any], group: str) -> str:
+    """``name (scenarios, seconds)`` of every set of ``group``."""
+    return ", ".join(
+        f"{n} ({s['summary']['scenarios']}, {s['summary']['seconds']:.0f} s)"
+        for n, s in report["sets"].items()
+        if s["group"] == group
+    )
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     sampled = report.get("sampled") or {}
+    groups = [g for g in GROUPS if any(s["group"] == g for s in report["sets"].values())]
     lines = [
         "### Five simulated agents reading the default server's offers and hints",
         "",
         f"{report['date']}, evomem `{report.get('commit', '?')}`, default settings (`build_embedded`), "
-        f"recall k={report['k']}, {report['seconds']:.0f} s. Sets: "
-        + "; ".join(
-            f"{g}: " + ", ".join(f"{n} ({s['summary']['scenarios']}, {s['summary']['seconds']:.0f} s)" for n, s in report["sets"].items() if s["group"] == g)
-            for g in GROUPS
-            if any(s["group"] == g for s in report["sets"].values())
-        )
-        + " (scenarios, seconds).",
+        f"recall k={report['k']}, {report['seconds']:.0f} s. Sets (scenarios, seconds): "
+        + "; ".join(f"{g}: {_set_list(report, g)}" for g in groups)
+        + ".",
         "",
     ]
     if sampled:
