@@ -21,7 +21,7 @@ EvoMem exists to stop agents from acting on obsolete decisions, so it ships the 
 that measures it. Everything here is reproducible:
 
 ```sh
-make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, five simulated agents, the 100k-note speed suite
+make bench          # quality suite (ODR, VDR, paraphrases), PEPs, five simulated agents, 100k-note speed suite
 make bench-agents   # the five simulated agents alone: what an agent reading the offers and hints would do
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
