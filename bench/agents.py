@@ -184,8 +184,13 @@ async def replay(
     out = Replay()
     ids: dict[int, str] = {}
     back: dict[str, int] = {}
+    notes: Any = scenario["notes"]
+    if len(notes) > 200:  # the PEP chains: one scenario of hundreds of long notes
+        from tqdm import tqdm
+
+        notes = tqdm(notes, desc=f"{scenario['set']} remember{tag}", unit="note", leave=False, file=sys.stderr)
     with memory.session():
-        for note in scenario["notes"]:
+        for note in notes:
             args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
             if note.get("scope"):
                 args["scope"] = scope_label(note["scope"])
@@ -511,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.render:
         report = json.loads((out / "agents.json").read_text(encoding="utf-8"))
+        report["pooled"] = tables.pooled(report)  # as this code pools
+        (out / "agents.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         (out / "agents.md").write_text(tables.markdown(report), encoding="utf-8")
         print(tables.short_table(report))
         return 0
@@ -539,9 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = wanted - set(sets) - {"peps"}
     if unknown:
         raise SystemExit(f"unknown set {sorted(unknown)}")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     counts = asyncio.run(run_sets(sets, k=args.k, progress=not args.no_progress))
     report = tables.build_report(counts, groups, k=args.k, seed=args.seed, seconds=time.perf_counter() - started)
+    report["cpu_seconds"] = round(time.process_time() - cpu, 1)  # every thread of this process
     report["sampled"] = sampled
     report["skipped"] = skipped
     out.mkdir(parents=True, exist_ok=True)

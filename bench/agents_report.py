@@ -101,13 +101,24 @@ def build_report(
         "confirm_at": CONFIRM_AT,
         "seconds": round(seconds, 1),
         "sets": {n: {"group": groups[n], "counts": c, "summary": summary(c)} for n, c in counts.items()},
-        "pooled": {},
     }
-    for g in ("dev", "blind"):
-        members = [c for n, c in counts.items() if groups[n] == g]
-        if members:
-            report["pooled"][g] = summary(merge(members))
+    report["pooled"] = pooled(report)
     return report
+
+
+def pooled(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Per group, the rates over its sets with questions (the PEP chains, one scenario of 736 notes
+    without questions, are reported on their own row, not pooled)."""
+    out: dict[str, Any] = {}
+    for g in GROUPS:
+        members = [
+            s["counts"]
+            for s in report["sets"].values()
+            if s["group"] == g and s["counts"]["agents"]["ignore"]["questions"]
+        ]
+        if members:
+            out[g] = summary(merge(members))
+    return out
 
 
 def _f(x: float | None) -> str:
@@ -151,17 +162,38 @@ def _set_rows(report: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, An
     rows = []
     for g in GROUPS:
         names = [n for n, s in report["sets"].items() if s["group"] == g]
-        rows += [(g, n, report["sets"][n]["summary"]) for n in names]
-        if names:
+        asked = [n for n in names if report["sets"][n]["counts"]["agents"]["ignore"]["questions"]]
+        rows += [(g, n, report["sets"][n]["summary"]) for n in asked]
+        if g in report["pooled"]:
             rows.append((g, f"**all {g}**", report["pooled"][g]))
+        rows += [(g, n, report["sets"][n]["summary"]) for n in names if n not in asked]
     return rows
+
+
+def unpooled_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per set without questions (the PEP chains): its offers, links and hidden notes."""
+    lines = []
+    for name, s in report["sets"].items():
+        if s["counts"]["agents"]["ignore"]["questions"]:
+            continue
+        a, o = s["summary"]["agents"], s["summary"]["offers"]
+        agents = "; ".join(
+            f"{label} {_frac(a[x]['hidden'], a[x]['valid_decisions'])} hidden, links P / R {_cells(a[x], x)[3]}"
+            for x, label in (("perfect", "perfect"), ("calibrated", "calibrated"), ("credulous", "credulous"))
+        )
+        lines.append(
+            f"- **{name}** ({s['group']}, {o['notes']} notes, no questions, not pooled): offers on "
+            f"{_frac(o['no_gold_offered'], o['no_gold_notes'])} notes that replace nothing, recall if confirmed "
+            f"{_f(o['recall_if_confirmed'])} over {o['gold_notes']} replacing notes; {agents}."
+        )
+    return [*lines, ""] if lines else []
 
 
 def per_set_table(report: Mapping[str, Any], key: str, title: str) -> list[str]:
     """One metric (ODR, misses, hidden, links) per set and agent."""
     index = {"odr": 0, "misses": 1, "hidden": 2, "links": 3}[key]
     agents = [a for a in AGENT_LABELS if key in ("odr", "misses") or a != "flat-dates"]
-    lines = [f"#### {title}", "", "| group | set | " + " | ".join(agents) + " |", "|---|---|" + "---|" * len(agents)]
+    lines = [f"## {title}", "", "| group | set | " + " | ".join(agents) + " |", "|---|---|" + "---|" * len(agents)]
     for g, name, s in _set_rows(report):
         cells = [_cells(s["agents"].get(a, {}), a)[index] for a in agents]
         lines.append(f"| {g} | {name} | " + " | ".join(cells) + " |")
@@ -170,7 +202,7 @@ def per_set_table(report: Mapping[str, Any], key: str, title: str) -> list[str]:
 
 def hints_table(report: Mapping[str, Any]) -> list[str]:
     lines = [
-        "#### The hint reader: hints followed, and on hits that nothing replaced",
+        "## The hint reader: hints followed, and on hits that nothing replaced",
         "",
         "| group | set | questions | hint followed | right answer turned wrong | wrong answer turned right "
         "| answers on a note nothing replaced carrying a hint | misses: ignore → hints |",
@@ -189,7 +221,7 @@ def hints_table(report: Mapping[str, Any]) -> list[str]:
 
 def offers_table(report: Mapping[str, Any]) -> list[str]:
     lines = [
-        "#### Offers (the shared replay: nothing confirmed)",
+        "## Offers (the shared replay: nothing confirmed)",
         "",
         "| group | set | notes | notes that replace nothing: with >= 1 offer | offers per such note "
         "| notes that decide nothing: with >= 1 offer | replacing notes | recall if confirmed | gold is the top offer "
@@ -212,13 +244,64 @@ def reliability_table(report: Mapping[str, Any]) -> list[str]:
     any_set = next(iter(report["sets"].values()))["summary"]["reliability"]
     bands = [b["band"] for b in any_set]
     lines = [
-        "#### Reliability: every offer by the probability shown with it (right / offers)",
+        "## Reliability: every offer by the probability shown with it (right / offers)",
         "",
         "| group | set | " + " | ".join(bands) + " |",
         "|---|---|" + "---|" * len(bands),
     ]
     for g, name, s in _set_rows(report):
         cells = [_frac(b["right"], b["offers"]) for b in s["reliability"]]
+        lines.append(f"| {g} | {name} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _mark(ok: bool | None, text: str) -> str:
+    return text if ok is None else f"{text} {'✓' if ok else '✗'}"
+
+
+def _half(x: float | None, base: float | None) -> bool | None:
+    return None if x is None or base is None else x <= base / 2
+
+
+def targets_table(report: Mapping[str, Any]) -> list[str]:
+    """Issue 30's targets (stated on blind data), per set, both groups."""
+    lines = [
+        "## Issue 30's targets, per set (✓ met, ✗ not)",
+        "",
+        "Targets (blind data): perfect agent's ODR <= half of flat BM25 with dates; calibrated agent's link "
+        "precision >= 0.95 and <= 1 still-valid decision hidden per 80 scenarios; credulous agent <= 8 hidden "
+        "per 80 scenarios; hint reader's ODR <= half of the baseline's and its miss rate <= the ignoring agent's "
+        "+ 0.05; offers on <= 10% of the notes that replace nothing; recall if confirmed >= 0.95.",
+        "",
+        "| group | set | perfect ODR (baseline) | calibrated: precision | calibrated: hidden per 80 "
+        "| credulous: hidden per 80 | hints: ODR | hints: miss rate (ignore) | offered, notes replacing nothing "
+        "| recall if confirmed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for g, name, s in _set_rows(report):
+        a, o = s["agents"], s["offers"]
+        base = a["flat-dates"].get("odr") if a["flat-dates"].get("questions") else None
+        per80 = 80 / s["scenarios"] if s["scenarios"] > 1 else None
+        cells = []
+        perfect = a["perfect"].get("odr") if a["perfect"].get("questions") else None
+        cells.append(_mark(_half(perfect, base), f"{_f(perfect)} ({_f(base)})"))
+        prec = a["calibrated"].get("link_precision")
+        cells.append(_mark(None if prec is None else prec >= 0.95, _f(prec)))
+        for agent, cap in (("calibrated", 1), ("credulous", 8)):
+            if per80 is None:
+                cells.append("–")
+                continue
+            h = a[agent]["hidden"] * per80
+            cells.append(_mark(h <= cap, f"{h:.1f}"))
+        hints = a["hints"].get("odr") if a["hints"].get("questions") else None
+        cells.append(_mark(_half(hints, base), _f(hints)))
+        hm, im = a["hints"].get("miss_rate"), a["ignore"].get("miss_rate")
+        ok = None if hm is None or im is None else hm <= im + 0.05
+        cells.append(_mark(ok, f"{_f(hm)} ({_f(im)})"))
+        share = o["no_gold_offered_share"]
+        cells.append(_mark(None if share is None else share <= 0.10, _f(share)))
+        rc = o["recall_if_confirmed"]
+        cells.append(_mark(None if rc is None else rc >= 0.95, _f(rc)))
         lines.append(f"| {g} | {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -236,10 +319,12 @@ def markdown(report: Mapping[str, Any]) -> str:
     sampled = report.get("sampled") or {}
     groups = [g for g in GROUPS if any(s["group"] == g for s in report["sets"].values())]
     lines = [
-        "### Five simulated agents reading the default server's offers and hints",
+        "# Five simulated agents reading the default server's offers and hints",
         "",
         f"{report['date']}, evomem `{report.get('commit', '?')}`, default settings (`build_embedded`), "
-        f"recall k={report['k']}, {report['seconds']:.0f} s. Sets (scenarios, seconds): "
+        f"recall k={report['k']}, {report['seconds']:.0f} s"
+        + (f" ({report['cpu_seconds']:.0f} s of CPU)" if report.get("cpu_seconds") else "")
+        + ". Sets (scenarios, seconds): "
         + "; ".join(f"{g}: {_set_list(report, g)}" for g in groups)
         + ".",
         "",
@@ -259,11 +344,14 @@ def markdown(report: Mapping[str, Any]) -> str:
         "and scope and is not marked superseded; the hint reader on the note its hint names; the baseline on "
         "the newest-dated note of the topic in its top 5). Misses: no answer of the topic. Still-valid hidden: "
         "decisions valid when the questions are asked whose status is not active at the end. Links P / R: "
-        "the confirmed links against the gold edges. Dev and blind are pooled over their sets (the PEP "
-        "chains have no questions: offers, links and hidden PEPs only).",
+        "the confirmed links against the gold edges. Dev and blind are pooled over their scenario sets; the PEP "
+        "chains have no questions, so they have a row of their own (offers, links and hidden PEPs) and are "
+        "not pooled.",
         "",
         *summary_table(report),
         "",
+        *unpooled_lines(report),
+        *targets_table(report),
         *per_set_table(report, "odr", "ODR per set"),
         *per_set_table(report, "misses", "Misses per set"),
         *per_set_table(report, "hidden", "Still-valid decisions hidden per set"),

@@ -168,7 +168,22 @@ def test_main_writes_the_report_and_the_tables(tmp_path: Path, capsys: pytest.Ca
     assert report["sampled"] == {"odr": [2, 120]}
     assert set(report["pooled"]) == {"dev"}
     md = (tmp_path / "agents.md").read_text()
-    assert "odr 2 of 120" in md and "Reliability" in md
+    assert "odr 2 of 120" in md and "Reliability" in md and "Issue 30's targets" in md
     for label in tables.AGENT_LABELS.values():
         assert label in md
     assert "confirms the top offer" in capsys.readouterr().out
+
+
+def test_a_set_without_questions_is_reported_but_not_pooled() -> None:
+    asked, peps = ag.blank_set(), ag.blank_set()
+    asked["scenarios"] = peps["scenarios"] = 1
+    asked["agents"]["ignore"]["questions"] = 4
+    asked["agents"]["credulous"]["hidden"], asked["agents"]["credulous"]["valid_decisions"] = 1, 5
+    peps["agents"]["credulous"]["hidden"], peps["agents"]["credulous"]["valid_decisions"] = 600, 700
+    report = tables.build_report(
+        {"blind-x": asked, "peps": peps}, {"blind-x": "blind", "peps": "blind"}, k=5, seed=1, seconds=1
+    )
+    assert report["pooled"]["blind"]["agents"]["credulous"]["hidden"] == 1
+    assert report["sets"]["peps"]["summary"]["agents"]["credulous"]["hidden"] == 600
+    md = tables.markdown({**report, "sampled": {}, "skipped": []})
+    assert "**peps** (blind" in md and "600/700 hidden" in md
