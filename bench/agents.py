@@ -175,6 +175,48 @@ POLICIES: dict[str, Policy] = {"perfect": _perfect, "calibrated": _calibrated, "
 # ----------------------------------------------------------------------------- replaying
 
 
+class CachedEmbedder:
+    """The embedding model with each text's vector kept across replays: every scenario is replayed up
+    to four times, and its notes and questions are the same texts each time. The model is stateless,
+    so a kept vector is the one it computes for that text again (up to the float noise of the batch it
+    came in: the service's own cache asks the model only for texts it has not seen); only the time
+    changes."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.name = model.name
+        self._vectors: dict[str, Any] = {}
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.model.encode(missing), strict=True))
+        return [self._vectors[t] for t in texts]
+
+    def clear(self) -> None:
+        self._vectors.clear()
+
+    def __getattr__(self, name: str) -> Any:  # load, state, available...: the model's
+        return getattr(self.model, name)
+
+
+class DefaultServer(EvoMemMemory):
+    """The default server (``bench.memories.EvoMemMemory`` with no linker, its default settings), one
+    embedding model for every replay, its vectors kept (``CachedEmbedder``)."""
+
+    def __init__(self) -> None:
+        super().__init__(linker=None, label="evomem-default")
+
+    def _share_embedder(self, service: Any) -> None:
+        semantic = getattr(service, "vectors", None)
+        model = getattr(semantic, "embedder", None)
+        if model is None:
+            return
+        if not isinstance(self._embedder, CachedEmbedder) or self._embedder.name != model.name:
+            self._embedder = CachedEmbedder(model)
+        semantic.embedder = self._embedder  # type: ignore[union-attr]
+
+
 async def replay(
     memory: EvoMemMemory, scenario: Mapping[str, Any], policy: Policy | None, k: int = K, tag: str = ""
 ) -> Replay:
@@ -479,7 +521,7 @@ async def run_sets(
     logging.getLogger("evomem.calls").setLevel(logging.WARNING)  # one line per tool call otherwise
     judge = DeterministicJudge()
     out: dict[str, dict[str, Any]] = {}
-    async with EvoMemMemory(linker=None, label="evomem-default") as memory:
+    async with DefaultServer() as memory:
         for name, items in sets.items():
             acc = blank_set()
             started = time.perf_counter()
@@ -490,6 +532,8 @@ async def run_sets(
                 await count_baseline(acc, scenario, judge)
             acc["seconds"] = round(time.perf_counter() - started, 1)
             out[name] = acc
+            if isinstance(memory._embedder, CachedEmbedder):
+                memory._embedder.clear()  # a set's texts are not the next set's
     return out
 
 
