@@ -187,3 +187,26 @@ def test_a_set_without_questions_is_reported_but_not_pooled() -> None:
     assert report["sets"]["peps"]["summary"]["agents"]["credulous"]["hidden"] == 600
     md = tables.markdown({**report, "sampled": {}, "skipped": []})
     assert "**peps** (blind" in md and "600/700 hidden" in md
+
+
+def test_the_kept_vectors_are_the_models_and_each_text_is_embedded_once() -> None:
+    class Model:
+        name = "m"
+        state = "loaded"
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            self.asked += texts
+            return [[float(len(t))] for t in texts]
+
+    model = Model()
+    cached = ag.CachedEmbedder(model)
+    assert cached.encode(["ab", "c"]) == [[2.0], [1.0]]
+    assert cached.encode(["c", "abcd", "c"]) == [[1.0], [4.0], [1.0]]
+    assert model.asked == ["ab", "c", "abcd"]
+    assert cached.name == "m" and cached.state == "loaded"
+    cached.clear()
+    cached.encode(["c"])
+    assert model.asked[-1] == "c"
