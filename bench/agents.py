@@ -37,14 +37,16 @@ hint reader how often it followed a hint, and how often that turned a right answ
 offer), recall if confirmed (the gold predecessor among the offers, over replacing notes), and a
 reliability table: every offer bucketed by its shown probability (0-0.1, ..., 0.9-1.0), count and
 observed share right. The Python PEP chains (external data, ``bench.external.load_peps``) have no
-questions: only their offers and links are reported.
+questions: only their offers, links and hidden PEPs are reported, on a row of their own (not pooled).
+Issue 30's targets are checked per set (``bench.agents_report``).
 
 Sets: development (``bench/data`` odr, vdr, para; ``lab/devdata/dev-*.jsonl``) and blind
 (``bench/blind/blind-*.jsonl`` and the PEP chains), reported side by side; blind sets in aggregate
-only. ``--sample N``: N scenarios per set drawn with ``--seed`` (the output says so).
+only. ``--dev-sample N`` / ``--blind-sample N``: N scenarios per set drawn with ``--seed`` (the
+output says so).
 
-    python -m bench.agents --out bench/results                 # make bench-agents
-    python -m bench.agents --out /tmp/a --sets odr,vdr --sample 10 --no-peps
+    python -m bench.agents --out bench/results --dev-sample 30     # make bench-agents
+    python -m bench.agents --out /tmp/a --sets odr,vdr --dev-sample 10 --no-peps
 """
 
 from __future__ import annotations
