@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-agents bench-postgres bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-agents bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -20,6 +20,7 @@ help:
 	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
 	@echo "make bench-agents five simulated agents read the default server's offers and hints, dev and blind sets (bench/results/agents.md)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
+	@echo "make bench-postgres-speed  recall/remember at 100k notes on SQLite and PostgreSQL (Docker), each next to its own floors"
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
 	@echo "make dist        build the evomem-mcp wheel and sdist into dist/"
@@ -122,7 +123,8 @@ bench: $(VENV)/.installed-bench
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
 	$(MAKE) bench-agents
-	$(PY) -m bench.speed --sizes 10000,100000 --out bench/results
+	$(PY) -m bench.speed --sizes 10000,100000 --postgres off --out bench/results
+	$(MAKE) bench-postgres-speed
 	$(PY) -m bench.report
 
 # Issue 30's measurement: five simulated agents (ignore offers and hints; follow recall's hints; confirm only
@@ -142,6 +144,15 @@ bench-agents: $(VENV)/.installed-bench
 BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
 bench-postgres: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
+
+# Speed on both engines with the same data in the same run (bench/results/speed_postgres.{json,md}): the
+# 100k-note store of the speed suite, in-core BM25 and hybrid on SQLite next to raw FTS5 (and sqlite-vec),
+# then loaded into PostgreSQL 17 + pgvector (a container) next to a raw tsvector query, a raw pgvector HNSW
+# query and a bare indexed insert. Without Docker (or psycopg) it says why and is skipped.
+BENCH_PG_SPEED_SIZES ?= 100000
+bench-postgres-speed: $(VENV)/.installed-bench
+	$(PY) -m bench.speed --sizes $(BENCH_PG_SPEED_SIZES) --paths in_core,in_core_hybrid --postgres on \
+		--only-with-postgres --name speed_postgres --out bench/results
 
 # First tool result over stdio against a minimal MCP server (needs hyperfine: apt-get install -y hyperfine).
 bench-startup: $(VENV)/.installed-bench
@@ -330,6 +341,10 @@ test-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq redis-server; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq redis-server; \
 	  else echo "install redis-server (apt-get install -y redis-server) for the queue tests"; exit 1; fi; }
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium chromium-driver; \
+	  else echo "install chromium and chromium-driver (apt-get install -y chromium chromium-driver) for the /ui tests"; exit 1; fi; }
 
 # ---------------------------------------------------------------------------- the lab
 # Training, calibration and development data live in lab/ (lab/README.md, lab/Makefile); the product

@@ -4,6 +4,8 @@ loaded into PostgreSQL 17 + pgvector (``--postgres``, ``bench/postgres.py``), in
 own floors (a raw tsvector query, a raw pgvector HNSW query, a bare indexed insert).
 
     python -m bench.speed --sizes 10000,100000 --out bench/results
+    python -m bench.speed --sizes 100000 --paths in_core,in_core_hybrid --postgres on \
+        --only-with-postgres --name speed_postgres     # make bench-postgres-speed: both engines in-core
 
 For each store size: p50/p95 of remember and recall per path, the FTS5 floor, the ratio of
 each recall path to the floor, peak RSS of the server process, and database bytes per note.
@@ -47,6 +49,9 @@ QUERIES = [
     "ci for the webhooks service",
     "language of the fraud service rust",
 ]
+
+# The SQLite paths (``--paths``); PostgreSQL runs the in-core ones among them (pg_in_core, pg_in_core_hybrid).
+PATHS = ("in_core", "in_core_hybrid", "mcp_stdio", "mcp_http")
 
 
 def new_notes(count: int, seed: int) -> list[str]:
@@ -257,8 +262,11 @@ def vectors_available() -> bool:
     return vectors_problem() is None
 
 
-def run_postgres(pg: Any, n: int, base: Path, rounds: int, notes_per_path: int, hybrid: bool) -> dict[str, Any]:
-    """The SQLite store of this size, loaded into PostgreSQL, measured in-core next to its floors."""
+def run_postgres(
+    pg: Any, n: int, base: Path, rounds: int, notes_per_path: int, hybrid: bool, which: tuple[str, ...] = PATHS
+) -> dict[str, Any]:
+    """The SQLite store of this size, loaded into PostgreSQL, measured in-core next to its floors
+    (``pg_in_core`` and ``pg_in_core_hybrid``, where ``which`` has SQLite's in-core paths)."""
     from bench import postgres
 
     url, _ = pg.database(f"speed_{n}", fresh=True)
@@ -271,7 +279,8 @@ def run_postgres(pg: Any, n: int, base: Path, rounds: int, notes_per_path: int, 
     if hybrid:
         out["pgvector_floor"] = {k: summary(v) for k, v in postgres.pgvector_floor(url, QUERIES, rounds).items()}
     paths: dict[str, Any] = {}
-    modes = [("pg_in_core", "off")] + ([("pg_in_core_hybrid", "on")] if hybrid else [])
+    modes = [("pg_in_core", "off")] if "in_core" in which else []
+    modes += [("pg_in_core_hybrid", "on")] if hybrid and "in_core_hybrid" in which else []
     for i, (name, vectors) in enumerate(modes):
         times = postgres.in_core(url, QUERIES, new_notes(notes_per_path, n + 10 + i), rounds, vectors=vectors)
         entry = {"recall": summary(times["recall"]), "remember": summary(times["remember"])}
@@ -283,7 +292,9 @@ def run_postgres(pg: Any, n: int, base: Path, rounds: int, notes_per_path: int, 
     return out
 
 
-def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int, pg: Any = None) -> dict[str, Any]:
+def run_size(
+    n: int, workdir: Path, rounds: int, notes_per_path: int, pg: Any = None, which: tuple[str, ...] = PATHS
+) -> dict[str, Any]:
     base = workdir / f"speed-{n}.db"
     ready = workdir / f"speed-{n}.db.vectors"  # the vectors were written (a build can be interrupted)
     if not base.exists():
@@ -312,7 +323,7 @@ def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int, pg: Any = 
     if hybrid:
         runs.append(("in_core_hybrid", lambda *a: in_core(*a, vectors="on")))
     runs += [("mcp_stdio", over_stdio), ("mcp_http", over_http)]
-    for name, fn in runs:
+    for name, fn in [(name, fn) for name, fn in runs if name in which]:
         db = workdir / f"speed-{n}-{name}.db"
         shutil.copyfile(base, db)
         print(f"[{n:,}] {name} ...", file=sys.stderr, flush=True)
@@ -339,7 +350,7 @@ def run_size(n: int, workdir: Path, rounds: int, notes_per_path: int, pg: Any = 
         out["bench_process_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["paths"] = paths
     if pg is not None:
-        out["postgres"] = run_postgres(pg, n, base, rounds, notes_per_path, hybrid)
+        out["postgres"] = run_postgres(pg, n, base, rounds, notes_per_path, hybrid, which)
     return out
 
 
@@ -390,12 +401,8 @@ def markdown(report: dict[str, Any]) -> str:
                     f"{p['recall_vs_floor_p50']:.2f} | {p['remember']['p50_ms']:.2f} ms | "
                     f"{p['remember']['p95_ms']:.2f} ms | {p['remember_vs_floor_p50']:.2f} | |"
                 )
-    lines.append("")
-    lines.append(
-        "pg_* rows: the same store loaded into PostgreSQL 17 + pgvector 0.8 in a container (PostgreSQL's defaults: "
-        "fsync and synchronous_commit on), the embedded wiring over it; × floor is against the raw tsvector "
-        "query and a bare indexed insert."
-    )
+    if any("postgres" in size for size in report["sizes"]):
+        lines += ["", *_postgres_notes(report)]
     lines.append("")
     lines.append(
         "in_core is BM25 only (`--vectors off`); in_core_hybrid, mcp_stdio and mcp_http run hybrid recall "
@@ -407,6 +414,30 @@ def markdown(report: dict[str, Any]) -> str:
     for size in report["sizes"]:
         lines.append(f"| {size['notes']:,} | {size['db_bytes_per_note']} |")
     return "\n".join(lines) + "\n"
+
+
+LOAD_STEPS = (("records_s", "records"), ("vectors_s", "vectors"), ("hnsw_index_s", "HNSW index"))
+
+
+def _postgres_notes(report: dict[str, Any]) -> list[str]:
+    loads = []
+    for size in report["sizes"]:
+        took = size.get("postgres", {}).get("load", {})
+        parts = [f"{label} {took[key]} s" for key, label in LOAD_STEPS if key in took]
+        if parts:
+            loads.append(f"{size['notes']:,} notes: {', '.join(parts)}")
+    return [
+        "pg_* rows: the same store loaded into PostgreSQL 17 + pgvector 0.8 in a container (PostgreSQL's defaults: "
+        "fsync and synchronous_commit on; SQLite runs in WAL with synchronous=NORMAL: each engine as it ships), "
+        "the embedded wiring over it (`--database-url`); × floor is against PostgreSQL's own floors: the raw "
+        "tsvector query (`ts_rank` over the GIN index, the same terms, weights and fan-out of 50) and one "
+        "autocommitted insert into a bare table with a generated tsvector and a GIN index. The raw pgvector row "
+        "is the HNSW query alone (k=20, recall's fan-out at k=5, the query embedded beforehand), next to SQLite's "
+        "vector search.",
+        "",
+        "Loading PostgreSQL (records through `app.transfer.migrate`, `evomem-admin migrate`'s path; vectors "
+        "by COPY; the HNSW index built after them): " + ("; ".join(loads) or "not measured") + ".",
+    ]
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -445,7 +476,25 @@ def main(argv: list[str] | None = None) -> int:
         "--postgres", choices=("auto", "on", "off"), default="auto", help="also PostgreSQL (auto: when Docker runs)"
     )
     p.add_argument("--database-url", default=None, help="a PostgreSQL server of your own instead of a container")
+    p.add_argument(
+        "--only-with-postgres",
+        action="store_true",
+        help="when PostgreSQL cannot be benchmarked here, say why and exit 0 without running anything",
+    )
+    p.add_argument("--paths", default=",".join(PATHS), help=f"SQLite paths to run (of {', '.join(PATHS)})")
+    p.add_argument("--name", default="speed", help="results file names: OUT/NAME.json, .md, .png")
     args = p.parse_args(argv)
+    which = tuple(x for x in args.paths.split(",") if x)
+    if unknown := set(which) - set(PATHS):
+        p.error(f"unknown paths {', '.join(sorted(unknown))} (known: {', '.join(PATHS)})")
+    from contextlib import nullcontext
+
+    from bench import postgres
+
+    problem = None if args.database_url else postgres.available()
+    if args.only_with_postgres and (problem or args.postgres == "off"):
+        print(f"{args.name}: skipped, PostgreSQL cannot be benchmarked here: {problem or '--postgres off'}")
+        return 0
     sizes = [int(s) for s in args.sizes.split(",") if s]
     workdir = args.workdir or args.out / "tmp"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -457,23 +506,18 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "remembers": args.remembers,
     }
-    from contextlib import nullcontext
-
-    from bench import postgres
-
-    problem = None if args.database_url else postgres.available()
     if args.postgres == "on" and problem:
         raise SystemExit(f"--postgres on: {problem}")
     if args.postgres == "auto" and problem:
         print(f"PostgreSQL rows left out: {problem}", file=sys.stderr)
     wanted = args.postgres != "off" and problem is None
     with postgres.BenchPostgres(args.database_url) if wanted else nullcontext() as pg:
-        report["sizes"] = [run_size(n, workdir, args.rounds, args.remembers, pg) for n in sizes]
+        report["sizes"] = [run_size(n, workdir, args.rounds, args.remembers, pg, which) for n in sizes]
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "speed.json").write_text(json.dumps(report, indent=2))
-    (args.out / "speed.md").write_text(markdown(report))
+    (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2))
+    (args.out / f"{args.name}.md").write_text(markdown(report))
     if len(sizes) > 1:
-        plot(report, args.out / "speed.png")
+        plot(report, args.out / f"{args.name}.png")
     print(markdown(report))
     return 0
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import pickle
 import random
 import sys
 import time
@@ -66,6 +67,7 @@ from evomem.domain.linkers import pair as pl
 from evomem.domain.linkers import pair_features as pf
 from evomem.domain.linkers import pair_model as pm
 from evomem.domain.model import MemoryNode
+from lab import offers
 from lab.calibration import (  # the rules a link threshold is set by (shared with the cross-encoder's)
     PRECISION,
     _threshold_everywhere,
@@ -84,7 +86,20 @@ OUT = ROOT / "build/lab/pair/pair_model.json"
 #: The lab/devdata sets the model is trained on, by name: a new file there stays evaluation data
 #: (out of sample, run whole by the linking table) until it is added here, so rerunning
 #: ``make train-linker`` reproduces the shipped model. ``--data`` adds a file for one run.
-TRAINING_SETS = ("dev-a", "dev-b", "dev-c", "dev-d", "dev-e", "dev-long", "dev-f", "dev-h", "dev-i")
+TRAINING_SETS = (
+    "dev-a",
+    "dev-b",
+    "dev-c",
+    "dev-d",
+    "dev-e",
+    "dev-long",
+    "dev-f",
+    "dev-h",
+    "dev-i",
+    "dev-j",
+    "dev-k",
+    "dev-l",
+)
 BLIND = ("bench/blind", "data/external")
 FOLDS = 5
 L2 = 1.0
@@ -511,9 +526,11 @@ def build_groups(
         for n in s["notes"]
         if len(n["text"]) > dt.SHORT_NOTE_CHARS
     ]
+    from tqdm import tqdm
+
     groups: list[tuple[str, int, list[dict[str, Any]]]] = []
     for name, items, _ in sources:
-        for k, s in enumerate(items):
+        for k, s in enumerate(tqdm(items, desc=f"replaying {name}", unit="scenario", file=sys.stderr)):
             extra = _long_distractors(pool, (name, k), rng)
             both = replay(s, linker, linked=True, distractors=extra) + replay(
                 s, linker, linked=False, distractors=extra
@@ -696,6 +713,29 @@ def _dump(path: str, groups: list[Any], sources: list[Any], oof: Any) -> None:
             fh.write(json.dumps(row) + "\n")
 
 
+def _load_groups(paths: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """The pair datasets ``--save-groups`` wrote (our own pickles), merged scenario by scenario:
+    a replay without embeddings (its rows' ``has_emb`` is 0) is marked ``words`` and joins its
+    scenario's group, so a scenario is on one side of every fold in both regimes."""
+    sources: list[Any] = []
+    merged: list[Any] = []
+    for path in paths:
+        with open(path, "rb") as fh:
+            src, groups = pickle.load(fh)
+        if not merged:
+            sources, merged = src, [(n, k, list(es)) for n, k, es in groups]
+            continue
+        if [(n, k) for n, k, _ in groups] != [(n, k) for n, k, _ in merged]:
+            raise SystemExit(f"{path}: not the same scenarios as {paths[0]}")
+        for (_, _, entries), (_, _, more) in zip(merged, groups, strict=True):
+            entries.extend(more)
+    has_emb = pf.FEATURES.index("has_emb")
+    for _, _, entries in merged:
+        for e in entries:
+            e["words"] = not any(r[has_emb] for r in e["rows"])
+    return sources, merged
+
+
 def _read_vector_cache(path: Path, key: str | None) -> dict[str, list[float]]:
     """The embeddings kept by an earlier run with the same embedder (empty when none)."""
     if not path.exists():
@@ -740,6 +780,15 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="a file of the texts' embeddings, read if present and written after (for reruns; keyed by the embedder)",
     )
+    ap.add_argument("--save-groups", default="", help="write the replayed pair dataset here (pickle), for reruns")
+    ap.add_argument(
+        "--load-groups",
+        action="append",
+        default=[],
+        help="read the pair dataset --save-groups wrote instead of replaying; twice: the replays with and "
+        "without embeddings (--no-embeddings), each scenario's two replays in one group",
+    )
+    ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -755,16 +804,37 @@ def main(argv: list[str] | None = None) -> int:
     sources = load_sources(dev_files(args.data), args.gen_seeds)
     if args.hold_out:
         sources = hold_out(sources, args.hold_out, args.hold_out_dir)
-    groups = build_groups(sources, linker, args.seed)
+    if args.load_groups:
+        sources, groups = _load_groups(args.load_groups)
+    else:
+        groups = build_groups(sources, linker, args.seed)
+    if args.save_groups:
+        Path(args.save_groups).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.save_groups, "wb") as fh:
+            pickle.dump((sources, groups), fh)
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
-    cal = calibrate(sources, groups, args.seed, args.model)
+    if args.cal_cache and Path(args.cal_cache).exists():
+        with open(args.cal_cache, "rb") as fh:
+            cal = pickle.load(fh)  # our own file: the out-of-fold run of these groups
+    else:
+        cal = calibrate(sources, groups, args.seed, args.model)
+        if args.cal_cache:
+            with open(args.cal_cache, "wb") as fh:
+                pickle.dump(cal, fh)
     x, y, w, oof = cal["x"], cal["y"], cal["w"], cal["oof"]
     link_at, abstain_at, report = cal["link_at"], cal["abstain_at"], cal["report"]
     link_at_long = cal["link_at_long"]
     subject_at, subject_at_full = cal["subject_at"], cal["subject_at_full"]
     if args.dump:
         _dump(args.dump, groups, sources, oof)
+    written = {name for name, _, meta in sources if _family(meta) == "written"}
+    served = offers.fit(
+        sources, groups, oof.tolist(), w.tolist(), fold_of(len(groups), args.seed), args.seed, written=written
+    )
+    print(json.dumps(served["report"], indent=1))
+    # the calibrated model's thresholds replace the raw ones (a link needs the calibrated p)
+    link_at = link_at_long = served["link_at"]
     print(
         json.dumps(
             {
@@ -825,6 +895,10 @@ def main(argv: list[str] | None = None) -> int:
         "abstain_at": round(abstain_at, 4),
         "subject_at": round(subject_at, 4),
         "subject_at_full": round(subject_at_full, 4),
+        "calibration": served["calibration"],
+        "offer_at": served["offer_at"],
+        "hint_at": served["hint_at"],
+        "decides": served["decides"],
         "training": {
             "script": "lab/train_linker.py",
             "seed": args.seed,
@@ -838,6 +912,7 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": len(y),
             "positives": int(y.sum()),
             "out_of_fold": report,
+            "offers": served["report"],
             "seconds": round(time.perf_counter() - started, 1),
         },
     }

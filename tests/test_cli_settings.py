@@ -60,6 +60,9 @@ EMBEDDED_ENV = {
     "EVOMEM_LINKER_STRUCTURED": "json_schema",
     "EVOMEM_VECTORS": "off",
     "EVOMEM_OFFER_CANDIDATES": "false",
+    "EVOMEM_OFFER_MIN_P": "0.4",
+    "EVOMEM_RECALL_HINTS": "false",
+    "EVOMEM_HINT_MIN_P": "0.95",
     "EVOMEM_LINKER_CROSS_ENCODER": "true",
 }
 SERVICE_ENV = {
@@ -145,8 +148,13 @@ def test_every_setting_has_an_env_variable() -> None:
         linker_timeout_s=3,
         linker_structured="json_schema",
         offer_candidates=False,
+        offer_min_p=0.4,
+        recall_hints=False,
+        hint_min_p=0.95,
         linker_cross_encoder=True,
     )
+    assert (s.linker.offer_min_p, s.linker.recall_hints, s.linker.hint_min_p) == (0.4, False, 0.95)
+    assert Settings().linker.offer_min_p is None and Settings().linker.recall_hints is True
     assert s.linker.offer_candidates is False and Settings().linker.offer_candidates is True
     assert s.linker.cross_encoder is True and Settings().linker.cross_encoder is False
     assert (s.store.db, s.mcp.transport, s.mcp.port, s.linker.model, s.linker.timeout_s) == (

@@ -523,6 +523,7 @@ def test_the_benchmark_judge_sees_the_successors_but_the_hits_stay_hits(monkeypa
     from bench import memories
 
     monkeypatch.setitem(memories.BENCH_LINKERS, "offering-test", lambda service: OfferingLinker())
+    monkeypatch.setenv("EVOMEM_HINT_MIN_P", "0")  # this linker's confidences are no calibrated probabilities
     scenario = {
         "set": "t",
         "index": 0,

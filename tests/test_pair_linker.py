@@ -10,6 +10,7 @@ and the real embedding model are used; without the model the tests are skipped.
 from __future__ import annotations
 
 import json
+import re
 import math
 from dataclasses import replace
 
@@ -49,15 +50,22 @@ DISTRACTORS = (
 )
 
 
-def assert_links_or_abstains(linker: PairLinker, text: str, target: MemoryNode, others: list[MemoryNode]) -> str:
+def assert_ranks_first(linker: PairLinker, text: str, target: MemoryNode, others: list[MemoryNode]) -> str:
+    """The replaced decision scores above every other candidate (the model's own score), and the
+    linker's answer follows its calibrated probability: linked or offered first when it reaches the
+    cut-off, else nothing offered at all (no distractor in its place)."""
     cands = [*others, target]
     decision = linker.decide(text, None, cands)
-    assert decision.kind != "none", f"said none: {decision.reason}"
+    _, rows = linker.score(text, None, cands)
+    raw = [linker.model.raw(r) for r in rows]
+    assert max(range(len(cands)), key=raw.__getitem__) == len(cands) - 1, raw
     if decision.kind == "link":
         assert decision.proposal is not None and decision.proposal.target_id == target.id
-    else:
-        assert target.id in [c for c, _ in decision.candidates], decision.candidates
+    elif decision.kind == "abstain":
+        assert decision.candidates[0][0] == target.id, decision.candidates
         assert len(decision.candidates) <= 3
+    else:
+        assert linker.offer_at is not None and linker.model.calibrated(raw[-1]) < linker.offer_at, decision.reason
     return decision.kind
 
 
@@ -68,43 +76,43 @@ def distractors() -> list[MemoryNode]:
 def test_renamed_component(linker: PairLinker) -> None:
     old = node("Geocoding provider for the courier app: Mapbox, billed per request.")
     new = "The address-lookup service in the driver app now calls HERE instead of Mapbox."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_option_is_a_version(linker: PairLinker) -> None:
     old = node("Terraform is pinned to 1.5.7 across the infra repo.")
     new = "Infra repo Terraform pin is 1.8.2 from this week."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_option_is_a_date(linker: PairLinker) -> None:
     old = node("Code freeze for the autumn release: 2025-10-03.")
     new = "Autumn release code freeze moves to 2025-10-17; the vendor SDK slipped."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_option_is_a_number(linker: PairLinker) -> None:
     old = node("Rate limit on the partner API: 600 requests per minute per key.")
     new = "Partner API keys get 1200 requests per minute now."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_option_is_a_method(linker: PairLinker) -> None:
     old = node("Pagination for the orders endpoint uses offset and limit parameters.")
     new = "Orders endpoint pagination: cursor tokens, no more offset/limit."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_option_is_an_unknown_name(linker: PairLinker) -> None:
     old = node("We track feature flags in Zorblex, the tool the platform team built.")
     new = "Feature flags moved out of Zorblex into Quenta last sprint."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_no_cue_words(linker: PairLinker) -> None:
     old = node("Incident comms channel: #ops-war-room on Slack.")
     new = "Incident comms happen in #sev-bridge; #ops-war-room was too noisy."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_revert(linker: PairLinker) -> None:
@@ -116,7 +124,7 @@ def test_revert(linker: PairLinker) -> None:
         return {first.id: first} if first.id in ids else {}  # type: ignore[operator]
 
     with_history = PairLinker(linker.embedder, lookup=lookup, model=linker.model)
-    assert_links_or_abstains(with_history, new, second, distractors())
+    assert_ranks_first(with_history, new, second, distractors())
 
 
 def test_earlier_versions_given_with_the_candidates_decide_as_the_lookup() -> None:
@@ -146,14 +154,14 @@ def test_earlier_versions_given_with_the_candidates_decide_as_the_lookup() -> No
 def test_removal_with_no_replacement(linker: PairLinker) -> None:
     old = node("Every pull request needs a second approval from the security guild.")
     new = "We dropped the second security-guild approval on pull requests; one review is enough."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_several_decisions_in_one_note(linker: PairLinker) -> None:
     old = node("Standup is at 09:30 every weekday in the small meeting room.")
     other = node("Sprint reviews are on Friday afternoons.")
     new = "Changes to rituals: standup moves to 10:15 and goes async on Fridays; the meeting room is freed up."
-    assert_links_or_abstains(linker, new, old, [other, *distractors()])
+    assert_ranks_first(linker, new, old, [other, *distractors()])
 
 
 LONG_OLD = (
@@ -271,7 +279,7 @@ def test_long_document_without_an_identifier_is_still_read(linker: PairLinker) -
     old = node(LONG_OLD.replace("ADR 7: ", ""))
     new = LONG_NEW.replace("ADR 19: ", "").replace(" Supersedes ADR 7.", "")
     assert len(new) > 3000
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_the_list_keeps_a_place_for_the_closest_plausible_candidate() -> None:
@@ -299,7 +307,7 @@ def test_the_list_keeps_a_place_for_the_closest_plausible_candidate() -> None:
 def test_partial_change(linker: PairLinker) -> None:
     old = node("Logs and metrics both ship to Datadog.")
     new = "Metrics move to Grafana Cloud; logs stay on Datadog."
-    kind = assert_links_or_abstains(linker, new, old, distractors())
+    kind = assert_ranks_first(linker, new, old, distractors())
     assert kind in ("link", "abstain")
 
 
@@ -309,21 +317,26 @@ def test_other_scope_is_never_a_candidate(linker: PairLinker) -> None:
     assert decision.kind == "none"
 
 
-def test_a_scope_guessed_from_the_note_lists_the_default_decision_but_never_links_it(linker: PairLinker) -> None:
-    """The note's scope was inferred from a passing mention ("only in CI"): infer_scope's fixed
-    phrases are a guess, so the unscoped decision stays a candidate the agent can confirm. Even a
-    linker that links anything (link_at 0) links a candidate in the note's own scope instead."""
+def test_a_scope_guessed_from_the_note_keeps_the_default_decision_out_unless_the_note_names_it(
+    linker: PairLinker,
+) -> None:
+    """The note's scope was inferred from its words ("only in CI"): a decision of another scope
+    (here the default one) is not offered as its replacement, unless the note names that scope; a
+    candidate in the note's own scope is linked by a linker that links anything it offers."""
     old = node("The analytics-etl repo runs a mypy pre-commit hook on every commit.")
     same = node("Type checking uses mypy --strict.", scope="tests")  # the note's scope: linkable
-    eager = PairLinker(linker.embedder, model=linker.model, link_at=0.0, abstain_at=0.0)
+    eager = PairLinker(linker.embedder, model=linker.model, link_at=0.0, abstain_at=0.0, offer_at=0.0)
     text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
-    alone = eager.decide(text, "tests", [old], scope_inferred=True)
-    assert alone.kind == "abstain" and [c for c, _ in alone.candidates] == [old.id]
+    assert eager.decide(text, "tests", [old], scope_inferred=True).kind == "none"
     both = eager.decide(text, "tests", [old, same], scope_inferred=True)
     assert both.kind == "link" and both.proposal is not None and both.proposal.target_id == same.id
-    assert old.id in [c for c, _ in both.candidates]  # still listed beside the link
-    # the same scope given by the caller rules the default decision out
-    assert eager.decide(text, "tests", [old]).kind == "none"
+    assert old.id not in [c for c, _ in both.candidates]
+    # a note that names the candidate's scope may replace it, and its reason says the scopes differ
+    staged = node("Staging deploys run from the release branch.", scope="staging")
+    staged = replace(staged, scope_source="inferred")
+    named = eager.decide("Deploys now run from main everywhere, staging included.", None, [staged])
+    assert named.kind == "abstain" and [c for c, _ in named.candidates] == [staged.id]
+    assert "another scope" in named.why[0]
 
 
 def test_a_candidates_guessed_scope_does_not_hide_it(linker: PairLinker) -> None:
@@ -341,20 +354,23 @@ def test_a_candidates_guessed_scope_does_not_hide_it(linker: PairLinker) -> None
 def test_same_scope_decisions_link(linker: PairLinker) -> None:
     old = node("Staging deploys run from the release branch.", scope="staging")
     new = "Staging deploys run from main now instead of the release branch."
-    decision = linker.decide(new, "staging", [*distractors(), old])
-    assert decision.kind in ("link", "abstain")
+    cands = [*distractors(), old]
+    decision = linker.decide(new, "staging", cands)
+    raw = [linker.model.raw(r) for r in linker.score(new, "staging", cands)[1]]
+    assert max(range(len(cands)), key=raw.__getitem__) == len(cands) - 1, raw  # the same-scope decision first
+    assert decision.kind == "none" or decision.candidates[0][0] == old.id
 
 
 def test_people_decision(linker: PairLinker) -> None:
     old = node("Release captain for the mobile app this quarter: Ingrid.")
     new = "Mobile release captain is Tobias now, Ingrid moved to the payments squad."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_process_decision(linker: PairLinker) -> None:
     old = node("Retrospectives happen every two weeks, facilitated by the team lead.")
     new = "Retros are monthly from here on, and the facilitator rotates through the team."
-    assert_links_or_abstains(linker, new, old, distractors())
+    assert_ranks_first(linker, new, old, distractors())
 
 
 def test_leaving_position_is_never_none(linker: PairLinker) -> None:
@@ -563,7 +579,8 @@ def test_the_shipped_model_file_is_the_pinned_one(tmp_path) -> None:
     assert load_pair_model(copy / MODEL_FILE.name).trees == model.trees
     damaged = copy / MODEL_FILE.name
     damaged.write_text(
-        damaged.read_text(encoding="utf-8").replace('"link_at": 1.0', '"link_at": 0.5'), encoding="utf-8"
+        re.sub(r'"link_at": [0-9.]+', '"link_at": 0.5', damaged.read_text(encoding="utf-8"), count=1),
+        encoding="utf-8",
     )
     with pytest.raises(PairModelFileUnavailable, match=r"pair_model\.json does not match its pinned sha256"):
         load_pair_model(damaged)
@@ -600,9 +617,11 @@ class _Scorer:
         return [self.by_candidate.get(cand, -8.0) for _, cand in pairs]
 
 
-def _unsure(linker: PairLinker, scorer: _Scorer) -> PairLinker:
+def _unsure(linker: PairLinker, scorer: _Scorer, offer_at: float | None = 0.0) -> PairLinker:
     """The shipped model, made unsure of everything (it never links on its own), with ``scorer``."""
-    return PairLinker(linker.embedder, model=linker.model, link_at=1.01, cross=scorer)
+    # offer_at 0: every candidate reaches the second reading (the shipped model's cut-off would
+    # decide which, and these tests are about the reading)
+    return PairLinker(linker.embedder, model=linker.model, link_at=1.01, offer_at=offer_at, cross=scorer)
 
 
 def test_cross_encoder_links_what_the_pair_model_was_unsure_of(linker: PairLinker) -> None:
@@ -654,7 +673,7 @@ def test_a_failing_cross_encoder_loses_only_its_reading(linker: PairLinker) -> N
 
 def test_cross_encoder_is_not_asked_when_nothing_is_plausible(linker: PairLinker) -> None:
     scorer = _Scorer({})
-    decision = _unsure(linker, scorer).decide(
+    decision = _unsure(linker, scorer, offer_at=None).decide(  # the shipped cut-off
         "The cafeteria serves lunch until 14:00.", None, [node("Kubernetes clusters run version 1.29.")]
     )
     assert decision.kind == "none"

@@ -36,7 +36,11 @@ development files (``link_at`` 1.0): no link was made or lost (the sample's link
 declarations); with vectors off only probabilities and thresholds in the evidence moved, with
 vectors on one note went from abstain to none and 9 listings changed. Recorded again the same
 day when dev-h and dev-i joined the training data: no decision or link moved; 2 (off) and 9 (on)
-listings changed.
+listings changed. Recorded again in the fifth session of 2026-12-06 when the offers became
+calibrated and selective (issue 30: the decides gate, the scope gate, ``offer_at`` 0.40 on the
+calibrated probability, the model retrained with dev-j, dev-k, dev-l and replays without embeddings):
+the one link (a declaration) stays; with vectors off 12 abstentions became none and 4 nones became
+abstentions, with vectors on 18 abstentions became none; the other listings' probabilities moved.
 The other tests check each speed-up against what it replaced.
 """
 

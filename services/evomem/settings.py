@@ -167,6 +167,20 @@ class LinkerSettings(_Section):
         True,
         "with auto_supersede off, remember lists up to 3 likely predecessors (the pair linker, no LLM)",
     )
+    offer_min_p: Annotated[float | None, AfterValidator(_between(0, 1))] = _var(
+        "OFFER_MIN_P",
+        None,
+        "the probability (calibrated) from which remember offers a predecessor (default: the pair model's, "
+        "chosen on development data)",
+    )
+    recall_hints: bool = _var(
+        "RECALL_HINTS", True, "recall marks a hit a newer note may replace (maybe_replaced_by), above hint_min_p"
+    )
+    hint_min_p: Annotated[float | None, AfterValidator(_between(0, 1))] = _var(
+        "HINT_MIN_P",
+        None,
+        "the probability from which recall shows maybe_replaced_by (default: the pair model's, above the offers')",
+    )
     cross_encoder: bool = _var(
         "LINKER_CROSS_ENCODER",
         False,

@@ -38,7 +38,7 @@ from evomem.domain.model import (
     NewNote,
     Stats,
 )
-from evomem.domain.recall import RecallQuery, Resolved
+from evomem.domain.recall import RecallQuery, Resolved, Successor
 from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext
 from evomem.domain.scope import infer_note_scope
 
@@ -104,6 +104,9 @@ class ServiceConfig:
     vectors: bool = False  # search and embed by meaning too (hybrid); storage says when it cannot
     vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
+    # recall shows a possible successor (maybe_replaced_by) whose offer's probability reaches this
+    # (0: every one; above 1: none); the composition root passes the pair model's ``hint_at``
+    hint_min_p: float = 0.0
 
 
 def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
@@ -118,6 +121,12 @@ def _confidences(decision: LinkDecision, listed: Sequence[str]) -> tuple[float, 
     if decision.proposal is not None:
         conf.setdefault(decision.proposal.target_id, decision.proposal.confidence)
     return tuple(min(max(float(conf.get(c, 0.0)), 0.0), 1.0) for c in listed)
+
+
+def _hinted(successor: Successor, at: float) -> bool:
+    """Whether a possible successor is shown: its offer's probability (the weakest step's, along
+    a chain of offers) reaches ``at``; one stored without a probability is not."""
+    return successor.confidence is not None and successor.confidence >= at
 
 
 def _offered(note: NewNote, decision: LinkDecision, listed: Sequence[str]) -> NewNote:
@@ -475,6 +484,9 @@ class MemoryService:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
             )
+        if self.config.hint_min_p > 0:
+            for entry, _ in answer.results:
+                entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if _hinted(s, self.config.hint_min_p)]
         return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     # ------------------------------------------------------------------ get / forget / link

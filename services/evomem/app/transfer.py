@@ -226,12 +226,14 @@ def plan(store: Archive, records: list[Record]) -> tuple[list[Record], ImportRep
             report.vectors[r.model] += 1
     accepted: set[str] = set()
     out: list[Record] = []
+    # What the target already holds, looked up in pages of 500 ids, not a query per chain.
+    held = _get_many(store, [n.id for members in chains.values() for n in members])
     for (_, root), members in chains.items():
         problem = _chain_problem(members)
         if problem is not None:
             report.skipped.append((f"chain {root} ({len(members)} nodes)", problem))
             continue
-        there = _get_many(store, [n.id for n in members])
+        there = {n.id: held[n.id] for n in members if n.id in held}
         if not there:
             accepted |= {n.id for n in members}
             out += sorted(members, key=lambda n: n.version)

@@ -50,7 +50,9 @@ def linker_for(
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
-def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *, cross: bool = False) -> Linker:
+def pair_linker(
+    store: Store | None = None, embedder: Embedder | None = None, *, cross: bool = False, offer_at: float | None = None
+) -> Linker:
     """The pair linker (``evomem.domain.linkers.pair``) with the shipped model
     (``evomem.adapters.models.pair_weights.shipped_pair_model``, checked against its pins):
     ``embedder`` for its similarity features (the service passes the search's cosines, so it
@@ -67,7 +69,7 @@ def pair_linker(store: Store | None = None, embedder: Embedder | None = None, *,
 
         scorer = OnnxPairScorer.shared()
     lookup = store.get_many if store is not None else None
-    return PairLinker(embedder, model=shipped_pair_model(), lookup=lookup, cross=scorer)
+    return PairLinker(embedder, model=shipped_pair_model(), lookup=lookup, cross=scorer, offer_at=offer_at)
 
 
 def offerer_for(
@@ -78,6 +80,22 @@ def offerer_for(
     ``lazy``: built at the first ``remember`` (``LazyLinker``; the embedded server's start)."""
     if settings.linker.auto_supersede != "off" or not settings.linker.offer_candidates:
         return None
+    offer_at = settings.linker.offer_min_p
     if lazy:
-        return LazyLinker(lambda: pair_linker(store, embedder))
-    return pair_linker(store, embedder)
+        return LazyLinker(lambda: pair_linker(store, embedder, offer_at=offer_at))
+    return pair_linker(store, embedder, offer_at=offer_at)
+
+
+def hint_min_p(settings: Settings) -> float:
+    """The probability from which recall shows a hit's possible successor: the setting, else
+    the shipped pair model's ``hint_at``; above 1 (none shown) with ``recall_hints`` off."""
+    if not settings.linker.recall_hints:
+        return HINTS_OFF
+    if settings.linker.hint_min_p is not None:
+        return settings.linker.hint_min_p
+    from evomem.adapters.models.pair_weights import shipped_pair_model
+
+    return shipped_pair_model().hint_at
+
+
+HINTS_OFF = 1.01

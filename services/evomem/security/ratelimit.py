@@ -5,10 +5,11 @@ one). With a Redis URL (the gateway's EVOMEM_REDIS_URL, or EVOMEM_RATE_REDIS_URL
 buckets live in Redis, so a limit holds across gunicorn workers and gateway replicas; without
 one (the embedded server, one process) they live in memory.
 
-``RateLimitMiddleware`` wraps the MCP app: a request whose bearer token is known and has a
-``rate`` takes one token from that identity's bucket; an empty bucket answers HTTP 429 with
-``Retry-After`` (whole seconds, at least 1). Requests without a valid token pass through, to
-be answered 401 by the SDK's bearer middleware. If Redis cannot be reached, the call is let
+``RateLimitMiddleware`` wraps the MCP app: a request whose bearer token (or the timeline page's
+sign-in cookie, the same token) is known and has a ``rate`` takes one token from that
+identity's bucket; an empty bucket answers HTTP 429 with ``Retry-After`` (whole seconds, at
+least 1). Requests without a valid token pass through, to be answered 401 by the SDK's bearer
+middleware (or the page's sign-in form). If Redis cannot be reached, the call is let
 through and the failure logged: a limit is protection, not a reason for an outage.
 """
 
@@ -82,6 +83,19 @@ def build_limiter(redis_url: str | None) -> RateLimiter:
     return RateLimiter(MemoryStore(), "memory")
 
 
+#: The cookie the timeline page's sign-in form sets (``evomem.entrypoints.web.timeline``): a token.
+UI_COOKIE = "evomem_ui"
+
+
+def _ui_cookie(header: str) -> str | None:
+    """The value of ``UI_COOKIE`` in a Cookie header, or None."""
+    for part in header.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == UI_COOKIE and value:
+            return value
+    return None
+
+
 class RateLimitMiddleware:
     """ASGI: 429 with ``Retry-After`` once a token's identity is over its rate."""
 
@@ -103,16 +117,18 @@ class RateLimitMiddleware:
         await self.app(scope, receive, send)
 
     def _principal(self, scope: Any) -> Principal | None:
+        """The identity a request names: its bearer token, else the timeline page's sign-in
+        cookie (``UI_COOKIE``, the same token), so the page counts against the same bucket."""
+        cookie = None
         for name, value in scope.get("headers") or ():
+            text = value.decode("latin-1")  # latin-1 decodes any byte
             if name.lower() == b"authorization":
-                try:
-                    text = value.decode("latin-1")
-                except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes any byte
-                    return None
                 if text[:7].lower() != "bearer ":
                     return None
                 return self.verifier.principal(text[7:])
-        return None
+            if name.lower() == b"cookie" and cookie is None:
+                cookie = _ui_cookie(text)
+        return self.verifier.principal(cookie) if cookie else None
 
     @staticmethod
     async def _too_many(send: Any, wait: float, principal: Principal) -> None:

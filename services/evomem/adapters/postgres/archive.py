@@ -2,17 +2,18 @@
 every namespace.
 
     export_records(conn)            # nodes (by seq), offers, keys, chain changes, write audit, vector refs
-    import_records(conn, records)   # in the caller's transaction, rows as they are
+    import_records(conn, records)   # in the caller's transaction, rows as they are, a batch per kind
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from evomem.adapters.postgres.chains import insert_node
-from evomem.adapters.sqlite.codec import NODE_SQL, row_to_node
+from evomem.adapters.postgres.chains import INSERT_NODE_SQL
+from evomem.adapters.sqlite.codec import NODE_SQL, node_to_row, row_to_node
 from evomem.domain.archive import ChainChange, KeyRecord, Offer, Record, VectorRef
 from evomem.domain.audit import AuditEntry
 from evomem.domain.model import MemoryNode
@@ -46,31 +47,40 @@ def export_records(conn: Any) -> Iterator[Record]:
 
 
 def import_records(conn: Any, records: Sequence[Record]) -> None:
-    for r in records:
-        if isinstance(r, MemoryNode):
-            insert_node(conn, r)
-        elif isinstance(r, Offer):
-            conn.execute(
-                "INSERT INTO offers (namespace, candidate_id, node_id, reason, confidence, position) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (r.namespace, r.candidate_id, r.node_id, r.reason, r.confidence, r.position),
-            )
-        elif isinstance(r, KeyRecord):
-            conn.execute(
-                "INSERT INTO remember_keys (namespace, key_hash, node_id, text_hash, created_at) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (r.namespace, r.key_hash, r.node_id, r.text_hash, r.created_at),
-            )
-        elif isinstance(r, ChainChange):
-            conn.execute(
-                "INSERT INTO link_audit (namespace, at, action, node_id, target_id, method, by, confidence, detail) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (r.namespace, r.at, r.action, r.node_id, r.target_id, r.method, r.by, r.confidence, r.detail),
-            )
-        elif isinstance(r, AuditEntry):
-            conn.execute(
-                "INSERT INTO write_audit (namespace, at, identity, role, tool, ids, outcome, on_behalf_of, detail) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (r.namespace, r.at, r.identity, r.role, r.tool, json.dumps(list(r.ids)), r.outcome, r.on_behalf_of,
-                 r.detail),
-            )  # fmt: skip
+    """Each run of records of one kind sent as one ``executemany`` (psycopg's pipeline: one round
+    trip per batch, not per row), in the order given, so a chain's versions go in version order."""
+    with conn.cursor() as cur:
+        for kind, run in itertools.groupby(records, key=type):
+            if kind not in _INSERTS:  # a vector reference: the store embeds the text again
+                continue
+            sql, row = _INSERTS[kind]
+            cur.executemany(sql, [row(r) for r in run])
+
+
+def _audit_row(r: AuditEntry) -> tuple[Any, ...]:
+    return (r.namespace, r.at, r.identity, r.role, r.tool, json.dumps(list(r.ids)), r.outcome, r.on_behalf_of, r.detail)
+
+
+_INSERTS: dict[type, tuple[str, Callable[[Any], tuple[Any, ...]]]] = {
+    MemoryNode: (INSERT_NODE_SQL, node_to_row),
+    Offer: (
+        "INSERT INTO offers (namespace, candidate_id, node_id, reason, confidence, position) "
+        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        lambda r: (r.namespace, r.candidate_id, r.node_id, r.reason, r.confidence, r.position),
+    ),
+    KeyRecord: (
+        "INSERT INTO remember_keys (namespace, key_hash, node_id, text_hash, created_at) "
+        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        lambda r: (r.namespace, r.key_hash, r.node_id, r.text_hash, r.created_at),
+    ),
+    ChainChange: (
+        "INSERT INTO link_audit (namespace, at, action, node_id, target_id, method, by, confidence, detail) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        lambda r: (r.namespace, r.at, r.action, r.node_id, r.target_id, r.method, r.by, r.confidence, r.detail),
+    ),
+    AuditEntry: (
+        "INSERT INTO write_audit (namespace, at, identity, role, tool, ids, outcome, on_behalf_of, detail) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        _audit_row,
+    ),
+}

@@ -178,10 +178,12 @@ def insert_row(
         record_change(conn, note.namespace, "link", node_id, prev, link, requested=supersedes)
 
 
+INSERT_NODE_SQL = f"INSERT INTO nodes ({NODE_SQL}) VALUES ({', '.join(['%s'] * len(NODE_COLUMNS))})"
+
+
 def insert_node(conn: Any, node: MemoryNode) -> None:
     """One ``nodes`` row for ``node``, every column as given (an import keeps ids, chains, times)."""
-    marks = ", ".join(["%s"] * len(NODE_COLUMNS))
-    conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({marks})", node_to_row(node))
+    conn.execute(INSERT_NODE_SQL, node_to_row(node))
 
 
 def attach(conn: Any, node_id: str, supersedes: str, link: LinkProvenance) -> None:

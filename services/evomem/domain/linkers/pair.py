@@ -33,6 +33,19 @@ whole-note cosine at least ``subject_at_full``: each the 10th percentile of the 
 development data; the second catches long records whose decision parts were read apart, a revision
 whose Decision section is short against a record whose is long); ``none`` otherwise.
 
+**Calibrated offers** (a model file with ``offer_at``: the shipped one since 2026-12-06). What the
+agent reads is the model's probability through its calibration (``PairModel.calibration``, isotonic,
+fitted out of fold on hand-written development notes by ``lab/offers.py``): the probability that the
+note replaces that decision. Before any pair is scored, ``_gate`` drops what cannot be a
+replacement: a note that decides nothing (a question, a reminder, a report: the ``decides`` model
+over its words, learned from data) gets no offer, a candidate that decides nothing is never offered,
+and a candidate whose scope differs from the note's (listed because a scope was inferred from a text)
+is offered only when the note names its scope. Then only candidates at or above ``offer_at`` are
+offered (``abstain``), and the best links at ``link_at`` (the ``pair`` auto linker, opt-in). Each
+offer's reason gives the probability, what changes as read from the two decision parts
+(``changes``: "Postgres -> SQLite") or that no option changes (a restatement?), and another scope
+when there is one. Without ``offer_at`` (an older file) the rules below apply.
+
 An optional second reading (``cross``, the ``PairScorer`` port; off unless the composition root
 passes one, ``EVOMEM_LINKER_CROSS_ENCODER``): where the model would abstain, a cross-encoder reads
 each listed candidate together with the note, and the best one links when
@@ -54,6 +67,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -62,9 +76,10 @@ from evomem.domain.linkers.history import Lookup, versions_from
 from evomem.domain.linkers.pair_features import FEATURES, MAX_LISTED, listed, pair_features, plausible_ranked
 from evomem.domain.linkers.pair_model import PairModel, logit, sigmoid
 from evomem.domain.linkers.pair_reading import Reading, declares, read
+from evomem.domain.linkers.vocabulary import CUE_WORDS
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
 from evomem.domain.scope import compatible as scope_compatible
-from evomem.domain.scope import may_list
+from evomem.domain.scope import infer_scope, may_list, normalise
 
 if TYPE_CHECKING:
     from evomem.domain.linkers.contracts import Embedder, PairScorer
@@ -94,6 +109,7 @@ class PairLinker:
         lookup: Lookup | None = None,
         link_at: float | None = None,
         abstain_at: float | None = None,
+        offer_at: float | None = None,
         cache_size: int = 4096,
         cross: PairScorer | None = None,
     ) -> None:
@@ -111,6 +127,8 @@ class PairLinker:
         long_at = self.model.link_at_long
         self.link_at_long = max(self.link_at, long_at) if long_at is not None and link_at is None else self.link_at
         self.abstain_at = self.model.abstain_at if abstain_at is None else abstain_at
+        # a calibrated model offers from this probability (None: the older rules, ``plausible_ranked``)
+        self.offer_at = self.model.offer_at if offer_at is None else offer_at
         emb = embedder.name if embedder is not None else None
         self.name = f"{NAME}/{VERSION}" + (f"+{emb}" if emb else "") + (f"+{cross.name}" if cross is not None else "")
         self._reads: dict[str, Reading] = {}
@@ -163,6 +181,11 @@ class PairLinker:
             if c.status == "active"
             and may_list(scope, c.scope, a_inferred=scope_inferred, b_inferred=c.scope_source == "inferred")
         ]
+        if self.offer_at is not None:
+            gated = self._gate(text, scope, nodes)
+            if isinstance(gated, LinkDecision):
+                return gated
+            nodes = gated
         linkable = [scope_compatible(scope, c.scope) for c in nodes]
         if not nodes:
             return LinkDecision(kind="none", reason="no active candidate")
@@ -189,17 +212,23 @@ class PairLinker:
                 why=("declares it replaces it",),
                 reason="the note declares it replaces the candidate",
             )
-        plausible = plausible_ranked(probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full)
+        if self.offer_at is not None:  # calibrated: what reaches the probability is offered, nothing else
+            plausible = [i for i in ranked if probs[i] >= self.offer_at]
+            named = [i for i in named if probs[i] >= self.offer_at]
+        else:
+            plausible = plausible_ranked(
+                probs, rows, self.abstain_at, self.model.subject_at, self.model.subject_at_full
+            )
         # A record named with a replacing verb is listed first (a competing proposal, a partial or
         # scoped amendment, an alternative: the agent judges), whatever the model's rank.
         plausible = [*named, *(i for i in plausible if i not in named)]
-        if b is not None and probs[b] >= self._link_at(rows[b]):
+        if b is not None and probs[b] >= max(self._link_at(rows[b]), self.offer_at or 0.0):
             top = [b, *(i for i in plausible if i != b)][:MAX_LISTED]
             return LinkDecision(
                 kind="link",
                 proposal=self._proposal(nodes[b], probs[b], rows[b]),
                 candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
-                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                why=tuple(self._why(probs[i], rows[i], text, nodes[i], scope) for i in top),
                 reason="pair model",
             )
         sure = [i for i in plausible if linkable[i]][:MAX_LISTED]  # what a second reading may link
@@ -212,7 +241,7 @@ class PairLinker:
             return LinkDecision(
                 kind="abstain",
                 candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in top),
-                why=tuple(self._why(probs[i], rows[i]) for i in top),
+                why=tuple(self._why(probs[i], rows[i], text, nodes[i], scope) for i in top),
                 reason="plausible predecessor below the link threshold",
             )
         return LinkDecision(kind="none", reason="no candidate is a plausible predecessor")
@@ -252,10 +281,34 @@ class PairLinker:
             proposal=proposal,
             candidates=tuple((nodes[i].id, round(probs[i], 3)) for i in order),
             why=tuple(
-                self._why(probs[i], rows[i]) + f", cross-encoder p={sigmoid(z[top.index(i)]):.2f}" for i in order
+                self._why(probs[i], rows[i], text, nodes[i]) + f", cross-encoder p={sigmoid(z[top.index(i)]):.2f}"
+                for i in order
             ),
             reason="cross-encoder",
         )
+
+    def _gate(self, text: str, scope: str | None, nodes: Sequence[MemoryNode]) -> list[MemoryNode] | LinkDecision:
+        """A calibrated model's gates, before any pair is scored: a note that decides nothing
+        gets no offer, a candidate that decides nothing is never offered (``decides``), unless
+        the note declares it replaces it; a candidate in another scope (one the service listed
+        because a scope was inferred from a text) is offered only when the note names that
+        scope."""
+        dm = self.model.decides
+        note = self._read(text)
+        declared = {c.id for c in nodes if note.decl_sents and declares(note, self._read(c.raw_text).ident)}
+        if dm is not None and not declared and not dm.decides(text):
+            return LinkDecision(kind="none", reason=f"the note decides nothing (p={dm.p(text):.2f})")
+        kept = []
+        for c in nodes:
+            if c.id in declared:
+                kept.append(c)
+                continue
+            if dm is not None and not dm.decides(c.raw_text):
+                continue
+            if not scope_compatible(scope, c.scope) and not names_scope(text, c.scope):
+                continue
+            kept.append(c)
+        return kept
 
     def _link_at(self, row: Sequence[float]) -> float:
         """The link threshold of this pair's regime: long documents have their own."""
@@ -373,10 +426,19 @@ class PairLinker:
 
     # ------------------------------------------------------------------ output
 
-    def _why(self, p: float, row: Sequence[float]) -> str:
-        """A few words on why a candidate is listed (remember's answer shows them)."""
+    def _why(
+        self, p: float, row: Sequence[float], text: str = "", node: MemoryNode | None = None, scope: str | None = None
+    ) -> str:
+        """A few words on why a candidate is listed (remember's answer shows them): the
+        probability, what changes as read from the two texts, and any reason it may not be a
+        replacement (another scope, a restatement)."""
         f = dict(zip(FEATURES, row, strict=True))
         parts = [f"p={p:.2f}"]
+        if node is not None:
+            changed = changes(self._read(text), self._read(node.raw_text))
+            parts.append(changed or "names no new option: may restate it")
+            if not scope_compatible(scope, node.scope):
+                parts.append(f"another scope: the note is {scope or 'unscoped'}, it is {node.scope or 'unscoped'}")
         if f["explicit_ref"]:
             parts.append("names its identifier")
         if f["leave_hit"]:
@@ -439,3 +501,56 @@ def _part_key(text: str, part: str) -> str:
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
     # the same products added in the same order as ``sum(x * y for x, y in zip(a, b))``
     return float(sum(map(operator.mul, a, b)))
+
+
+def _cased(part: str) -> dict[str, str]:
+    """Each lower-case token of ``part`` as it is first written there."""
+    out: dict[str, str] = {}
+    for w in _WORDS.findall(part):
+        out.setdefault(w.lower().strip("_"), w)
+    return out
+
+
+_WORDS = re.compile(r"[\w.+#-]*\w", re.UNICODE)
+CHANGE_WORDS = 2  # names or values shown on each side of a change
+
+
+def changes(note: Reading, cand: Reading) -> str | None:
+    """What changes from the candidate to the note, as read from their decision parts: what the
+    note leaves (its words in a leaving position, "instead of X", "from X") or else the names and
+    values (``decision_text.distinctive``) of the candidate the note does not repeat, against what
+    the note brings (its names and values the candidate lacks, else its other new words):
+    "PostgreSQL -> SQLite", "nightly -> hourly", "brings Kafka"; None when the note brings nothing."""
+    old_case, new_case = _cased(cand.part), _cased(note.part)
+    new = [new_case[w] for w in new_case if w in note.dist and w not in cand.toks and w not in cand.dist]
+    left = [old_case[w] for w in old_case if w in note.leaving and (w in cand.toks or w in cand.dist)]
+    if not new and left:  # "hourly instead of nightly": the new words nearest what the note leaves
+        order = list(new_case)
+        at = order.index(left[0].lower()) if left[0].lower() in order else 0
+        fresh = [
+            w for w in order if w in note.toks and w not in cand.toks and w not in note.leaving and w not in CUE_WORDS
+        ]
+        new = [new_case[w] for w in sorted(fresh, key=lambda w: abs(order.index(w) - at))]
+    unsaid = [old_case[w] for w in old_case if w in cand.dist and w not in note.toks and w not in note.dist]
+    old = (left or unsaid)[:CHANGE_WORDS]
+    new = new[:CHANGE_WORDS]
+    if old and new:
+        return f"{', '.join(old)} -> {', '.join(new)}"
+    if new:
+        return f"brings {', '.join(new)}"
+    if left:
+        return f"drops {', '.join(left[:CHANGE_WORDS])}"
+    return None
+
+
+def names_scope(text: str, scope: str | None) -> bool:
+    """Whether ``text`` names ``scope`` (each of its words, or the scope its own words place it in):
+    a note about another scope than the candidate's may replace it only when it says so."""
+    if scope is None:
+        return False
+    got = infer_scope(text)
+    if got is not None and normalise(got.scope) == normalise(scope):
+        return True
+    words = set(dt.tokens(text))
+    parts = [w for w in re.split(r"[^a-z0-9]+", scope.lower()) if w]
+    return bool(parts) and all(w in words for w in parts)

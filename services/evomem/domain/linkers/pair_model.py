@@ -14,12 +14,14 @@ deprecation).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evomem.domain.linkers.decides import DecidesModel
 from evomem.domain.linkers.pair_features import FEATURES
 
 
@@ -101,6 +103,12 @@ class PairModel:
     rate: float = 0.1
     features: tuple[str, ...] = FEATURES
     meta: Mapping[str, Any] | None = None
+    # calibration: (raw probability, probability that the pair is a replacement) points, raw
+    # increasing, fitted out of fold on development data (``lab/offers.py``); () reads raw as is
+    calibration: tuple[tuple[float, float], ...] = ()
+    offer_at: float | None = None  # calibrated p from which a candidate is offered (None: the older rules)
+    hint_at: float = 1.01  # calibrated p from which recall marks a hit "may be replaced by"
+    decides: DecidesModel | None = None  # whether a note decides anything (``decides.py``)
     # the trees as one compiled function (``_compile_trees``), made by the first ``prob``
     _walk: list[Callable[[Sequence[float]], float]] = field(default_factory=list, repr=False, compare=False)
 
@@ -125,10 +133,32 @@ class PairModel:
             rate=float(data.get("rate", 0.1)),
             features=tuple(data["features"]),
             meta=data.get("training"),
+            calibration=tuple((float(a), float(b)) for a, b in data.get("calibration", ())),
+            offer_at=float(data["offer_at"]) if data.get("offer_at") is not None else None,
+            hint_at=float(data.get("hint_at", 1.01)),
+            decides=DecidesModel.from_dict(data["decides"]) if data.get("decides") else None,
         )
 
     def prob(self, x: Sequence[float]) -> float:
-        """The probability that the pair of feature row ``x`` (``FEATURES`` order) is a replacement."""
+        """The probability that the pair of feature row ``x`` (``FEATURES`` order) is a
+        replacement: the model's output through its calibration."""
+        return self.calibrated(self.raw(x))
+
+    def calibrated(self, raw: float) -> float:
+        """``raw`` through the calibration: linear between its points, flat beyond them."""
+        pts = self.calibration
+        if not pts:
+            return raw
+        if raw <= pts[0][0]:
+            return pts[0][1]
+        if raw >= pts[-1][0]:
+            return pts[-1][1]
+        k = bisect.bisect_right(pts, (raw, math.inf))
+        (x0, y0), (x1, y1) = pts[k - 1], pts[k]
+        return y0 if x1 <= x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+
+    def raw(self, x: Sequence[float]) -> float:
+        """The model's own output for feature row ``x``, before calibration."""
         z = self.intercept
         if self.kind == "gbt":
             if not self._walk:

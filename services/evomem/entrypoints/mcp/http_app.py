@@ -11,6 +11,8 @@ Routes, all in ``build_http_app`` (the embedded server and the gateway serve the
 - ``/healthz``  kept for older probes: the same as ``/livez``
 - ``/metrics``  Prometheus: tool calls by tool and outcome, latency histograms, notes by
                 status, the extraction backlog, the model's load state (``evomem.entrypoints.mcp.telemetry``)
+- ``/ui``       the decision timeline, read-only, under the tools' authentication
+                (``evomem.entrypoints.web.timeline``)
 
 ``bind`` binds the listening socket first, so a busy port is reported before anything else
 starts and the URL is known before the app is built.
@@ -209,12 +211,16 @@ def build_http_app(
     ``gate``: ``evomem.security.gate.Gate`` (tokens, rate limits), None without auth.
     Host and Origin checks stay on whatever ``host`` is (loopback, ``host``, and the allowed lists).
     ``max_note_bytes``: the body limit follows the note limit (an over-limit body is a JSON-RPC 413).
-    ``service``: the ``MemoryService`` getter the tools use, for /readyz and /metrics."""
+    ``service``: the ``MemoryService`` getter the tools use, for /readyz, /metrics and /ui."""
     assert isinstance(server, MCPServer)
     from evomem.security.gate import transport_security
 
     add_ops_routes(server, service, model_required=model_required)
     security = transport_security(host, allowed_hosts or [], allowed_origins or [])
+    if service is not None:
+        from evomem.entrypoints.web.timeline import add_ui_routes
+
+        add_ui_routes(server, service, gate=gate, security=security)
     limit = limits.message_limit(max_note_bytes)
     app = server.streamable_http_app(
         host=host,

@@ -113,8 +113,9 @@ def remember(
 ) -> CallToolResult:
     """Store a note (usually a decision) and return its id. When it changes an earlier decision,
     pass supersedes with that decision's id (find it with recall): recall then never answers with
-    the old version. If it lists possible_supersedes (likely predecessors, with why) and the note
-    does replace one, confirm it with one supersede call. The text is kept verbatim and indexed;
+    the old version. If it lists possible_supersedes (likely predecessors, each with p, the
+    probability that the note replaces it, and what changes) and the note does replace one, confirm
+    it with one supersede call. The text is kept verbatim and indexed;
     why/what/alternatives/consequences are extracted."""
     out = _call(
         lambda: resources.service().remember(

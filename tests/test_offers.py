@@ -1,0 +1,104 @@
+"""Offers an agent can trust, through the embedded server as `evomem-mcp --db` builds it with
+default settings and the shipped pair model: a note that decides nothing gets no offer and is never
+offered; a decision for one scope is not offered as replacing another scope's; what is offered
+carries a calibrated probability and says what changes; offers and hints can be switched off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evomem.adapters.models.pair_weights import shipped_pair_model
+from evomem.app.memory import MemoryService
+from evomem.bootstrap.embedded import build_embedded
+from evomem.settings import Settings
+
+LEDGER = "The ledger runs on PostgreSQL 16 with a nightly base backup."
+MOVED = "We moved the ledger from PostgreSQL to SQLite in WAL mode; one file per tenant."
+
+
+def service(tmp_path: Path, **linker: object) -> MemoryService:
+    """The embedded default (hybrid: the packaged embedding model), with these linker settings."""
+    settings = Settings(db=str(tmp_path / "m.db"), linker=linker)  # type: ignore[arg-type]
+    return build_embedded(settings)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Iterator[MemoryService]:
+    s = service(tmp_path)
+    yield s
+    s.close()
+
+
+def test_the_shipped_model_is_calibrated_and_selective() -> None:
+    model = shipped_pair_model()
+    assert model.calibration, "the shipped model has no calibration"
+    assert model.decides is not None
+    assert model.offer_at is not None and 0 < model.offer_at < model.hint_at <= 1.0
+    xs = [x for x, _ in model.calibration]
+    ys = [y for _, y in model.calibration]
+    assert xs == sorted(xs) and ys == sorted(ys)  # a probability that rises with the model's score
+
+
+def test_a_change_of_the_ledger_is_offered_with_its_probability_and_what_changes(svc: MemoryService) -> None:
+    old = svc.remember(LEDGER).node
+    got = svc.remember(MOVED)
+    assert got.node.possible_supersedes == (old.id,)
+    assert got.decision is not None
+    ((target, p),) = got.decision.candidates
+    assert target == old.id and shipped_pair_model().offer_at <= p < 1.0  # type: ignore[operator]
+    (why,) = got.decision.why
+    assert why.startswith(f"p={p:.2f}") and "SQLite" in why, why
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who owns the alerts for the ledger's PostgreSQL backups?",
+        "reminder: write up the ledger PostgreSQL incident for Friday's review",
+        "The ledger's PostgreSQL backup job failed again last night, third time this week.",
+    ],
+)
+def test_a_note_that_decides_nothing_neither_gets_nor_is_an_offer(svc: MemoryService, question: str) -> None:
+    svc.remember(LEDGER)
+    asked = svc.remember(question)
+    assert asked.node.possible_supersedes == ()
+    moved = svc.remember(MOVED)
+    assert asked.node.id not in moved.node.possible_supersedes
+
+
+def test_a_decision_for_another_scope_is_not_offered_as_its_replacement(svc: MemoryService) -> None:
+    svc.remember(LEDGER)
+    staged = svc.remember("In staging we moved the ledger from PostgreSQL to SQLite to test the migration.")
+    assert staged.node.scope == "staging"  # inferred from its words
+    assert staged.node.possible_supersedes == ()
+
+
+def test_offers_can_be_switched_off_and_the_cut_off_set(tmp_path: Path) -> None:
+    off = service(tmp_path / "a", offer_candidates=False)
+    try:
+        off.remember(LEDGER)
+        assert off.remember(MOVED).node.possible_supersedes == ()
+    finally:
+        off.close()
+    strict = service(tmp_path / "b", offer_min_p=1.0)
+    try:
+        strict.remember(LEDGER)
+        assert strict.remember(MOVED).node.possible_supersedes == ()
+    finally:
+        strict.close()
+
+
+def test_hints_follow_their_cut_off_and_can_be_switched_off(tmp_path: Path) -> None:
+    for hints, at, shown in ((True, 0.0, True), (False, None, False), (True, 1.0, False)):
+        s = service(tmp_path / f"{hints}-{at}", recall_hints=hints, hint_min_p=at)
+        try:
+            s.remember(LEDGER)
+            assert s.remember(MOVED).node.possible_supersedes
+            hits = s.recall("ledger PostgreSQL backup", k=3).results
+            old = next(entry for entry, _ in hits if entry.head.raw_text == LEDGER)
+            assert bool(old.maybe_replaced_by) is shown, (hints, at)
+        finally:
+            s.close()
