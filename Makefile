@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-agents bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-agents bench-premise bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -119,12 +119,15 @@ bench-linking-peps: $(VENV)/.installed-bench
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
+	$(MAKE) bench-premise
 	$(MAKE) bench-postgres
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
 	$(MAKE) bench-agents
 	$(PY) -m bench.speed --sizes 10000,100000 --postgres off --out bench/results
 	$(MAKE) bench-postgres-speed
+	$(PY) -m bench.floors --sizes 100000 --out bench/results
+	$(PY) -m bench.hints --out bench/results
 	$(PY) -m bench.report
 
 # Issue 30's measurement: five simulated agents (ignore offers and hints; follow recall's hints; confirm only
@@ -142,6 +145,12 @@ bench-agents: $(VENV)/.installed-bench
 # PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
 # link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).
 BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
+# check() on the premise of every question (the obsolete options and the gold one) of the frozen,
+# development and blind sets, with agent links and with the default server, and needs_review on
+# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md}.
+bench-premise: $(VENV)/.installed-bench
+	$(PY) -m bench.premise --out bench/results --no-progress
+
 bench-postgres: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
 
@@ -164,6 +173,7 @@ bench-startup: $(VENV)/.installed-bench
 LABEL ?= after
 bench-gateway: $(VENV)/.installed-bench test-deps bench-gateway-deps
 	$(PY) -m bench.gateway --throughput --label "$(LABEL)" --out bench/results
+	$(PY) -m bench.gateway_cpu --label "$(LABEL)" --out bench/results
 
 # wrk (Debian's package): the load generator of bench-gateway, cheap on CPU beside the servers.
 bench-gateway-deps:
@@ -177,6 +187,7 @@ bench-full: $(VENV)/.installed-bench
 	$(BENCH_PEPS)
 	$(PY) -m bench.external --skip-peps --out bench/results
 	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
+	$(PY) -m bench.floors --sizes 100000,1000000 --out bench/results/full
 	$(PY) -m bench.report
 
 # The llm linker behind the pair linker, against llama.cpp serving the tiny random-weights

@@ -780,9 +780,10 @@ def cost_table(cost: Mapping[str, Mapping[str, Any]], *, title: str = "## Cost: 
         "",
         "Time of the remembers that called the linker, in process. *Decision*: the linker's own time "
         "(`bench.timing`). *With candidates*: candidate search (BM25, and with vectors the "
-        "note's neighbours) plus the decision (`linker_ms`). The note's own embedding is computed just before "
-        "(`note_embed_ms`, in the JSON): `remember` stores that vector whether or not a linker runs, and the "
-        "search reuses it. A remember with no active candidate of a compatible scope does not call it; "
+        "note's neighbours) plus the decision (`linker_ms`). With vectors the search includes the note's own "
+        "embedding, which runs beside BM25 (`remember` stores that vector whether or not a linker runs); "
+        "`note_embed_ms` in the JSON times it only where something embeds it before the search. "
+        "A remember with no active candidate of a compatible scope does not call it; "
         "*share*: remembers that did. *LLM asked*: remembers on which `--auto-supersede llm`, the LLM behind "
         "this linker, would call the model (the linker abstained, or said none to a note with a change cue); "
         "each such call costs the model's latency on top; for `evomem-auto:llm` itself, the calls it made "

@@ -25,6 +25,7 @@ make bench          # quality suite (ODR, VDR, paraphrases), PEPs, five simulate
 make bench-agents   # the five simulated agents alone: what an agent reading the offers and hints would do
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make bench-postgres-speed  # the 100k-note store on SQLite and PostgreSQL 17 + pgvector, each next to its floors
+make bench-premise  # check() on every question's premises; needs_review along dependencies
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
 make bench-gateway   # wrk: the gateway's no-op floor, gateway and embedded throughput, 100k notes (local)
@@ -114,6 +115,44 @@ def section(title: str, path: Path, note: str = "") -> str:
     # Every heading of the part goes two levels down, under this page's "## title".
     body = "\n".join("##" + line if re.match(r"#+ ", line) else line for line in body.splitlines())
     return f"## {title}\n\n{note}{body}\n\n"
+
+
+def floors(r: Path) -> str:
+    """Tantivy and usearch beside EvoMem's searches (``bench.floors``): make bench's 100k run and
+    bench-full's 1M run, each from one run."""
+    parts = [p.read_text().strip() for p in (r / "floors.md", r / "full" / "floors.md") if p.exists()]
+    if not parts:
+        return "## Real top-k engines beside EvoMem's searches\n\nNot run yet (`python -m bench.floors`).\n\n"
+    return (
+        "## Real top-k engines beside EvoMem's searches\n\n"
+        "`python -m bench.floors` (`make bench`: 100k; `make bench-full`: 1M): Tantivy (BM25, block-max WAND) "
+        "and usearch (HNSW, int8) on the speed suite's store, next to EvoMem's own searches, timed one query "
+        "at a time in one run. recall@10 is against the exact cosine top 10 over the same stored vectors; the "
+        "speed store's vectors are 512 real embeddings each copied with noise (`bench.datagen`), so a top 10 "
+        "is a pick among near-ties, hard for any approximate index: read it as a lower bound.\n\n"
+        + "\n\n".join(parts)
+        + "\n\n"
+        + FLOORS_NOTE
+    )
+
+
+FLOORS_NOTE = """What adopting one would cost (not done here). Remember's candidate search is where it pays first: at
+100k notes it is most of a remember, at 1M it is 0.36 s where Tantivy answers in 18 ms. As a derived index
+beside SQLite (which stays the truth): each remember adds a document, but a Tantivy commit per note is
+too slow, so commits would be batched (every ~100 ms) and the notes after the last commit searched by
+FTS5 (few rows, cheap); the commit's payload records the last rowid indexed, the persistent "pending"
+mark a start catches up from, as the vector backfill does. Forget, supersede and purge change what may
+match: status lives in SQLite and filters after ranking (widening as `ranked` does), and a purge must
+delete the document and merge the segments that still hold its text before `file_erased` may be true.
+The seven weighted FTS5 columns become seven boosted fields; scores differ from FTS5's, so the tests that
+pin FTS5's exact scores would pin Tantivy's. The hardest part is processes: Tantivy takes one writer per
+index directory (a lock), and usearch keeps its graph in one process's memory, while several embedded
+servers (each client's stdio process) may share one `--db` file today; they would need one writer (the
+storage service, or a lock that hands the index over) or an index per process rebuilt from SQLite.
+For meaning, the binary scan with int8 rescoring costs 3 ms at 100k and 14 ms at 1M; HNSW pays from
+about 1M notes, with the same one-process question.
+
+"""
 
 
 def headline(r: Path) -> str:
@@ -353,6 +392,13 @@ def main(argv: list[str] | None = None) -> int:
         AGENTS_NOTE,
     )
     text += section(
+        "Premise check and dependency staleness",
+        r / "premise.md",
+        "`make bench-premise` (part of `make bench`): `check` on the premise of every question's obsolete "
+        "options and of its gold option, development and blind sets side by side (blind: aggregates only), "
+        "and `needs_review` on scenarios whose decisions depend on others.\n\n",
+    )
+    text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",
         r / "peps.md",
         "Every offline linker on the same 736 PEPs (external data, `../shared/data/external/peps`), "
@@ -393,6 +439,13 @@ def main(argv: list[str] | None = None) -> int:
         r / "speed_postgres.md",
         PG_SPEED_NOTE,
     )
+    text += section(
+        "Where the time goes",
+        r / "profile" / "profile.md",
+        "Recall and remember in-core under a profiler (`python -m bench.profile`), then what changed and the "
+        "same speed suite before and after in one run.\n\n",
+    )
+    text += floors(r)
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",

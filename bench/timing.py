@@ -6,10 +6,11 @@
 
 The product keeps no timing queues. This wraps, on one service:
 
-- its vectors' ``prepare``: the note's own embedding, computed once before the candidate search
-  (storage's cost: the note's vector is stored with or without a linker, and the search reuses it);
-- its storage's ``remember_context`` when it searches candidates: the candidate search (the note's
-  embedding taken out);
+- its vectors' ``prepare``: the note's own embedding when something computes it before the
+  candidate search (storage no longer does: the search embeds it beside BM25, so it is in the
+  search's time);
+- its storage's ``remember_context`` when it searches candidates: the candidate search (an
+  embedding ``prepare`` timed taken out);
 - its linker's (or offerer's) ``decide``: the decision alone; ``linker_ms`` is search + decision,
   counted for every remember that called the linker (one with no candidate never does);
 - with ``--auto-supersede llm``, the cascade's model calls (``llm_ms``, one per call made).

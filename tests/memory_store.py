@@ -24,8 +24,18 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from evomem.domain import dependencies as deps
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.linkers.vocabulary import words
 from evomem.domain.model import (
     Extraction,
@@ -113,7 +123,7 @@ class MemoryStore:
             return [hit for *_, hit in sorted(scored, key=lambda s: s[:2])[: max(0, limit)]]
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         out: dict[str, list[Successor]] = {}
         if limit < 1:
@@ -183,12 +193,17 @@ class MemoryStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         with self._lock:
             earlier = self._earlier(note, idempotency_key, dedupe_window_ms)
             if earlier is not None:
                 return replace(self._nodes[earlier[0]]), earlier[1]
             head = self._head_for_link(supersedes, note.namespace) if supersedes is not None else None
+            if if_head and head is not None and head.id != supersedes:
+                raise NotHead(str(supersedes), head.id, head.version)
+            if head is not None:
+                self._refuse_cycle(note.relations, {head.chain_root}, note.namespace)
             created = now_ms()
             node_id = new_id(created)
             node = MemoryNode(
@@ -208,6 +223,9 @@ class MemoryStore:
                     self._linked(node_id, head, link, supersedes)
                 self._retire(head, node_id)
             self._nodes[node_id] = node
+            if head is not None:
+                self._flag_dependents(note.namespace, head.id, head.chain_root)
+            self._inherit(node)
             why = dict(zip(note.possible_supersedes, note.possible_supersedes_why, strict=False))
             conf = dict(zip(note.possible_supersedes, note.possible_supersedes_confidence, strict=False))
             for k, c in enumerate(note.possible_supersedes):
@@ -231,6 +249,9 @@ class MemoryStore:
                 )
             members = self._members(node.chain_root)
             root = next(n for n in members if n.version == 1)
+            top = next(n for n in members if n.superseded_by is None)
+            if top.status == Status.ACTIVE:
+                self._refuse_cycle(top.relations, {head.chain_root, node.chain_root}, node.namespace)
             self._retire(head, root.id)
             for n in members:  # the whole chain, after the head
                 n.chain_root, n.version = head.chain_root, n.version + head.version
@@ -238,7 +259,59 @@ class MemoryStore:
             root.link = replace(link, requested_id=self._requested(supersedes, head), created_at=now_ms())
             self._drop_offers(by=root.id)  # confirmed: no longer a guess
             self._linked(root.id, head, link, supersedes)
+            self._flag_dependents(node.namespace, head.id, head.chain_root)
             return replace(node)
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        with self._lock:
+            node = self._existing(node_id)
+            changed = node.needs_review is not None
+            if changed:
+                node.needs_review = None
+                self._change("review", node_id, None, method="review", by=by)
+            return replace(node), changed
+
+    # ------------------------------------------------------------------ dependencies (domain.dependencies)
+
+    def _graph(self, namespace: str) -> tuple[list[deps.Dependent], dict[str, str]]:
+        graph = [
+            deps.Dependent(n.id, n.chain_root, deps.targets(n.relations), n.needs_review)
+            for n in self._nodes.values()
+            if n.namespace == namespace and n.status == Status.ACTIVE and deps.targets(n.relations)
+        ]
+        return graph, {i: n.chain_root for i, n in self._nodes.items()}
+
+    def _refuse_cycle(self, relations: dict[str, tuple[str, ...]], chains: set[str], namespace: str) -> None:
+        named = deps.targets(relations)
+        if not named:
+            return
+        graph, roots = self._graph(namespace)
+        path = deps.cycle(named, chains, [d for d in graph if d.chain_root not in chains], roots)
+        if path is not None:
+            raise CycleError(deps.cycle_message(deps.kinds_of(relations), path))
+
+    def _inherit(self, node: MemoryNode) -> None:
+        stale: list[tuple[str, str | None, object]] = []
+        for t in deps.targets(node.relations):
+            target = self._nodes.get(t)
+            if target is None:
+                continue
+            head = None
+            if target.superseded_by is not None:
+                top = next(n for n in self._members(target.chain_root) if n.superseded_by is None)
+                if top.status != Status.ACTIVE:
+                    continue
+                head = top.id
+            stale.append((t, head, target.needs_review))
+        node.needs_review = deps.inherited(stale, now_ms())  # type: ignore[arg-type]
+
+    def _flag_dependents(self, namespace: str, replaced: str, chain_root: str) -> None:
+        graph, roots = self._graph(namespace)
+        head = next(n for n in self._members(chain_root) if n.superseded_by is None)
+        at = now_ms()
+        for node_id, via in deps.stale(chain_root, graph, roots).items():
+            node = self._nodes[node_id]
+            node.needs_review = deps.flagged(node.needs_review, replaced, head.id, via, at)
 
     def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
         with self._lock:
@@ -257,6 +330,9 @@ class MemoryStore:
             prev.superseded_by = None
             prev.status = Status.ACTIVE if prev.forgotten_at is None else Status.FORGOTTEN
             self._change("unlink", node_id, prev.id, method=method, by=by, detail=detail)
+            for other in self._nodes.values():  # the restored version is in force again
+                if other.namespace == prev.namespace:
+                    other.needs_review = deps.restored(other.needs_review, prev.id)
             return replace(node), replace(prev)
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
@@ -412,7 +488,7 @@ class MemoryStore:
 
     @staticmethod
     def _retire(head: MemoryNode, successor_id: str) -> None:
-        head.superseded_by = successor_id
+        head.superseded_by, head.needs_review = successor_id, None
         if head.status == Status.ACTIVE:
             head.status = Status.SUPERSEDED
 

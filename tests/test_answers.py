@@ -56,7 +56,7 @@ async def test_recall_and_tools_list_within_the_size_targets(tmp_path: Path) -> 
     recall = run["tools"]["recall"]
     assert recall["calls"] == 10 and recall["within_recall_target"], recall
     assert recall["returned_per_call"] <= recall["budget_per_call"]
-    assert run["tools_list_chars"] <= 10_000, run["tools_list_chars"]
+    assert run["tools_list_chars"] <= 11_000, run["tools_list_chars"]
     # remember no longer returns the node (the caller just sent it): under 500 characters a call here.
     assert run["tools"]["remember"]["returned_per_call"] < 500
 

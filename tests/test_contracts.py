@@ -510,6 +510,12 @@ def test_possible_successors(wiring: Wiring) -> None:
         (bare.id, None, None, 0),
     ]
     assert [s.node.id for s in store.possible_successors([old.id], namespace="default", limit=1)[old.id]] == [high.id]
+    sketches = store.possible_successors([old.id], namespace="default", full=False)[old.id]  # what recall decides on
+    want = [(y.node.id, y.reason, y.confidence) for y in found[old.id]]
+    assert [(s.node.id, s.reason, s.confidence) for s in sketches] == want
+    for sketch, whole in zip(sketches, found[old.id], strict=True):
+        kept = ("namespace", "scope", "created_at", "status", "chain_root", "purged_at")
+        assert [getattr(sketch.node, f) for f in kept] == [getattr(whole.node, f) for f in kept]
     assert store.possible_successors([old.id], namespace="team-b") == {}
     store.forget(high.id)
     store.link(low.id, old.id, AGENT)  # confirmed: no longer an offer

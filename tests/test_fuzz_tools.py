@@ -55,7 +55,10 @@ LEAK = re.compile(
     r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\blocalhost\b|\[::1\]|\b[a-z][\w.-]*:\d{4,5}\b"
     r"|(?<![\w.])/(?:tmp|home|work|root|run|var|usr|etc|opt|srv|data|proc)/|Traceback|File \"[^\"]+\", line"
 )
-WEIGHTS = {"remember": 30, "recall": 25, "get_node": 15, "forget": 7, "supersede": 8, "unlink": 5, "stats": 5}
+WEIGHTS = {
+    "remember": 30, "recall": 25, "get_node": 15, "forget": 7, "supersede": 8, "unlink": 5, "stats": 5,
+    "check": 4, "review": 3,
+}  # fmt: skip
 WORDS = "ledger postgres sqlite queue cache billing moved because overkill staging production retry".split()
 HOSTILE: list[Any] = [
     "true", "false", "yes", "no", "1", "0", 1, 0, -1, 1.5, 2**70, -(2**70), 1e308, None, True, False,
@@ -115,10 +118,14 @@ class Fuzzer:
         r = self.rng
         if name in ("node_id", "supersedes"):
             return self.node_id() if name == "node_id" or r.random() < 0.7 else None
-        if name in ("raw_text", "query"):
+        if name in ("raw_text", "query", "statement"):
             return self.text()
         if name == "relations":
-            return {"caused_by": [self.node_id()]} if r.random() < 0.5 else None
+            return {r.choice(["caused_by", "depends_on"]): [self.node_id()]} if r.random() < 0.5 else None
+        if name == "superseded_by":
+            return self.node_id()
+        if name == "statement":
+            return self.text()
         if name == "tags":
             return [r.choice([*WORDS, "Bad Tag!", ""]) for _ in range(r.randint(0, 4))]
         if name in ("scope", "namespace"):
@@ -127,6 +134,9 @@ class Fuzzer:
             return r.choice([None, "ana", "agent-7", "x" * 300, "\x00"])
         if name == "purge":
             return r.random() < 0.3
+        if name == "if_head":  # true holds only with a supersedes that is still the head
+            return r.random() < 0.1
+
         types = schema.get("type")
         if "enum" in schema:
             return r.choice(schema["enum"])

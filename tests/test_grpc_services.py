@@ -435,7 +435,7 @@ def test_the_retried_calls_are_real_methods_that_change_nothing() -> None:
         "evomem.v1.CronistaService": cronista_pb2,
         "evomem.v1.LinkerService": linker_pb2,
     }
-    writes = {"RememberNote", "LinkNodes", "UnlinkNode", "ForgetNode", "SetExtraction", "AppendAudit"}
+    writes = {"RememberNote", "LinkNodes", "UnlinkNode", "ReviewNode", "ForgetNode", "SetExtraction", "AppendAudit"}
     for service, methods in RETRIED.items():
         desc = files[service].DESCRIPTOR.services_by_name[service.rsplit(".", 1)[1]]
         assert set(methods) <= {m.name for m in desc.methods}, service

@@ -185,10 +185,11 @@ def test_a_note_is_embedded_once(wiring: VectorWiring) -> None:
     """remember embeds the note it stores; a retry under its key, or a duplicate, embeds nothing."""
     svc = wiring.service
     first = svc.remember(NEW, idempotency_key="k").node
+    assert wiring.index.settle()  # the index write comes after remember's answer
     assert first.id in wiring.index.index and wiring.index.index.count() == 1
     assert svc.remember(NEW, idempotency_key="k").outcome == "replayed"
     assert svc.remember(NEW).duplicate_of == first.id
-    assert wiring.index.index.count() == 1
+    assert wiring.index.settle() and wiring.index.index.count() == 1
 
 
 def test_purge_removes_a_note_from_the_search_by_meaning(wiring: VectorWiring) -> None:
@@ -317,6 +318,7 @@ def test_gateway_recall_is_hybrid(served: tuple[str, SQLiteStore, SemanticIndex]
         old = svc.remember("We keep the ledger in Postgres.").node
         out = svc.remember(NEW, supersedes=old.id)
         assert out.warnings == []
+        assert index.settle()  # the index write comes after remember's answer
         assert index.index.count() == len(DISTRACTORS) + 2  # remember embedded through storage
         got = svc.recall(PARAPHRASE_QUERY, k=3)
         assert heads(got)[0] == NEW

@@ -166,6 +166,7 @@ def test_bm25_hits_keep_their_place_when_vectors_agree(svc: MemoryService) -> No
 def test_vectors_live_in_the_store_file_and_purge_clears_them(tmp_path: Path, svc: MemoryService) -> None:
     secret = svc.remember("The vault root token rotates every 30 days.").node
     svc.remember(DISTRACTORS[0])
+    assert svc.vectors is not None and svc.vectors.settle()  # the index write comes after the answer
     with closing(sqlite.connect(svc.storage.store.path)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM vec_items").fetchone()[0] == 2
         assert conn.execute("SELECT COUNT(*) FROM vec_items WHERE node_id = ?", (secret.id,)).fetchone()[0] == 1

@@ -27,6 +27,7 @@ from evomem.domain.model import (
     LinkProvenance,
     MemoryNode,
     NewNote,
+    ReviewFlag,
     Status,
     new_id,
 )
@@ -48,6 +49,7 @@ RECORDS = [
     (NewNote, common_pb2.NewNote),
     (LinkProvenance, common_pb2.LinkProvenance),
     (Extraction, common_pb2.Extraction),
+    (ReviewFlag, common_pb2.ReviewFlag),
     (RecallQuery, storage_pb2.RecallNodesRequest),
     (Match, storage_pb2.RecallMatch),
     (Successor, storage_pb2.PossibleSuccessor),
@@ -137,6 +139,7 @@ def _full_node() -> MemoryNode:
         scope_source="inferred",
         scope_evidence="in staging",
         possible_supersedes=(new_id(),),
+        needs_review=ReviewFlag((new_id(),), (new_id(),), (new_id(),), 1_700_000_001_111),
     )
 
 

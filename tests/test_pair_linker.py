@@ -10,8 +10,8 @@ and the real embedding model are used; without the model the tests are skipped.
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 from dataclasses import replace
 
 import pytest

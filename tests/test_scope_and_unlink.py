@@ -123,15 +123,16 @@ def test_a_guessed_scope_never_rules_a_candidate_out():
     assert not compatible("staging", None)  # still never linked by the server
 
 
-def test_an_inferred_scope_offers_the_default_decision_and_an_explicit_one_does_not(tmp_path):
+def test_a_note_of_another_scope_is_not_offered_the_default_decision_inferred_or_given(tmp_path):
     """The embedded default (auto-supersede off, offers on), real SQLite: a note whose scope was
-    only guessed from a passing mention is offered the unscoped decision it replaces; the same
-    note with that scope given explicitly is not (scopes callers gave never meet)."""
+    guessed from its words ("only in CI") is not offered the unscoped decision, since it does not
+    say it replaces the default scope's decision (issue 30: offers respect scope); the same note
+    with that scope given explicitly is not either (scopes callers gave never meet)."""
     from evomem.bootstrap.embedded import build_embedded
     from evomem.settings import Settings
 
     text = "analytics-etl pre-commit: no mypy hook now; type checking runs only in CI."
-    for given, offered in ((None, True), ("tests", False)):
+    for given, offered in ((None, False), ("tests", False)):
         service = build_embedded(Settings(db=str(tmp_path / f"{given}.db"), vectors="off"))
         try:
             old = service.remember("The analytics-etl repo runs a mypy pre-commit hook on every commit.").node

@@ -179,7 +179,18 @@ def test_no_token_is_401_with_the_resource_metadata(server: Server) -> None:
 async def test_tools_listed_with_a_token_include_audit(server: Server) -> None:
     async with connect(server, "rita") as client:
         names = {t.name for t in (await client.list_tools()).tools}
-    assert names == {"remember", "recall", "get_node", "forget", "supersede", "unlink", "stats", "audit"}
+    assert names == {
+        "remember",
+        "recall",
+        "get_node",
+        "forget",
+        "supersede",
+        "unlink",
+        "check",
+        "review",
+        "stats",
+        "audit",
+    }
 
 
 # ---------------------------------------------------------------------------- two tenants, one shared namespace

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import grpc
 import httpx2
 import pytest
@@ -310,3 +311,40 @@ def team_gateway_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         redis.stop()
         running.stop(0)
         backing.close()
+
+
+@pytest.mark.anyio
+async def test_gateway_check_is_a_read_review_a_write_and_if_head_a_conflict(
+    gateway: Served, backing: SQLiteStore
+) -> None:
+    """Issue 33 through the team gateway (HTTP, tokens, storage over gRPC): a reader checks, a
+    reader may not review, a writer reviews (audited), and if_head answers [conflict]."""
+    async with _client(gateway.url, "alice") as alice:
+        old = (await alice.call_tool("remember", {"raw_text": "The ledger runs on Postgres."})).structured_content
+        built = await alice.call_tool(
+            "remember", {"raw_text": "Ledger reports are Postgres views.", "relations": {"depends_on": [old["id"]]}}
+        )
+        new = await alice.call_tool(
+            "remember",
+            {"raw_text": "We moved the ledger from Postgres to SQLite.", "supersedes": old["id"], "if_head": True},
+        )
+        assert not new.is_error, new.content
+        late = await alice.call_tool(
+            "remember", {"raw_text": "We moved the ledger to DuckDB.", "supersedes": old["id"], "if_head": True}
+        )
+        assert late.is_error and "[conflict]" in late.content[0].text  # type: ignore[union-attr]
+        assert new.structured_content["id"] in late.content[0].text  # type: ignore[union-attr,index]
+    built_id = built.structured_content["id"]  # type: ignore[index]
+    assert backing.get(built_id).needs_review is not None  # type: ignore[union-attr]
+    async with _client(gateway.url, "rita") as rita:
+        checked = await rita.call_tool("check", {"statement": "the ledger runs on Postgres"})
+        assert checked.structured_content["verdict"] == "superseded", checked.content  # type: ignore[index]
+        await anyio.sleep(1.1)  # rita may make 3 calls a second here
+        refused = await rita.call_tool("review", {"node_id": built_id})
+        assert refused.is_error and "[forbidden]" in refused.content[0].text  # type: ignore[union-attr]
+    async with _client(gateway.url, "alice") as alice:
+        done = await alice.call_tool("review", {"node_id": built_id})
+        assert done.structured_content["changed"] is True  # type: ignore[index]
+    assert backing.get(built_id).needs_review is None  # type: ignore[union-attr]
+    tools = [(e.identity, e.tool, e.outcome) for e in backing.audit_page(AuditQuery(limit=20))]
+    assert ("alice", "review", "ok") in tools and ("rita", "review", "forbidden") in tools

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from test_mcp_transports import POSTGRES, SQLITE, HttpServer, http_server  # noqa: F401 - the fixture
 from test_team_gateway import TeamGateway
 
-from evomem.domain.model import MemoryNode, Status
+from evomem.domain.model import MemoryNode, ReviewFlag, Status
 from evomem.entrypoints.web import pages
 
 pytestmark = pytest.mark.anyio
@@ -140,7 +141,15 @@ def test_every_value_is_escaped_and_flags_have_one_place() -> None:
     assert "<script>" not in item and "<svg" not in item and "<b>staging" not in item and "<i>eve" not in item
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &quot;quoted&quot; &amp; more" in item
     assert "/ui/chain/01J9ZK3V8W5Q6R7S8T9V0W1X2Z" in item  # the relation is a link to follow
-    assert pages.review_flags(node) == []  # needs_review arrives with issue 33's node model
+    assert pages.review_flags(node) == []
+    flagged = replace(
+        node,
+        needs_review=ReviewFlag(replaced=("OLD<i>",), replaced_by=("NEW",), via=("DEP",), flagged_at=1),
+    )
+    (flag,) = pages.review_flags(flagged)
+    assert "OLD<i>" in flag and "NEW" in flag and "DEP" in flag
+    item = pages.version_item(flagged)
+    assert 'class="flag"' in item and "OLD&lt;i&gt;" in item and "OLD<i>" not in item
 
 
 async def test_embedded_ui_answers_with_the_page_and_its_guards(http_server: HttpServer) -> None:  # noqa: F811

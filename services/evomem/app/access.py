@@ -4,8 +4,8 @@
 names and arguments. The MCP tools call it instead of the service when authentication is on
 (the embedded HTTP server and the gateway alike), so the rules are the same code in both:
 
-* roles: ``reader`` may recall, get_node and stats; ``writer`` also remember, supersede,
-  unlink and soft forget; ``admin`` also forget(purge=True), every namespace and the audit log.
+* roles: ``reader`` may recall, get_node, check and stats; ``writer`` also remember, supersede,
+  unlink, review and soft forget; ``admin`` also forget(purge=True), every namespace and the audit log.
   A call outside the role is ``[forbidden]``, naming the role it needs.
 * namespaces: recall, stats and remember on a namespace outside the principal's list are
   ``[forbidden]``; an id that lives in such a namespace answers exactly like an id that does
@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from evomem.app.memory import ForgetOutcome, MemoryService, RecallOutcome, RememberOutcome
 from evomem.app.ports import AuditLog, Storage
+from evomem.app.premise import CheckOutcome, ReviewOutcome
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX, AuditEntry, AuditQuery
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument, NotFound
@@ -48,9 +49,11 @@ TOOL_ROLES: dict[str, str] = {
     "recall": "reader",
     "get_node": "reader",
     "stats": "reader",
+    "check": "reader",
     "remember": "writer",
     "supersede": "writer",
     "unlink": "writer",
+    "review": "writer",
     "forget": "writer",
     "purge": "admin",
     "audit": "admin",
@@ -168,6 +171,11 @@ class ScopedStorage:
 
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         return self._storage.forget(node_id, purge=purge)
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        if self.get(node_id) is None:
+            raise NotFound(f"node_id: no node with id {node_id}")
+        return self._storage.review(node_id, by=by)
 
     def set_extraction(
         self, node_id: str, extraction: Extraction | None, state: ExtractionState, error: str | None = None
@@ -326,6 +334,17 @@ class GuardedService:
         require_role(self.principal, "get_node")
         return self.service.get_node(node_id, include_history=include_history, history_depth=history_depth)
 
+    def check(
+        self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+    ) -> CheckOutcome:
+        """A read: a statement is checked in one of the principal's namespaces; a node of another
+        namespace answers as one that does not exist."""
+        require_role(self.principal, "check")
+        named = None if namespace in (None, "") else self._namespace(namespace)
+        if node_id in (None, ""):
+            named = named or self._namespace(None)
+        return self.service.check(statement, node_id=node_id, scope=scope, namespace=named)
+
     def counted_namespace(self, namespace: object) -> str | None:
         """The namespace ``stats`` counts: the one named, else the principal's first, else all
         (an admin, or a principal with ``"*"``, naming none)."""
@@ -387,6 +406,27 @@ class GuardedService:
             self._requested(node_id),
             call,
             lambda pair: (pair[0].namespace, (pair[0].id, pair[1].id), None),
+            on_behalf_of=author,
+        )
+
+    def review(
+        self, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+    ) -> ReviewOutcome:
+        def call() -> ReviewOutcome:
+            require_role(self.principal, "review")
+            return self.service.review(
+                node_id, still_valid=still_valid, superseded_by=superseded_by, author=self._author(author)
+            )
+
+        return self._audited(
+            "review",
+            self._requested(node_id, superseded_by),
+            call,
+            lambda out: (
+                out.node.namespace,
+                (out.node.id, out.replaced_by.id if out.replaced_by else ""),
+                "replaced" if out.replaced_by else ("cleared" if out.changed else "no change"),
+            ),
             on_behalf_of=author,
         )
 

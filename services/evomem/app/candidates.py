@@ -3,7 +3,9 @@
     found = find_candidates(store, vectors, pool, query)    # a ContextQuery with candidates=True
 
 BM25 looks for the note's decision part (``query.search_terms``); with vectors, the note's nearest
-active notes by meaning are fused in by rank (a paraphrase shares few words). Candidates whose
+active notes by meaning are fused in by rank (a paraphrase shares few words), and every candidate's
+cosine with the note comes with them: the neighbours' from the search, the others' from their stored
+vectors (so the linker embeds no candidate text again). Candidates whose
 scope rules them out are dropped, but a scope inferred from a text (the note's, or a candidate's)
 is a guess and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
 agent to confirm, never link it. Each candidate's earlier versions are read too, so a linker that
@@ -65,7 +67,22 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
             query.scope, n.scope, a_inferred=query.scope_inferred, b_inferred=n.scope_source == "inferred"
         )
     ]
-    return Found(kept, dict(near), earlier_versions(store, kept, query.earlier_depth), problem)
+    similarities = dict(near)
+    if near and vectors is not None:  # the cosines the vector half did not find, from the stored vectors
+        similarities.update(stored_similarities(vectors, query, [n.id for n in kept if n.id not in similarities]))
+    return Found(kept, similarities, earlier_versions(store, kept, query.earlier_depth), problem)
+
+
+def stored_similarities(vectors: Vectors, query: ContextQuery, node_ids: list[str]) -> dict[str, float]:
+    """The note's cosine with each of ``node_ids`` (BM25 candidates), from their stored vectors: the
+    linker compares the note with every candidate, and would otherwise embed their texts again.
+    {} on any failure (the linker then embeds what it needs)."""
+    if not node_ids:
+        return {}
+    try:
+        return vectors.similarities(query.text, namespace=query.namespace, node_ids=node_ids)
+    except Exception:  # derived data: the linker embeds them itself
+        return {}
 
 
 def active_nearest(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
-from evomem.app import incidents
+from evomem.app import incidents, premise
 from evomem.app.notes import MAX_REASON_CHARS, NoteLimits, NoteRules
 from evomem.app.ports import ExtractionJob, Extractor, JobQueue, Linker, Storage, Store, Vectors
 from evomem.app.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
@@ -223,6 +223,7 @@ class MemoryService:
         namespace: object = None,
         author: object = None,
         idempotency_key: object = None,
+        if_head: object = False,
         audit: AuditEntry | None = None,
     ) -> RememberOutcome:
         """Store a note at most once. With ``idempotency_key``, a retry (same key, same text)
@@ -230,6 +231,8 @@ class MemoryService:
         ``Conflict``. Without one, an identical active note of the same namespace and scope
         stored within ``config.dedupe_window_ms`` is answered (``duplicate_of``) instead of a copy.
         Storage decides both inside the write's transaction, so concurrent retries agree.
+        ``if_head``: with ``supersedes``, store only if that id is still its chain's head (``NotHead``,
+        ``[conflict]``, naming the head, otherwise); False re-targets to the head as before.
         ``audit``: the entry of an authenticated caller (``access.GuardedService``), recorded by
         storage with the write, in the same call."""
         started = time.perf_counter()
@@ -244,6 +247,7 @@ class MemoryService:
             if inferred is not None:
                 note_scope, scope_source, scope_evidence = inferred.scope, "inferred", inferred.evidence
         target = None if supersedes in (None, "") else self.rules.node_id(supersedes, "supersedes")
+        only_head = self.rules.if_head(if_head, target)
         rels = self.rules.relations(relations)
         decider = None if target is not None else self.linker or self.offerer
         context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider)
@@ -296,6 +300,7 @@ class MemoryService:
                 vectors=self.config.vectors,
                 vectors_required=self.config.vectors_required,
                 audit=audit,
+                if_head=only_head,
             )
         )
         node = stored.node
@@ -557,6 +562,18 @@ class MemoryService:
             raise InvalidArgument(f"node {nid} supersedes nothing; there is no link to undo")
         by = textrules.clean_short(author, "author") or self.config.default_author
         return self.storage.unlink(nid, by=by)
+
+    def review(
+        self, node_id: object, *, still_valid: object = True, superseded_by: object = None, author: object = None
+    ) -> premise.ReviewOutcome:
+        """Clear a ``needs_review`` flag: still valid, or replaced by ``superseded_by`` (``app.premise``)."""
+        return premise.review_for(self, node_id, still_valid=still_valid, superseded_by=superseded_by, author=author)
+
+    def check(
+        self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None
+    ) -> premise.CheckOutcome:
+        """Is a decision (``node_id``) or a ``statement`` still in force? (``app.premise.check``)"""
+        return premise.check(self, statement, node_id=node_id, scope=scope, namespace=namespace)
 
     def stats(self, namespace: object = None) -> Stats:
         return self.storage.stats(textrules.clean_label(namespace, "namespace"))

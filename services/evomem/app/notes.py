@@ -63,6 +63,15 @@ class NoteRules:
             )
         return node_id
 
+    @staticmethod
+    def if_head(value: object, target: str | None) -> bool:
+        """``if_head``: a boolean, and true only with a ``supersedes`` to hold to."""
+        if not isinstance(value, bool):
+            raise InvalidArgument("if_head must be true or false")
+        if value and target is None:
+            raise InvalidArgument("if_head needs supersedes: the id of the head you mean to replace")
+        return value
+
     def namespace(self, namespace: object) -> str:
         return textrules.clean_label(namespace, "namespace") or self.limits.default_namespace
 
@@ -198,10 +207,12 @@ class NoteRules:
         note = self.check_note(write.note)
         if note.relations:
             self.check_relations(note.relations, note.namespace, read(self.relation_ids(note.relations)))
+        target = None if write.supersedes in (None, "") else self.node_id(write.supersedes, "supersedes")
+        self.if_head(write.if_head, target)
         return replace(
             write,
             note=note,
-            supersedes=None if write.supersedes in (None, "") else self.node_id(write.supersedes, "supersedes"),
+            supersedes=target,
             link=self.check_link(write.link),
             idempotency_key=textrules.clean_key(write.idempotency_key),
         )

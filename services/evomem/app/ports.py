@@ -84,6 +84,12 @@ class Records(AuditLog, Protocol):
         provenance goes to the audit. Returns (the node, first of its own chain; the restored head)."""
         ...
 
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """Clear ``node_id``'s ``needs_review`` flag (the node was confirmed still valid; recorded in
+        the link audit); whether it had one. ``NotFound`` when there is no such node. (A node gets
+        the flag in the write that replaces a decision it depends on, ``domain.dependencies``.)"""
+        ...
+
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         """Soft-forget (kept as history, out of recall) or purge (the text, its index entries and
         its vector erased; the chain keeps a tombstone). The node after the change and whether
@@ -117,6 +123,10 @@ class Store(Records, Protocol):
     a link stays inside one namespace and never makes a cycle. ``supersedes`` naming a version
     that is no longer the head is re-targeted to the head (``LinkProvenance.requested_id`` keeps
     what was named); a forgotten head is superseded all the same (the new note continues the chain).
+    In the same transaction, a write that replaces a chain's head flags every active node that
+    depends on that chain (``depends_on``, ``implements``; directly or through others) with
+    ``needs_review``, and a write whose dependencies would lead back into its own chain is a
+    ``CycleError`` (``evomem.domain.dependencies``). A replaced version's flag is cleared.
     """
 
     def insert_once(
@@ -127,12 +137,14 @@ class Store(Records, Protocol):
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """Write a new node at most once, decided in the write's transaction: a key used before in
         the namespace answers its node (REPLAYED; another text under it is a ``Conflict``; a purged
         one ``Purged``); without a key, an identical active note of the same namespace and scope
         created within ``dedupe_window_ms`` answers that node (DUPLICATE). With ``supersedes``, the
-        node is linked after the head of that chain. (That its relations name nodes of its namespace
+        node is linked after the head of that chain; with ``if_head``, only if ``supersedes`` is that
+        head (``NotHead`` otherwise, nothing written). (That its relations name nodes of its namespace
         is checked before: ``app.notes.NoteRules``.)"""
         ...
 
@@ -146,12 +158,15 @@ class Store(Records, Protocol):
         ...
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         """For each of ``node_ids``: the active or superseded notes of ``namespace`` that list it
         in their ``possible_supersedes`` (unconfirmed successors), newest first, at most ``limit``
         each, with the linker's reason and confidence when stored. A reverse lookup, cheap at any
-        store size; ids with none are left out. Forgetting, purging or linking a note drops it."""
+        store size; ids with none are left out. Forgetting, purging or linking a note drops it.
+        ``full=False``: each node only as far as deciding a hint needs (id, namespace, scope,
+        created_at, status, chain_root, purged_at; no text), for the caller to read in full the
+        ones it shows."""
         ...
 
     def ping(self) -> None:
@@ -280,11 +295,27 @@ class Vectors(Protocol):
         """Embed and store the vectors of ``nodes`` (replacing any they had)."""
         ...
 
+    def add_soon(self, nodes: Sequence[MemoryNode]) -> None:
+        """``add`` after the caller has answered (on a thread of the vectors'): ``nearest`` waits
+        for it, a crash before it leaves the nodes to ``backfill``."""
+        ...
+
+    def settle(self, timeout_s: float = 10.0) -> bool:
+        """Wait until what ``add_soon`` queued is stored; False on timeout."""
+        ...
+
     def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
-        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first."""
+        """Up to ``limit`` (node id, cosine similarity) in ``namespace``, most similar first
+        (after what ``add_soon`` queued is stored)."""
         ...
 
     def remove(self, node_id: str) -> None: ...
+
+    def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity of ``text`` with each of ``node_ids`` that has a vector in
+        ``namespace``, from the stored vectors (no embedding but ``text``'s, usually cached),
+        whatever its value. {} when the model cannot be used now."""
+        ...
 
     def prepare(self, text: str) -> None:
         """Embed ``text`` ahead, into a cache that ``add`` and ``nearest`` reuse, when the model

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import replace
 
 from evomem.app.ports import Store, Vectors
 from evomem.domain.errors import InvalidArgument
@@ -161,7 +162,7 @@ def recall_nodes(
         offered: dict[str, Sequence[Successor]] = {}
         seen = set(wanted)
         for _ in range(SUCCESSOR_DEPTH):  # and those that may replace them, along a chain of versions
-            found = store.possible_successors(wanted, namespace=query.namespace, limit=SUCCESSORS_FETCHED)
+            found = store.possible_successors(wanted, namespace=query.namespace, limit=SUCCESSORS_FETCHED, full=False)
             found = in_force(store, found)
             offered.update(found)
             wanted = successors_to_follow(found, seen)
@@ -169,6 +170,7 @@ def recall_nodes(
             if not wanted:
                 break
         attach_successors(resolved, offered, scope=query.scope)
+        read_shown(store, resolved)
     results: list[tuple[Resolved, list[MemoryNode]]] = []
     for entry in resolved:
         history = store.chain(entry.head.id, query.history_depth)[1:] if query.include_history else []
@@ -198,6 +200,18 @@ def heads_until_k(
         if start >= len(roots) or len({h.chain_root for h in kept}) >= k:
             return heads, kept
         size *= 2
+
+
+def read_shown(store: Store, resolved: Sequence[Resolved]) -> None:
+    """The hints shown, read in full: ``possible_successors`` gave sketches (what deciding them
+    needs), ~8 per head and step where a recall shows a few (on a small-vocabulary 10k store,
+    decoding ~175 full rows was two thirds of a recall). One gone meanwhile is left out."""
+    ids = [s.node.id for r in resolved for s in r.maybe_replaced_by]
+    if not ids:
+        return
+    nodes = store.get_many(ids)
+    for r in resolved:
+        r.maybe_replaced_by = [replace(s, node=nodes[s.node.id]) for s in r.maybe_replaced_by if s.node.id in nodes]
 
 
 def in_force(store: Store, offered: dict[str, list[Successor]]) -> dict[str, list[Successor]]:

@@ -4,7 +4,7 @@ its ``Vectors``, in one call.
     storage = LocalStorage(store, vectors)         # vectors: None for BM25 only
     storage.recall_nodes(query)                    # evomem.app.recall.recall_nodes
     storage.remember_context(query)                # the named nodes, the linker's candidates
-    storage.remember_note(write)                   # insert at most once, then the vector
+    storage.remember_note(write)                   # insert at most once; the vector after the answer
 
 The embedded server's ``MemoryService`` calls it directly; the storage service's servicer calls it
 for each RPC, so a gateway pays one round trip per operation. It trusts what it is given: the
@@ -58,11 +58,9 @@ class LocalStorage:
         context = RememberContext(nodes=self.store.get_many(query.node_ids) if query.node_ids else {})
         if not query.candidates:
             return context
-        if self.vectors is not None and query.vector_limit > 0:
-            try:  # the note's one vector, into the cache that the search and ``add`` reuse
-                self.vectors.prepare(query.text)
-            except Exception as exc:  # the search reports a vector failure itself
-                log.debug("embedding the note ahead failed: %s", exc)
+        # The note's one vector is embedded by the vector half of the search, on a pool thread
+        # beside BM25, into the cache that ``add`` reuses (embedding it here first, before the
+        # search, cost a remember the embedding's ~9 ms on top of BM25's).
         found = find_candidates(self.store, self.vectors, self._pool, query)
         context.candidates, context.similarities, context.earlier = found.candidates, found.similarities, found.earlier
         context.vector_problem = found.vector_problem or self._missing(query.vector_limit, query.vectors_required)
@@ -75,6 +73,7 @@ class LocalStorage:
             link=write.link,
             idempotency_key=write.idempotency_key,
             dedupe_window_ms=write.dedupe_window_ms,
+            if_head=write.if_head,
         )
         stored = StoredNote(node, outcome)
         if write.audit is not None:
@@ -84,8 +83,8 @@ class LocalStorage:
         if write.vectors:
             stored.vector_problem = self._missing(1, write.vectors_required)
             if self.vectors is not None:
-                try:
-                    self.vectors.add([node])
+                try:  # after the answer: its words are searchable now, its meaning ~1 ms later
+                    self.vectors.add_soon([node])
                 except Exception as exc:  # derived data: the node is stored, the backfill embeds it later
                     stored.vector_problem = str(exc) or type(exc).__name__
         if node.supersedes and write.supersedes and node.supersedes != write.supersedes:
@@ -123,9 +122,14 @@ class LocalStorage:
     def unlink(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, MemoryNode]:
         return self.store.unlink(node_id, by=by)
 
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        return self.store.review(node_id, by=by)
+
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         """A purge also drops the text from the embedding cache (its keys are the texts)."""
         before = self.store.get(node_id) if purge and self.vectors is not None else None
+        if before is not None:
+            self.vectors.settle()  # type: ignore[union-attr]  # a queued vector is stored before the purge erases it
         node, changed = self.store.forget(node_id, purge=purge)
         if before is not None and node.purged and before.raw_text:
             self.vectors.evict([before.raw_text])  # type: ignore[union-attr]  # set: ``before`` was read

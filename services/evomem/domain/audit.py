@@ -1,7 +1,7 @@
 """The write audit log's records: who did which write, to which ids, when, and how it ended.
 
 Plain data. ``evomem.app.access`` writes one ``AuditEntry`` per write call (remember, supersede,
-unlink, forget, purge) made through the team gateway or the embedded HTTP server with
+unlink, review, forget, purge) made through the team gateway or the embedded HTTP server with
 authentication on; the store keeps them (``AuditLog`` port). An entry never holds note text:
 only ids, names and outcome codes, so a purge leaves nothing readable behind in the log.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: The tools whose calls are audited ("purge" is forget(purge=True)).
-AUDITED_TOOLS = ("remember", "supersede", "unlink", "forget", "purge")
+AUDITED_TOOLS = ("remember", "supersede", "unlink", "review", "forget", "purge")
 
 #: Most entries one ``audit`` call returns.
 AUDIT_PAGE_MAX = 500

@@ -73,6 +73,19 @@ class Conflict(EvoMemError):
     code = "conflict"
 
 
+class NotHead(Conflict):
+    """``remember(supersedes=id, if_head=true)``: ``id`` is no longer the head of its chain (another
+    writer replaced it first). ``head``: the version in force now, to read before trying again."""
+
+    def __init__(self, target: str, head: str, version: int) -> None:
+        super().__init__(
+            f"supersedes: {target} is no longer the head of its chain; the head is {head} (v{version}). "
+            "Nothing was stored: read the head (get_node), then supersede it if your note still replaces it",
+            head=head,
+        )
+        self.head = head
+
+
 #: Why a search by meaning was skipped while the embedding model loads in the background
 #: (``adapters/vectors/semantic.py`` raises it; recall answers by BM25 and says so in its notes).
 MODEL_LOADING = "the embedding model has not loaded yet"

@@ -56,6 +56,19 @@ class Extraction:
     extractor: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ReviewFlag:
+    """Why an active decision needs review (``needs_review``): decisions it depends on, directly or
+    through others (``depends_on``, ``implements``), were replaced. Entry ``i``: the version that was
+    in force (``replaced``), the version in force after the change (``replaced_by``), and the
+    dependency this node names that leads to it (``via``: the same chain, or one built on it)."""
+
+    replaced: tuple[str, ...] = ()
+    replaced_by: tuple[str, ...] = ()
+    via: tuple[str, ...] = ()
+    flagged_at: int = 0  # ms since epoch: the first change that flagged it
+
+
 @dataclass(slots=True)
 class MemoryNode:
     id: str
@@ -90,6 +103,8 @@ class MemoryNode:
     # When a purge's bytes were gone from every file (the database and its WAL): None while a
     # reader's snapshot keeps the checkpoint from finishing (a background task retries).
     file_erased_at: int | None = None
+    # Set when a decision it depends on was replaced (``domain.dependencies``); cleared by review.
+    needs_review: ReviewFlag | None = None
 
     @property
     def purged(self) -> bool:

@@ -8,7 +8,8 @@ arguments and builds these; storage (in process, or the storage service over gRP
    (``candidates``, with their cosine to the note and their earlier versions, so the linker never
    calls storage back).
 2. ``NoteWrite`` -> ``StoredNote``: the note written at most once (idempotency key, dedupe window),
-   its vector added and, with authentication on, its audit entry recorded, in the same call.
+   its vector added and, with authentication on, its audit entry recorded, in the same call. With
+   ``if_head``, a ``supersedes`` that is no longer its chain's head is refused (``NotHead``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class NoteWrite:
     vectors: bool = True
     vectors_required: bool = False
     audit: AuditEntry | None = None
+    # Optimistic concurrency: ``supersedes`` must still be its chain's head, or nothing is stored
+    # (``NotHead``, decided in the write's transaction); False: re-targeted to the head.
+    if_head: bool = False
 
 
 def audited(entry: AuditEntry, node: MemoryNode) -> AuditEntry:

@@ -38,6 +38,18 @@ class Extraction(_message.Message):
     extractor: str
     def __init__(self, trigger: _Optional[str] = ..., change: _Optional[str] = ..., alternatives_tried: _Optional[str] = ..., consequences: _Optional[str] = ..., summary: _Optional[str] = ..., extractor: _Optional[str] = ...) -> None: ...
 
+class ReviewFlag(_message.Message):
+    __slots__ = ("replaced", "replaced_by", "via", "flagged_at")
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_BY_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    FLAGGED_AT_FIELD_NUMBER: _ClassVar[int]
+    replaced: _containers.RepeatedScalarFieldContainer[str]
+    replaced_by: _containers.RepeatedScalarFieldContainer[str]
+    via: _containers.RepeatedScalarFieldContainer[str]
+    flagged_at: int
+    def __init__(self, replaced: _Optional[_Iterable[str]] = ..., replaced_by: _Optional[_Iterable[str]] = ..., via: _Optional[_Iterable[str]] = ..., flagged_at: _Optional[int] = ...) -> None: ...
+
 class IdList(_message.Message):
     __slots__ = ("ids",)
     IDS_FIELD_NUMBER: _ClassVar[int]
@@ -45,7 +57,7 @@ class IdList(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class MemoryNode(_message.Message):
-    __slots__ = ("id", "raw_text", "namespace", "scope", "trigger", "change", "alternatives_tried", "consequences", "summary", "tags", "session", "author", "created_at", "relations", "status", "supersedes", "superseded_by", "chain_root", "version", "link", "extraction_state", "extractor", "extraction_error", "extraction_attempts", "forgotten_at", "purged_at", "scope_source", "scope_evidence", "possible_supersedes", "file_erased_at")
+    __slots__ = ("id", "raw_text", "namespace", "scope", "trigger", "change", "alternatives_tried", "consequences", "summary", "tags", "session", "author", "created_at", "relations", "status", "supersedes", "superseded_by", "chain_root", "version", "link", "extraction_state", "extractor", "extraction_error", "extraction_attempts", "forgotten_at", "purged_at", "scope_source", "scope_evidence", "possible_supersedes", "file_erased_at", "needs_review")
     class RelationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +95,7 @@ class MemoryNode(_message.Message):
     SCOPE_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     POSSIBLE_SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     FILE_ERASED_AT_FIELD_NUMBER: _ClassVar[int]
+    NEEDS_REVIEW_FIELD_NUMBER: _ClassVar[int]
     id: str
     raw_text: str
     namespace: str
@@ -113,7 +126,8 @@ class MemoryNode(_message.Message):
     scope_evidence: str
     possible_supersedes: _containers.RepeatedScalarFieldContainer[str]
     file_erased_at: int
-    def __init__(self, id: _Optional[str] = ..., raw_text: _Optional[str] = ..., namespace: _Optional[str] = ..., scope: _Optional[str] = ..., trigger: _Optional[str] = ..., change: _Optional[str] = ..., alternatives_tried: _Optional[str] = ..., consequences: _Optional[str] = ..., summary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., session: _Optional[str] = ..., author: _Optional[str] = ..., created_at: _Optional[int] = ..., relations: _Optional[_Mapping[str, IdList]] = ..., status: _Optional[str] = ..., supersedes: _Optional[str] = ..., superseded_by: _Optional[str] = ..., chain_root: _Optional[str] = ..., version: _Optional[int] = ..., link: _Optional[_Union[LinkProvenance, _Mapping]] = ..., extraction_state: _Optional[str] = ..., extractor: _Optional[str] = ..., extraction_error: _Optional[str] = ..., extraction_attempts: _Optional[int] = ..., forgotten_at: _Optional[int] = ..., purged_at: _Optional[int] = ..., scope_source: _Optional[str] = ..., scope_evidence: _Optional[str] = ..., possible_supersedes: _Optional[_Iterable[str]] = ..., file_erased_at: _Optional[int] = ...) -> None: ...
+    needs_review: ReviewFlag
+    def __init__(self, id: _Optional[str] = ..., raw_text: _Optional[str] = ..., namespace: _Optional[str] = ..., scope: _Optional[str] = ..., trigger: _Optional[str] = ..., change: _Optional[str] = ..., alternatives_tried: _Optional[str] = ..., consequences: _Optional[str] = ..., summary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., session: _Optional[str] = ..., author: _Optional[str] = ..., created_at: _Optional[int] = ..., relations: _Optional[_Mapping[str, IdList]] = ..., status: _Optional[str] = ..., supersedes: _Optional[str] = ..., superseded_by: _Optional[str] = ..., chain_root: _Optional[str] = ..., version: _Optional[int] = ..., link: _Optional[_Union[LinkProvenance, _Mapping]] = ..., extraction_state: _Optional[str] = ..., extractor: _Optional[str] = ..., extraction_error: _Optional[str] = ..., extraction_attempts: _Optional[int] = ..., forgotten_at: _Optional[int] = ..., purged_at: _Optional[int] = ..., scope_source: _Optional[str] = ..., scope_evidence: _Optional[str] = ..., possible_supersedes: _Optional[_Iterable[str]] = ..., file_erased_at: _Optional[int] = ..., needs_review: _Optional[_Union[ReviewFlag, _Mapping]] = ...) -> None: ...
 
 class NewNote(_message.Message):
     __slots__ = ("raw_text", "namespace", "scope", "tags", "session", "author", "relations", "extraction", "scope_source", "scope_evidence", "possible_supersedes", "possible_supersedes_why", "possible_supersedes_confidence")

@@ -56,7 +56,7 @@ class PrepareRememberResponse(_message.Message):
     def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., candidates: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., similarities: _Optional[_Iterable[_Union[NearestHit, _Mapping]]] = ..., earlier: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., vector_problem: _Optional[str] = ...) -> None: ...
 
 class RememberNoteRequest(_message.Message):
-    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms", "vectors", "vectors_required", "audit")
+    __slots__ = ("note", "supersedes", "link", "idempotency_key", "dedupe_window_ms", "vectors", "vectors_required", "audit", "if_head")
     NOTE_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     LINK_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,7 @@ class RememberNoteRequest(_message.Message):
     VECTORS_FIELD_NUMBER: _ClassVar[int]
     VECTORS_REQUIRED_FIELD_NUMBER: _ClassVar[int]
     AUDIT_FIELD_NUMBER: _ClassVar[int]
+    IF_HEAD_FIELD_NUMBER: _ClassVar[int]
     note: _common_pb2.NewNote
     supersedes: str
     link: _common_pb2.LinkProvenance
@@ -73,7 +74,8 @@ class RememberNoteRequest(_message.Message):
     vectors: bool
     vectors_required: bool
     audit: AuditEntry
-    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ..., vectors: _Optional[bool] = ..., vectors_required: _Optional[bool] = ..., audit: _Optional[_Union[AuditEntry, _Mapping]] = ...) -> None: ...
+    if_head: bool
+    def __init__(self, note: _Optional[_Union[_common_pb2.NewNote, _Mapping]] = ..., supersedes: _Optional[str] = ..., link: _Optional[_Union[_common_pb2.LinkProvenance, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., dedupe_window_ms: _Optional[int] = ..., vectors: _Optional[bool] = ..., vectors_required: _Optional[bool] = ..., audit: _Optional[_Union[AuditEntry, _Mapping]] = ..., if_head: _Optional[bool] = ...) -> None: ...
 
 class RememberNoteResponse(_message.Message):
     __slots__ = ("node", "outcome", "vector_problem", "head_was_forgotten")
@@ -118,6 +120,22 @@ class UnlinkNodeResponse(_message.Message):
     node: _common_pb2.MemoryNode
     restored: _common_pb2.MemoryNode
     def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., restored: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ...) -> None: ...
+
+class ReviewNodeRequest(_message.Message):
+    __slots__ = ("node_id", "by")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    by: str
+    def __init__(self, node_id: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class ReviewNodeResponse(_message.Message):
+    __slots__ = ("node", "changed")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    node: _common_pb2.MemoryNode
+    changed: bool
+    def __init__(self, node: _Optional[_Union[_common_pb2.MemoryNode, _Mapping]] = ..., changed: _Optional[bool] = ...) -> None: ...
 
 class GetNodeRequest(_message.Message):
     __slots__ = ("node_id",)

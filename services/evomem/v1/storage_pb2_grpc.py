@@ -80,6 +80,11 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.ForgetNodeRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.ForgetNodeResponse.FromString,
                 _registered_method=True)
+        self.ReviewNode = channel.unary_unary(
+                '/evomem.v1.StorageService/ReviewNode',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.ReviewNodeRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.ReviewNodeResponse.FromString,
+                _registered_method=True)
         self.SetExtraction = channel.unary_unary(
                 '/evomem.v1.StorageService/SetExtraction',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.SetExtractionRequest.SerializeToString,
@@ -167,6 +172,14 @@ class StorageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReviewNode(self, request, context):
+        """review: a node flagged needs_review confirmed still valid (the flag cleared, the link audit
+        records who). NOT_FOUND: no such node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetExtraction(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -245,6 +258,11 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.ForgetNode,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.ForgetNodeRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.ForgetNodeResponse.SerializeToString,
+            ),
+            'ReviewNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReviewNode,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ReviewNodeRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.ReviewNodeResponse.SerializeToString,
             ),
             'SetExtraction': grpc.unary_unary_rpc_method_handler(
                     servicer.SetExtraction,
@@ -516,6 +534,33 @@ class StorageService:
             '/evomem.v1.StorageService/ForgetNode',
             evomem_dot_v1_dot_storage__pb2.ForgetNodeRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.ForgetNodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReviewNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/ReviewNode',
+            evomem_dot_v1_dot_storage__pb2.ReviewNodeRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.ReviewNodeResponse.FromString,
             options,
             channel_credentials,
             insecure,

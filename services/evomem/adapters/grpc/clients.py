@@ -186,6 +186,10 @@ class GrpcStorage(_Client):
         resp = self._call(self._stub.UnlinkNode, storage_pb2.UnlinkNodeRequest(node_id=node_id, by=by))
         return convert.node_from_pb(resp.node), convert.node_from_pb(resp.restored)
 
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        resp = self._call(self._stub.ReviewNode, storage_pb2.ReviewNodeRequest(node_id=node_id, by=by))
+        return convert.node_from_pb(resp.node), resp.changed
+
     def forget(self, node_id: str, *, purge: bool = False) -> tuple[MemoryNode, bool]:
         resp = self._call(self._stub.ForgetNode, storage_pb2.ForgetNodeRequest(node_id=node_id, purge=purge))
         return convert.node_from_pb(resp.node), resp.changed

@@ -25,6 +25,7 @@ from evomem.domain.model import (
     LinkProvenance,
     MemoryNode,
     NewNote,
+    ReviewFlag,
     SearchHit,
     Stats,
     Status,
@@ -93,6 +94,7 @@ _MESSAGES: dict[type, Any] = {
     NewNote: common_pb2.NewNote,
     LinkProvenance: common_pb2.LinkProvenance,
     Extraction: common_pb2.Extraction,
+    ReviewFlag: common_pb2.ReviewFlag,
 }
 
 
@@ -235,6 +237,7 @@ def write_to_pb(write: NoteWrite) -> storage_pb2.RememberNoteRequest:
         vectors=write.vectors,
         vectors_required=write.vectors_required,
         audit=audit_convert.entry_to_pb(write.audit) if write.audit is not None else None,
+        if_head=write.if_head,
     )
 
 
@@ -248,6 +251,7 @@ def write_from_pb(msg: storage_pb2.RememberNoteRequest) -> NoteWrite:
         vectors=msg.vectors,
         vectors_required=msg.vectors_required,
         audit=audit_convert.entry_from_pb(msg.audit) if msg.HasField("audit") else None,
+        if_head=msg.if_head,
     )
 
 

@@ -22,8 +22,18 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from evomem.adapters.postgres import reviews
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -122,6 +132,8 @@ def insert_row(
     ex: Extraction | None,
     supersedes: str | None,
     link: LinkProvenance | None,
+    *,
+    if_head: bool = False,
 ) -> None:
     """Store ``note`` as node ``node_id``: a chain of its own, or the new head of the chain of
     ``supersedes`` (re-targeted to that chain's head, under the chain's lock); its offers; the
@@ -129,8 +141,11 @@ def insert_row(
     chain_root, version, prev = node_id, 1, None
     if supersedes is not None:
         head = head_for_link(conn, supersedes, note.namespace)
+        if if_head and head["id"] != supersedes:  # under the write lock: no writer can slip in between
+            raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
+        reviews.refuse_cycle(conn, note.namespace, note, chain_root)
         retire_head(conn, note.namespace, head["id"], node_id)
     node = MemoryNode(
         id=node_id,
@@ -176,6 +191,9 @@ def insert_row(
             )
     if prev is not None and link is not None:
         record_change(conn, note.namespace, "link", node_id, prev, link, requested=supersedes)
+    if prev is not None:
+        reviews.flag_dependents(conn, note.namespace, prev, chain_root)
+    reviews.inherit(conn, note.namespace, node_id, note)
 
 
 INSERT_NODE_SQL = f"INSERT INTO nodes ({NODE_SQL}) VALUES ({', '.join(['%s'] * len(NODE_COLUMNS))})"
@@ -222,6 +240,14 @@ def attach(conn: Any, node_id: str, supersedes: str, link: LinkProvenance) -> No
     )
     conn.execute("DELETE FROM offers WHERE namespace = %s AND node_id = %s", (ns, root["id"]))
     record_change(conn, ns, "link", root["id"], head["id"], link, requested=supersedes)
+    new_head = one(
+        conn,
+        "SELECT id FROM nodes WHERE namespace = %s AND chain_root = %s AND superseded_by IS NULL",
+        (ns, head["chain_root"]),
+    )
+    assert new_head is not None
+    reviews.refuse_merge_cycle(conn, ns, {head["chain_root"]}, new_head["id"])
+    reviews.flag_dependents(conn, ns, head["id"], head["chain_root"])
 
 
 def detach(conn: Any, node_id: str, *, by: str | None) -> str:
@@ -264,6 +290,7 @@ def detach(conn: Any, node_id: str, *, by: str | None) -> str:
         "VALUES (%s, %s, 'unlink', %s, %s, %s, %s, NULL, %s)",
         (ns, now_ms(), node_id, prev_id, row["link_method"], by, detail),
     )
+    reviews.unflag_restored(conn, ns, prev_id)
     return prev_id
 
 
@@ -299,9 +326,10 @@ def head_for_link(conn: Any, target_id: str, namespace: str) -> dict[str, Any]:
 def retire_head(conn: Any, namespace: str, head_id: str, successor_id: str) -> None:
     """``head_id`` is superseded by ``successor_id`` (a ``Conflict`` if it stopped being a head)."""
     cur = conn.execute(
-        "UPDATE nodes SET superseded_by = %s, "
-        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END "
-        "WHERE namespace = %s AND id = %s AND superseded_by IS NULL",
+        "UPDATE nodes SET superseded_by = %s, "  # a replaced version needs no review any more
+        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, "
+        "needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "
+        "needs_review_flagged_at = NULL WHERE namespace = %s AND id = %s AND superseded_by IS NULL",
         (successor_id, namespace, head_id),
     )
     if cur.rowcount != 1:  # pragma: no cover - the chain's lock makes this unreachable

@@ -223,6 +223,25 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0003_row_level_security",
         _policies().replace(";\n", "\n;\n"),
     ),
+    (
+        "0004_needs_review",
+        """
+        -- A decision built on another (relations depends_on, implements) is flagged when that one is
+        -- replaced, directly or through a chain of dependencies (evomem.domain.dependencies): the
+        -- replaced versions, what replaced each, the dependency it leads through (JSON lists), when.
+        -- NULL: not flagged. Cleared by the review tool, or when the node is itself replaced.
+        ALTER TABLE nodes ADD COLUMN needs_review_replaced text,
+            ADD COLUMN needs_review_replaced_by text,
+            ADD COLUMN needs_review_via text,
+            ADD COLUMN needs_review_flagged_at bigint
+        ;
+        -- The active notes that name dependencies, read when a decision of their namespace is replaced.
+        CREATE INDEX nodes_dependent ON nodes (namespace) WHERE status = 'active'
+            AND (strpos(relations, '"depends_on"') > 0 OR strpos(relations, '"implements"') > 0)
+        ;
+        CREATE INDEX nodes_needs_review ON nodes (namespace) WHERE needs_review_replaced IS NOT NULL
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

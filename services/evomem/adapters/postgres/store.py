@@ -26,11 +26,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from evomem.adapters.postgres import archive, chains, schema
+from evomem.adapters.postgres import archive, chains, reviews, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
+from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
@@ -176,14 +176,16 @@ class PostgresStore:
         )
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
-        """As ``SQLiteStore.possible_successors``: likeliest first (confidence, position, newest)."""
+        """As ``SQLiteStore.possible_successors``: likeliest first (confidence, position, newest);
+        ``full=False``: sketches."""
         wanted = list(dict.fromkeys(node_ids))
         out: dict[str, list[Successor]] = {}
         if limit < 1 or not wanted:
             return out
-        cols = ", ".join("n." + c for c in NODE_COLUMNS)
+        cols = ", ".join("n." + c for c in (NODE_COLUMNS if full else SKETCH_COLUMNS))
+        decode = row_to_node if full else row_to_sketch
         sql = (
             "SELECT * FROM (SELECT o.candidate_id, o.reason, o.confidence, o.position, "
             f"{cols}, ROW_NUMBER() OVER (PARTITION BY o.candidate_id "
@@ -194,9 +196,7 @@ class PostgresStore:
         )
         rows = self._read(lambda c: c.execute(sql, (namespace, wanted, limit)).fetchall(), namespace)
         for row in rows:
-            out.setdefault(row[0], []).append(
-                Successor(row_to_node(row, 4), row[1], position=row[3], confidence=row[2])
-            )
+            out.setdefault(row[0], []).append(Successor(decode(row, 4), row[1], position=row[3], confidence=row[2]))
         return out
 
     def ping(self) -> None:
@@ -260,6 +260,7 @@ class PostgresStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """As ``SQLiteStore.insert_once``: at most once, decided in the write's transaction under a
         lock on the key (or, for the dedupe window, on the text)."""
@@ -274,7 +275,7 @@ class PostgresStore:
             if found is not None:
                 return found
             node_id = new_id(created)
-            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link)
+            chains.insert_row(conn, node_id, created, note, note.extraction, supersedes, link, if_head=if_head)
             if key_hash is not None:
                 conn.execute(
                     "INSERT INTO remember_keys (namespace, key_hash, node_id, text_hash, created_at) "
@@ -301,6 +302,20 @@ class PostgresStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """As ``SQLiteStore.review``: the flag cleared in one transaction, under the row's lock."""
+
+        def write(conn: Any) -> bool:
+            row = chains.one(conn, "SELECT namespace FROM nodes WHERE id = %s FOR UPDATE", (node_id,))
+            if row is None:
+                raise NotFound(f"no node with id {node_id}")
+            return reviews.clear(conn, row["namespace"], node_id, by)
+
+        changed = self._write(write)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""

@@ -20,7 +20,7 @@ their exact distance (a materialised CTE), as pgvector's documentation does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evomem.adapters.postgres.db import ALL, Database
@@ -107,6 +107,21 @@ class PgVectorIndex:
                 (value, namespace, self.model, value, k),
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
+
+    def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine distance of ``vector`` to each of ``node_ids`` that has a vector in
+        ``namespace`` (by id, no index scan)."""
+        ids = list(dict.fromkeys(node_ids))
+        if not ids:
+            return {}
+        value = self._value(vector)
+        with self.db.transaction(namespace) as conn:
+            rows = conn.execute(
+                "SELECT node_id, embedding <=> %s FROM vectors WHERE namespace = %s AND model = %s "
+                "AND node_id = ANY(%s)",
+                (value, namespace, self.model, ids),
+            ).fetchall()
+        return {r[0]: max(0.0, float(r[1])) for r in rows}
 
     def close(self) -> None:
         """Nothing of its own: the store's pool closes with the store."""

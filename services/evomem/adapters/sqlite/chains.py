@@ -19,9 +19,19 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from evomem.adapters.sqlite import reviews
 from evomem.adapters.sqlite.audit import record_change
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, link_to_columns, node_to_row
-from evomem.domain.errors import Conflict, CycleError, Forgotten, InvalidArgument, NamespaceMismatch, NotFound, Purged
+from evomem.domain.errors import (
+    Conflict,
+    CycleError,
+    Forgotten,
+    InvalidArgument,
+    NamespaceMismatch,
+    NotFound,
+    NotHead,
+    Purged,
+)
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -85,14 +95,19 @@ def insert_row(
     ex: Extraction | None,
     supersedes: str | None,
     link: LinkProvenance | None,
+    *,
+    if_head: bool = False,
 ) -> None:
     """Store ``note`` as node ``node_id``: a chain of its own, or the new head of the chain of
     ``supersedes`` (re-targeted to that chain's head); its offers; the link's audit row."""
     chain_root, version, prev = node_id, 1, None
     if supersedes is not None:
         head = head_for_link(conn, supersedes, note.namespace)
+        if if_head and head["id"] != supersedes:  # under the write lock: no writer can slip in between
+            raise NotHead(supersedes, head["id"], head["version"])
         prev = head["id"]
         chain_root, version = head["chain_root"], head["version"] + 1
+        reviews.refuse_cycle(conn, note.namespace, note, chain_root)
         retire_head(conn, head["id"], node_id)
     node = MemoryNode(
         id=node_id,
@@ -137,6 +152,9 @@ def insert_row(
         )
     if prev is not None and link is not None:
         record_change(conn, "link", node_id, prev, link, requested=supersedes)
+    if prev is not None:
+        reviews.flag_dependents(conn, note.namespace, prev, chain_root)
+    reviews.inherit(conn, node_id, note)
 
 
 def attach(conn: sqlite3.Connection, node_id: str, supersedes: str, link: LinkProvenance) -> None:
@@ -175,6 +193,12 @@ def attach(conn: sqlite3.Connection, node_id: str, supersedes: str, link: LinkPr
     )
     conn.execute("DELETE FROM offers WHERE node_id = ?", (root["id"],))  # confirmed: no longer a guess
     record_change(conn, "link", root["id"], head["id"], link, requested=supersedes)
+    new_head = conn.execute(
+        "SELECT id FROM nodes INDEXED BY nodes_one_head WHERE chain_root = ? AND superseded_by IS NULL",
+        (head["chain_root"],),
+    ).fetchone()["id"]
+    reviews.refuse_merge_cycle(conn, row["namespace"], {head["chain_root"]}, new_head)
+    reviews.flag_dependents(conn, row["namespace"], head["id"], head["chain_root"])
 
 
 def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
@@ -185,7 +209,7 @@ def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
     The link's provenance is kept in the audit log.
     """
     row = conn.execute(
-        "SELECT id, chain_root, version, supersedes, link_method, link_by, link_confidence, purged_at "
+        "SELECT id, namespace, chain_root, version, supersedes, link_method, link_by, link_confidence, purged_at "
         "FROM nodes WHERE id = ?",
         (node_id,),
     ).fetchone()
@@ -222,6 +246,7 @@ def detach(conn: sqlite3.Connection, node_id: str, *, by: str | None) -> str:
         "VALUES (?, 'unlink', ?, ?, ?, ?, NULL, ?)",
         (now_ms(), node_id, prev_id, row["link_method"], by, detail),
     )
+    reviews.unflag_restored(conn, row["namespace"], prev_id)
     return prev_id
 
 
@@ -256,10 +281,11 @@ def head_for_link(conn: sqlite3.Connection, target_id: str, namespace: str) -> s
 
 def retire_head(conn: sqlite3.Connection, head_id: str, successor_id: str) -> None:
     """``head_id`` is superseded by ``successor_id`` (a ``Conflict`` if it stopped being a head)."""
-    cur = conn.execute(
+    cur = conn.execute(  # a replaced version needs no review any more: its flag goes
         "UPDATE nodes SET superseded_by = ?, "
-        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END "
-        "WHERE id = ? AND superseded_by IS NULL",
+        "status = CASE WHEN status = 'active' THEN 'superseded' ELSE status END, "
+        "needs_review_replaced = NULL, needs_review_replaced_by = NULL, needs_review_via = NULL, "
+        "needs_review_flagged_at = NULL WHERE id = ? AND superseded_by IS NULL",
         (successor_id, head_id),
     )
     if cur.rowcount != 1:  # pragma: no cover - the write lock makes this unreachable

@@ -3,6 +3,7 @@
     NODE_COLUMNS                      # "id", "raw_text", ..., "link_method", ..., in dataclass order
     node_to_row(node)                 # a tuple, one value per column, for INSERT
     row_to_node(row)                  # a MemoryNode from a row read with NODE_SQL
+    row_to_sketch(row)                # a MemoryNode with SKETCH_COLUMNS only (deciding a recall hint)
     link_to_columns(link)             # {"link_method": ..., ...}: the link's columns (all None for None)
 
 Every column comes from ``dataclasses.fields(MemoryNode)``; how a value is stored follows its
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evomem.adapters.fields import ENUM, NUMBERS, RECORD, RELATIONS, STRINGS, FieldKind, field_kinds
-from evomem.domain.model import LinkProvenance, MemoryNode
+from evomem.domain.model import LinkProvenance, MemoryNode, Status
 
 # ---------------------------------------------------------------------------- SQL
 
@@ -137,3 +138,24 @@ def row_to_node(row: Any, offset: int = 0) -> MemoryNode:
 def link_to_columns(link: LinkProvenance | None) -> dict[str, Any]:
     """The ``link_*`` columns of a node for ``link`` (every one None when ``link`` is None)."""
     return dict(zip((c.name for c in _RECORDS["link"]), _record_to_columns("link", link), strict=True))
+
+
+#: What deciding a "may be replaced by" hint reads of a note (``domain.recall.attach_successors``):
+#: a sketch, no text, no JSON to decode. The hints shown are read in full afterwards.
+SKETCH_COLUMNS = ("id", "namespace", "scope", "created_at", "status", "chain_root", "purged_at")
+_STATUS = {s.value: s for s in Status}
+
+
+def row_to_sketch(row: Any, offset: int = 0) -> MemoryNode:
+    """A node with only ``SKETCH_COLUMNS`` (from ``offset`` on, in that order) read; its text is ""."""
+    o = offset
+    return MemoryNode(
+        id=row[o],
+        raw_text="",
+        namespace=row[o + 1],
+        scope=row[o + 2],
+        created_at=row[o + 3],
+        status=_STATUS[row[o + 4]],
+        chain_root=row[o + 5],
+        purged_at=row[o + 6],
+    )

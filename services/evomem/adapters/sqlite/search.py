@@ -38,8 +38,6 @@ PRUNE_FROM = 2000
 #: so the passes fail and add to the full ranking (a long note's 64 terms over 200 long records:
 #: 65 ms pruned, 15 ms every match; 2,000 records: 60 and 100 ms).
 PRUNE_ROWS = 1000
-#: and tries at most this many pruned passes before it ranks every match.
-PRUNE_PASSES = 3
 #: Below ``PRUNE_ROWS``, a query of at least this many terms (a long note's, the linker's candidate
 #: search) first counts each term's rows, and ranks without the terms in half the rows or more
 #: (``search_informative``). A short query ranks at once: counting would cost more than it saves.
@@ -172,25 +170,37 @@ def search_pruned(
     limit: int,
     status: str,
 ) -> list[SearchHit] | None:
-    """``search`` by MaxScore passes; None when they cannot prove their answer exact.
+    """``search`` by MaxScore passes, each ranking only the rows no earlier pass ranked; None
+    never (every match ranked in pieces is the answer too; the type is ``search``'s shortcuts').
     ``present``: the terms rarest first, so their bounds never grow along it. ``rows``: at
-    least the FTS table's rows (``max(rowid)`` of ``nodes``)."""
+    least the FTS table's rows (``max(rowid)`` of ``nodes``).
+
+    A pass that adds the terms ``present[i:j]`` to the essential ones ranks the rows that have
+    one of them and none of ``present[:i]`` (``(N) NOT (O)``, split on the rest as before): the
+    rows of the earlier terms were ranked by the earlier passes, whose best are kept. The passes
+    partition the matches, so the kept best of all of them are the best of the rows with an
+    essential term, exactly as one pass over those rows ranks them (the same floats: a term a
+    row lacks adds exactly 0.0, wherever the expression names it; ties by rowid)."""
     bounds = {t: term_bound(rows, hits[t]) for t in present}
-    j = 1
-    for _ in range(PRUNE_PASSES):
-        essential, rest = fts_query(present[:j]), fts_query(present[j:])
-        split = [f"({essential}) AND ({rest})", f"({essential}) NOT ({rest})"]
-        found = ranked(conn, split, namespace, limit, status)
-        if len(found) < limit:  # fewer rows than asked with those terms: the others' rows count
+    best: list[tuple[float, int, str, str]] = []  # (rank, rowid, id, chain_root): FTS5's rank, lower is better
+    i, j = 0, 1
+    while True:
+        old, new = fts_query(present[:i]), fts_query(present[i:j])
+        fresh = f"({new}) NOT ({old})" if i else new
+        if j >= len(present):  # every term essential: this last pass ranks the remaining matches
+            best = sorted(best + _ranked_rows(conn, [fresh], namespace, limit, status))[:limit]
+            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+        rest = fts_query(present[j:])
+        split = [f"({fresh}) AND ({rest})", f"({fresh}) NOT ({rest})"]
+        best = sorted(best + _ranked_rows(conn, split, namespace, limit, status))[:limit]
+        i = j
+        if len(best) < limit:  # fewer rows than asked with those terms: the others' rows count
             j += 1
-        else:
-            theta = found[-1].score  # every row left out scores at most the bounds of ``rest``
-            if sum(bounds[t] for t in present[j:]) < theta:
-                return found
-            j = max(j + 1, essential_split(bounds, theta))
-        if j >= len(present):
-            return None
-    return None
+            continue
+        theta = -best[-1][0]  # every row left out scores at most the bounds of ``rest``
+        if sum(bounds[t] for t in present[j:]) < theta:
+            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+        j = max(j + 1, essential_split(bounds, theta))
 
 
 def ranked(
@@ -208,22 +218,44 @@ def ranked(
     Rank first, then read the nodes of the best matches only: reading every matching row of
     ``nodes`` (for the namespace and status) cost as much as ranking them. Exact: when
     ``limit`` of the ``RANK_FIRST * limit`` best matches pass the filters, no match ranked
-    below them can; otherwise (another namespace's notes, forgotten ones, or fewer matches
-    than that) every match is filtered. ``complete``: the caller knows the table has at most
-    ``RANK_FIRST * limit`` rows, so the first ranking already held every match."""
+    below them can; otherwise (another namespace's notes, superseded or forgotten ones, or
+    fewer matches than that) ``WIDEN`` times as many, then every match. ``complete``: the
+    caller knows the table has at most ``RANK_FIRST * limit`` rows, so the first ranking
+    already held every match."""
+    rows = _ranked_rows(conn, matches, namespace, limit, status, complete=complete)
+    return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in rows]
+
+
+#: ``ranked`` first ranks ``RANK_FIRST * limit`` matches, then this many times as many, then all.
+WIDEN = 8
+
+
+def _ranked_rows(
+    conn: sqlite3.Connection,
+    matches: list[str],
+    namespace: str,
+    limit: int,
+    status: str,
+    *,
+    complete: bool = False,
+) -> list[tuple[float, int, str, str]]:
+    """``ranked``'s rows: (FTS5 rank, rowid, node id, chain root), best (lowest rank) first."""
     one = f"SELECT rowid, {BM25_SQL} AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
     best = " UNION ALL ".join(f"SELECT * FROM ({one} ORDER BY rank, rowid LIMIT ?)" for _ in matches)
-    first: list[object] = [v for m in matches for v in (m, RANK_FIRST * limit)]
+    sql = (
+        f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r "
+        f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?"
+    )
+    first = RANK_FIRST * limit
+    for ranked_first in (first, first * WIDEN):
+        args: list[object] = [v for m in matches for v in (m, ranked_first)]
+        rows = conn.execute(sql, (*args, ranked_first, namespace, limit)).fetchall()
+        if len(rows) >= limit or complete:
+            return [tuple(r) for r in rows]
+    every = " UNION ALL ".join(one for _ in matches)
     rows = conn.execute(
-        f"SELECT n.id, n.chain_root, r.rank FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r "
-        f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?",
-        (*first, RANK_FIRST * limit, namespace, limit),
+        f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "
+        f"WHERE n.namespace = ? AND {status} ORDER BY r.rank, n.rowid LIMIT ?",
+        (*matches, namespace, limit),
     ).fetchall()
-    if len(rows) < limit and not complete:
-        every = " UNION ALL ".join(one for _ in matches)
-        rows = conn.execute(
-            f"SELECT n.id, n.chain_root, r.rank FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "
-            f"WHERE n.namespace = ? AND {status} ORDER BY r.rank, n.rowid LIMIT ?",
-            (*matches, namespace, limit),
-        ).fetchall()
-    return [SearchHit(node_id=r[0], chain_root=r[1], score=-float(r[2])) for r in rows]
+    return [tuple(r) for r in rows]

@@ -25,9 +25,9 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import archive, audit, chains, driver, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
 from evomem.adapters.sqlite import search as fulltext
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, row_to_node
+from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.domain.archive import Record
@@ -144,18 +144,20 @@ class SQLiteStore:
         return fulltext.search(self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only)
 
     def possible_successors(
-        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8
+        self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
     ) -> dict[str, list[Successor]]:
         """The ``offers`` rows of these candidates (primary key: candidate first), their active
         notes of ``namespace``, ``limit`` per candidate, likeliest first: by the linker's
         confidence (none stored: last), then where the note listed the candidate (``position``
-        0: first), then newest first. One indexed read per 500 ids, whatever the size of the store."""
+        0: first), then newest first. One indexed read per 500 ids, whatever the size of the store.
+        ``full=False``: sketches (``row_to_sketch``), what deciding the hints reads."""
         wanted = list(dict.fromkeys(node_ids))
         out: dict[str, list[Successor]] = {}
         if limit < 1:
             return out
         conn = self._conn()
-        cols = ", ".join("n." + c for c in NODE_COLUMNS)
+        cols = ", ".join("n." + c for c in (NODE_COLUMNS if full else SKETCH_COLUMNS))
+        decode = row_to_node if full else row_to_sketch
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             sql = (
@@ -168,7 +170,7 @@ class SQLiteStore:
                 "AND n.status IN ('active', 'superseded')) WHERE nth <= ? ORDER BY offered_for, nth"
             )
             for row in conn.execute(sql, (*chunk, namespace, limit)):
-                node = row_to_node(row, 4)
+                node = decode(row, 4)
                 out.setdefault(row["offered_for"], []).append(
                     Successor(
                         node,
@@ -250,6 +252,7 @@ class SQLiteStore:
         link: LinkProvenance | None = None,
         idempotency_key: str | None = None,
         dedupe_window_ms: int = 0,
+        if_head: bool = False,
     ) -> tuple[MemoryNode, InsertOutcome]:
         """``insert``, at most once: in the same transaction (under the write lock), a key used
         before answers its first node (REPLAYED; another text under that key is a ``Conflict``),
@@ -269,7 +272,7 @@ class SQLiteStore:
                 node_id = found
             else:
                 outcome = InsertOutcome.INSERTED
-                chains.insert_row(conn, node_id, created, note, ex, supersedes, link)
+                chains.insert_row(conn, node_id, created, note, ex, supersedes, link, if_head=if_head)
                 if key_hash is not None:
                     conn.execute(
                         "INSERT INTO remember_keys(key_hash, node_id, text_hash, created_at) VALUES (?, ?, ?, ?)",
@@ -298,6 +301,16 @@ class SQLiteStore:
         node, restored = self.get(node_id), self.get(prev_id)
         assert node is not None and restored is not None
         return node, restored
+
+    def review(self, node_id: str, *, by: str | None = None) -> tuple[MemoryNode, bool]:
+        """Clear ``node_id``'s ``needs_review`` (confirmed still valid); whether it had one."""
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is None:
+                raise NotFound(f"no node with id {node_id}")
+            changed = reviews.clear(conn, node_id, by)
+        node = self.get(node_id)
+        assert node is not None
+        return node, changed
 
     def link_audit(self, node_id: str) -> list[dict[str, object]]:
         """Every recorded change to the links of ``node_id`` (as node or as target), oldest first."""

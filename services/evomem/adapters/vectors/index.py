@@ -384,6 +384,12 @@ class VectorIndex:
         ).fetchall()
         return self._rank(unit, rows, k)
 
+    def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The cosine distance of ``vector`` to each of ``node_ids`` that has a vector in
+        ``namespace``, scored as ``search`` rescores (exact over the stored int8 rows)."""
+        ids = list(dict.fromkeys(node_ids))
+        return dict(self.search(vector, namespace, k=len(ids), candidate_ids=ids)) if ids else {}
+
     def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int) -> list[int]:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
         (Hamming for binary scans; among equal distances the smaller rowids, from the cache)."""

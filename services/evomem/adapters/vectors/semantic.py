@@ -6,10 +6,14 @@
     vectors.nearest("where do bookkeeping records live", namespace="default", limit=20)
     vectors.backfill()                                     # embeds nodes that have no vector yet
 
-Vectors are derived data. ``remember`` writes the node first and its vector after, so a
-crash in between leaves a node that only BM25 finds until ``backfill`` (run at start-up)
-embeds it. A purge deletes the vector in the store's own transaction (``SQLiteStore.forget``)
-and ``MemoryService.forget`` evicts the text from the embedding cache (``evict``).
+Vectors are derived data. ``remember`` writes the node first and its vector after its answer
+(``add_soon``: a thread of this index stores it, ~1 ms later; ``nearest`` waits for what is still
+queued, so a search never misses a note this process wrote), so a crash in between leaves a node
+that only BM25 finds until ``backfill`` (run at start-up) embeds it: a live node without a row in
+the vector table is the persistent "vector pending" mark (``nodes_without_vectors``). A purge
+stores what is queued first, then deletes the vector in the store's own transaction
+(``SQLiteStore.forget``), and ``MemoryService.forget`` evicts the text from the embedding cache
+(``evict``).
 
 The text a vector is made from is cut to ``MAX_EMBED_CHARS`` first: the model reads at most
 256 word pieces, and tokenising a 10 MB note in full would only cost time.
@@ -45,6 +49,8 @@ class VectorTable(Protocol):
 
     def search(self, vector: Any, namespace: str, k: int = 10) -> list[tuple[str, float]]: ...
 
+    def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]: ...
+
     def remove(self, node_id: str) -> bool: ...
 
     def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]: ...
@@ -71,6 +77,11 @@ class SemanticIndex:
         #: raises ``ModelNotReady`` (recall answers by BM25 and says so) and ``add`` leaves the
         #: node to the backfill that runs right after the load.
         self.wait_for_model = True
+        self._soon: list[tuple[str, str, Any]] = []  # ``add_soon``'s (id, namespace, vector), for ``_later``
+        self._queued = 0  # queued or being stored
+        self._soon_cond = threading.Condition()
+        self._later: threading.Thread | None = None
+        self._closing = False
 
     @property
     def model_state(self) -> str:
@@ -162,14 +173,70 @@ class SemanticIndex:
         vectors = self._encode([n.raw_text for n in live])
         self.index.add_many((n.id, n.namespace, v) for n, v in zip(live, vectors, strict=True))
 
+    def add_soon(self, nodes: Sequence[MemoryNode]) -> None:
+        """``add``, its index write on this index's thread after the caller has answered. The
+        embedding is done here (``remember``: the candidate search embedded the note already, so
+        it comes from the cache), so an embedding failure is the caller's to report; ``nearest``,
+        ``similarities``, ``settle`` and ``close`` wait for the write; a write that fails is logged
+        and left to the backfill."""
+        live = [n for n in nodes if not n.purged and n.raw_text]
+        if not live or not self._check_ready():
+            return  # the backfill after the background load embeds it
+        items = [(n.id, n.namespace, v) for n, v in zip(live, self._encode([n.raw_text for n in live]), strict=True)]
+        with self._soon_cond:
+            if self._closing:
+                raise Unavailable("the vector index is closed")
+            self._soon += items
+            self._queued += len(items)
+            if self._later is None:
+                self._later = threading.Thread(target=self._store_soon, name="evomem-vectors-soon", daemon=True)
+                self._later.start()
+            self._soon_cond.notify_all()
+
+    def _store_soon(self) -> None:
+        while True:
+            with self._soon_cond:
+                self._soon_cond.wait_for(lambda: bool(self._soon) or self._closing)
+                if not self._soon:
+                    return  # closing, nothing queued
+                batch, self._soon = self._soon, []
+            try:
+                self.index.add_many(batch)
+            except Exception as exc:  # derived data: the backfill at the next start embeds them
+                log.warning("could not store the vectors of %d note(s), the backfill will: %s", len(batch), exc)
+            finally:
+                with self._soon_cond:
+                    self._queued -= len(batch)
+                    self._soon_cond.notify_all()
+
+    def settle(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every ``add_soon`` note is stored (or given up on); False on timeout."""
+        with self._soon_cond:
+            return self._soon_cond.wait_for(lambda: self._queued == 0, timeout_s)
+
     def nearest(self, text: str, *, namespace: str, limit: int) -> list[tuple[str, float]]:
         if limit < 1 or not text.strip():
             return []
         if not self._check_ready():
             raise ModelNotReady(MODEL_LOADING)
         (vector,) = self._encode([text])
+        self.settle()  # the notes this process wrote are searchable by meaning before it answers
         hits = self.index.search(vector, namespace, k=limit)
         return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]
+
+    def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
+        """The stored vectors' cosines with ``text`` (the linker's candidates that the search by
+        meaning did not return: no second embedding of their texts). {} while the model loads."""
+        if not node_ids or not text.strip():
+            return {}
+        try:
+            if not self._check_ready():
+                return {}
+        except ModelNotReady:
+            return {}
+        (vector,) = self._encode([text])
+        self.settle()
+        return {i: round(1.0 - d, 6) for i, d in self.index.distances(vector, namespace, node_ids).items()}
 
     def remove(self, node_id: str) -> None:
         self.index.remove(node_id)
@@ -195,4 +262,11 @@ class SemanticIndex:
                 progress(done)
 
     def close(self) -> None:
+        """Store what ``add_soon`` queued, then close the table."""
+        with self._soon_cond:
+            self._closing = True
+            self._soon_cond.notify_all()
+            later = self._later
+        if later is not None:
+            later.join(timeout=30)
         self.index.close()

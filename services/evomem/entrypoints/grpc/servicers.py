@@ -16,6 +16,7 @@ from evomem.app.notes import NoteRules
 from evomem.app.ports import Extractor, Linker
 from evomem.app.recall import check_history_depth, check_query
 from evomem.app.storage import LocalStorage
+from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX
 from evomem.domain.errors import InvalidArgument, NotFound
 from evomem.domain.model import ExtractionState
@@ -86,6 +87,12 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
     def UnlinkNode(self, request: storage_pb2.UnlinkNodeRequest, context: Ctx) -> storage_pb2.UnlinkNodeResponse:
         node, restored = self.storage.unlink(request.node_id, by=request.by if request.HasField("by") else None)
         return storage_pb2.UnlinkNodeResponse(node=convert.node_to_pb(node), restored=convert.node_to_pb(restored))
+
+    @servicer_method
+    def ReviewNode(self, request: storage_pb2.ReviewNodeRequest, context: Ctx) -> storage_pb2.ReviewNodeResponse:
+        by = textrules.clean_short(request.by, "by") if request.HasField("by") else None
+        node, changed = self.storage.review(self.rules.node_id(request.node_id), by=by)
+        return storage_pb2.ReviewNodeResponse(node=convert.node_to_pb(node), changed=changed)
 
     @servicer_method
     def GetNode(self, request: storage_pb2.GetNodeRequest, context: Ctx) -> storage_pb2.GetNodeResponse:

@@ -40,9 +40,9 @@ T = TypeVar("T")
 
 INSTRUCTIONS = """\
 EvoMem keeps decisions as chains of versions; recall answers with the version in force.
-- Before deciding, or acting on a past decision, call recall.
+- Before deciding, or acting on a past decision, call recall; to test one assumption, check(statement=...).
 - When a decision changes, remember the new one with supersedes=<id of the old decision>.
-- When remember lists possible_supersedes (each with p, the probability it is replaced), confirm the one it replaces with supersede(node_id, supersedes).
+- Confirm the right one of remember's possible_supersedes (p: its chance) with supersede(node_id, supersedes).
 - A recall hit with maybe_replaced_by may be obsolete: read that newer note; if it replaces the hit, supersede it.
 - A secret stored by mistake: forget(node_id, purge=true). Never forget to record a change: supersede it.
 - Answers are brief; detail="full" returns whole nodes, get_node(id, full_text=true) pages a long note.

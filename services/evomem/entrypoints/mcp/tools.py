@@ -94,7 +94,7 @@ def remember(
     session: Annotated[str | None, Field(description="Conversation or task id the note came from.")] = None,
     relations: Annotated[
         dict[str, list[str]] | None,
-        Field(description='Typed edges to other notes, e.g. {"caused_by": ["<id>"]}.'),
+        Field(description='Typed edges to other notes, e.g. {"depends_on": ["<id>"]}.'),
     ] = None,
     supersedes: Annotated[
         str | None,
@@ -109,6 +109,10 @@ def remember(
         str | None,
         Field(description="A unique string per note: a retry with it stores nothing new.", max_length=200),
     ] = None,
+    if_head: Annotated[
+        bool,
+        Field(description="With supersedes: [conflict] unless it is its chain's head."),
+    ] = False,
     detail: Detail = "brief",
 ) -> CallToolResult:
     """Store a note (usually a decision) and return its id. When it changes an earlier decision,
@@ -128,6 +132,7 @@ def remember(
             namespace=namespace,
             author=author,
             idempotency_key=idempotency_key,
+            if_head=if_head,
         )
     )
     return _result(answers.remember_answer(out, detail=detail, note_chars=resources.note_chars))
@@ -224,6 +229,35 @@ def unlink(
     return _result(answers.unlink_answer(node, restored, detail=detail, note_chars=resources.note_chars))
 
 
+def check(
+    resources: Resources,
+    statement: Annotated[
+        str | None, Field(description="What you assume, e.g. 'the ledger uses Postgres'.", max_length=2000)
+    ] = None,
+    node_id: Annotated[str | None, Field(description="Or a decision's id.")] = None,
+    scope: Annotated[str | None, Field(description="Default: from the statement.")] = None,
+    namespace: Namespace = None,
+) -> CallToolResult:
+    """Before acting on an assumption, ask if it holds: in_force, superseded (by what, when, why),
+    contradicted or unknown."""
+    out = _call(lambda: resources.service().check(statement, node_id=node_id, scope=scope, namespace=namespace))
+    return _result(answers.check_answer(out, note_chars=resources.note_chars))
+
+
+def review(
+    resources: Resources,
+    node_id: Annotated[str, Field(description="A decision flagged needs_review.")],
+    still_valid: Annotated[bool, Field(description="true: it still holds.")] = True,
+    superseded_by: Annotated[str | None, Field(description="The note that replaces it.")] = None,
+    author: Annotated[str | None, Field(description="Who reviewed it.")] = None,
+) -> CallToolResult:
+    """Clear needs_review (a dependency was replaced): still valid, or superseded_by a stored note."""
+    out = _call(
+        lambda: resources.service().review(node_id, still_valid=still_valid, superseded_by=superseded_by, author=author)
+    )
+    return _result(answers.review_answer(out))
+
+
 def stats(resources: Resources, namespace: Namespace = None) -> CallToolResult:
     """Counts of notes by status, chains, extraction states and namespaces, and the database size."""
     svc = resources.service()
@@ -244,5 +278,7 @@ TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations], ...] = (
     (forget, ToolAnnotations(title="Forget or purge a note", destructive_hint=True, idempotent_hint=True)),
     (supersede, ToolAnnotations(title="Link an existing note as a replacement", idempotent_hint=False)),
     (unlink, ToolAnnotations(title="Undo a wrong supersedes link", destructive_hint=False)),
+    (check, ToolAnnotations(title="Check a premise", read_only_hint=True)),
+    (review, ToolAnnotations(title="Review a flag", destructive_hint=False)),
     (stats, ToolAnnotations(title="Memory statistics", read_only_hint=True)),
 )

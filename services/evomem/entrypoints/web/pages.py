@@ -37,12 +37,14 @@ def url(path: str, **params: object) -> str:
 
 def review_flags(node: MemoryNode) -> list[str]:
     """The ``needs_review`` flags a version shows: one line each, naming the replaced dependency
-    and what replaced it.
-
-    TODO(issue 33, needs_review): the node model has no ``needs_review`` yet (branch issue-33 adds
-    it with the ``depends_on`` relations); once both are merged, read the flags from the node here.
-    Nothing else in the page changes: each line is drawn as a flag beside the version."""
-    return []
+    and what replaced it (drawn as a flag beside the version)."""
+    flag = node.needs_review
+    if flag is None:
+        return []
+    return [
+        f"{old} (depended on through {via}) was replaced by {new}"
+        for old, new, via in zip(flag.replaced, flag.replaced_by, flag.via, strict=False)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

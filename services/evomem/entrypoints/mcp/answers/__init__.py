@@ -16,7 +16,7 @@ a recall that would is answered with shorter notes, then without history, then w
 and says so in ``notes``.
 
 Modules: ``core`` (``Answer``, the limits, a node's fields and lines, ``fit``), ``reads``
-(recall, get_node), ``writes`` (remember, supersede, unlink, forget, stats) and ``output`` (the
+(recall, get_node), ``premise`` (check), ``writes`` (remember, supersede, unlink, forget, stats) and ``output`` (the
 published output schemas). Their public names are importable from here.
 """
 
@@ -30,10 +30,12 @@ from evomem.entrypoints.mcp.answers.core import (
     link_fields,
 )
 from evomem.entrypoints.mcp.answers.output import OUTPUT
+from evomem.entrypoints.mcp.answers.premise import check_answer
 from evomem.entrypoints.mcp.answers.reads import get_node_answer, page_answer, recall_answer
 from evomem.entrypoints.mcp.answers.writes import (
     forget_answer,
     remember_answer,
+    review_answer,
     stats_answer,
     supersede_answer,
     unlink_answer,
@@ -46,6 +48,7 @@ __all__ = [
     "OUTPUT",
     "PAGE_CHARS",
     "Answer",
+    "check_answer",
     "forget_answer",
     "full_node",
     "get_node_answer",
@@ -53,6 +56,7 @@ __all__ = [
     "page_answer",
     "recall_answer",
     "remember_answer",
+    "review_answer",
     "stats_answer",
     "supersede_answer",
     "unlink_answer",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evomem.domain.model import LinkProvenance, MemoryNode, iso
+from evomem.domain.model import LinkProvenance, MemoryNode, ReviewFlag, iso
 
 #: The largest answer, text and structured content together, in UTF-8 bytes of JSON. The official
 #: MCP client refuses server-sent events over 1 MiB; this leaves room for the JSON-RPC envelope.
@@ -75,6 +75,30 @@ def link_fields(link: LinkProvenance | None) -> dict[str, Any] | None:
     )
 
 
+def review_fields(flag: ReviewFlag | None) -> dict[str, Any] | None:
+    """``needs_review``: each replaced dependency, what replaced it, and the dependency named on the way."""
+    if flag is None:
+        return None
+    return {
+        "since": iso(flag.flagged_at) if flag.flagged_at else None,
+        "replaced": [
+            prune({"dependency": r, "replaced_by": b, "via": v if v != r else None})
+            for r, b, v in zip(flag.replaced, flag.replaced_by, flag.via, strict=False)
+        ],
+    }
+
+
+def review_line(flag: ReviewFlag | None) -> list[str]:
+    """The text line of a flagged node: what it depended on, and what replaced it."""
+    if flag is None:
+        return []
+    parts = []
+    for r, b, v in zip(flag.replaced, flag.replaced_by, flag.via, strict=False):
+        through = "" if v == r else f" (through {v})"
+        parts.append(f"{r} was replaced by {b}{through}")
+    return ["  needs_review: a decision it depends on changed: " + "; ".join(parts) + ". Confirm with review()."]
+
+
 def full_node(node: MemoryNode, limit: int) -> dict[str, Any]:
     """Every non-empty field of a node; its text fields cut to ``limit`` characters."""
     texts: dict[str, str] = {}
@@ -112,6 +136,7 @@ def full_node(node: MemoryNode, limit: int) -> dict[str, Any]:
             "forgotten_at": iso(node.forgotten_at),
             "possible_supersedes": list(node.possible_supersedes),
             "file_erased_at": iso(node.file_erased_at),  # purged: when the bytes left every file
+            "needs_review": review_fields(node.needs_review),
         }
     )
     if texts["summary"] == texts["raw_text"]:

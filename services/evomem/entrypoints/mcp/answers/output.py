@@ -63,5 +63,7 @@ OUTPUT: dict[str, dict[str, Any]] = {
     "forget": _object(["id", "status", "purged"], "", id=_S, status=_S, purged=_B, chain_in_force=_B),
     "supersede": _object(["id", "version"], "", id=_S, version=_I, supersedes=_S),
     "unlink": _object([], "", id=_S, restored_head=_S),
+    "check": _object(["verdict", "confidence"], "", verdict=_S, confidence=_N, in_force=_STRS),
+    "review": _object(["id", "changed"], "", id=_S, changed=_B),
     "stats": _object(["nodes"], "", nodes=_I, by_status=_OBJ, chains=_I),
 }

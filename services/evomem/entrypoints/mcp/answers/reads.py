@@ -20,6 +20,8 @@ from evomem.entrypoints.mcp.answers.core import (
     head_line,
     note_lines,
     prune,
+    review_fields,
+    review_line,
     terms_shown,
 )
 
@@ -62,6 +64,7 @@ def _recall(
         if not full:
             lines.extend(text)
         lines.append(_matched(entry.best))
+        lines.extend(review_line(head.needs_review))
         if full:
             hit: dict[str, Any] = {"rank": rank, **full_node(head, limit)}
             hit["matched"] = match_fields(entry.best)
@@ -71,6 +74,8 @@ def _recall(
             hit = {"id": head.id, "version": head.version}
             if truncated:
                 hit["truncated"] = True
+            if head.needs_review is not None:
+                hit["needs_review"] = review_fields(head.needs_review)
         if scoped and entry.scope_match:
             hit["scope_match"] = entry.scope_match
         if entry.maybe_replaced_by:
@@ -229,6 +234,9 @@ def _get_node(
         if truncated:
             data["truncated"] = True
             data["text_chars"] = len(node.raw_text)
+        if node.needs_review is not None:
+            data["needs_review"] = review_fields(node.needs_review)
+    lines.extend(review_line(node.needs_review))
     data["in_force"] = in_force
     if head is not None:
         data["current_head"] = {"id": head.id, "status": str(head.status), "version": head.version}

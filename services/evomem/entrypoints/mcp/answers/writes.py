@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from evomem.app.memory import ForgetOutcome, RememberOutcome
+from evomem.app.premise import ReviewOutcome
 from evomem.domain.model import LinkDecision, MemoryNode, Stats, iso
-from evomem.entrypoints.mcp.answers.core import Answer, fit_one, full_node, head_line, link_fields, prune
+from evomem.entrypoints.mcp.answers.core import (
+    Answer,
+    fit_one,
+    full_node,
+    head_line,
+    link_fields,
+    prune,
+    review_fields,
+)
 
 
 def remember_answer(out: RememberOutcome, *, detail: str, note_chars: int) -> Answer:
@@ -111,6 +120,26 @@ def _unlink(node: MemoryNode, restored: MemoryNode, *, detail: str, note_chars: 
     text = (
         f"unlinked: {restored.id} v{restored.version} is the head of its chain again ({restored.status}); "
         f"{node.id} now starts a chain of its own"
+    )
+    return Answer(text, data)
+
+
+def review_answer(out: ReviewOutcome) -> Answer:
+    node = out.node
+    if out.replaced_by is not None:
+        text = f"reviewed {node.id}: replaced by {out.replaced_by.id} (v{out.replaced_by.version}), now in force"
+    elif out.changed:
+        text = f"reviewed {node.id}: confirmed still valid; needs_review cleared"
+    else:
+        text = f"{node.id} was not flagged needs_review; nothing changed"
+    data = prune(
+        {
+            "id": node.id,
+            "status": str(node.status),
+            "changed": out.changed,
+            "cleared": review_fields(out.cleared),
+            "replaced_by": out.replaced_by.id if out.replaced_by else None,
+        }
     )
     return Answer(text, data)
 

@@ -1,0 +1,335 @@
+"""The premise benchmark: does ``check`` catch a replaced premise, and does it leave a true one alone?
+And does ``needs_review`` follow dependencies?
+
+    python -m bench.premise --out bench/results                     # frozen sets, dev sets, blind sets
+    python -m bench.premise --out bench/results --limit 20          # first 20 scenarios of each set
+    python -m bench.premise --sets odr,dev-a --out /tmp/p           # named sets only
+
+**Premises.** For every question of a scenario set (the ``bench.scenarios`` format: notes with
+``option`` and ``supersedes``, questions with ``gold_option`` and ``obsolete_options``), the
+scenario's notes are remembered on a fresh embedded server (the default settings, vectors off:
+words only) in one of two modes:
+
+- ``agent``: each note with its gold ``supersedes`` (an agent that links what it replaces);
+- ``default``: no links given; the server offers likely predecessors (``possible_supersedes``) and
+  links nothing, as it does by default.
+
+Then ``check`` is asked, in the question's scope, about the premise of every obsolete option and
+of the gold option, in two wordings: ``note`` (the text of the version that chose the option) and
+``template`` ("The <topic> uses <option>."). A replaced premise is *caught* when the answer is
+``superseded`` or ``contradicted``; a true premise is *wrongly flagged* by the same answers; the
+``unknown`` rate is over both. Targets (with agent links): caught >= 0.95, false flags <= 0.02.
+
+**Dependencies.** A scenario whose notes carry ``depends_on`` (earlier note indices) and
+``needs_review_at_end`` (true or false) is remembered with ``relations={"depends_on": [...]}``
+(and, in ``agent`` mode, its gold ``supersedes``); at the end each note that says
+``needs_review_at_end`` is read back: flag recall (flagged among those that should be) and false
+flags (flagged among those that should not). Targets with agent links: recall 1.0, false flags 0.
+
+Blind sets (``bench/blind/blind-*.jsonl``) are run, never read here: only their aggregate numbers
+are written, no row, no text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.memories import scope_label
+from evomem.bootstrap.embedded import build_embedded
+from evomem.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+MODES = ("agent", "default")
+WORDINGS = ("note", "template")
+CAUGHT = ("superseded", "contradicted")
+
+
+def set_files(names: Sequence[str] | None) -> list[tuple[str, Path, bool]]:
+    """(name, path, blind) of every set: the frozen ODR and VDR sets, the development sets, the
+    blind sets (by name only; their contents are never opened outside the run)."""
+    found = [("odr", ROOT / "bench/data/odr.jsonl", False), ("vdr", ROOT / "bench/data/vdr.jsonl", False)]
+    found += [(p.stem, p, False) for p in sorted((ROOT / "lab/devdata").glob("dev-*.jsonl")) if p.stem != "dev-long"]
+    found += [(p.stem, p, True) for p in sorted((ROOT / "bench/blind").glob("blind-*.jsonl"))]
+    return [f for f in found if names is None or f[0] in names]
+
+
+def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                out.append(json.loads(line))
+            if limit is not None and len(out) >= limit:
+                break
+    return out
+
+
+# ----------------------------------------------------------------------------- one scenario
+
+
+def _service(folder: Path, n: int) -> Any:
+    return build_embedded(Settings(db=str(folder / f"s{n}.db"), vectors="off"))
+
+
+def _remember_all(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[int, str]:
+    ids: dict[int, str] = {}
+    for note in scenario["notes"]:
+        kwargs: dict[str, Any] = {}
+        if note.get("scope"):
+            kwargs["scope"] = scope_label(note["scope"])
+        if mode == "agent" and note.get("supersedes") is not None and note["supersedes"] in ids:
+            kwargs["supersedes"] = ids[note["supersedes"]]
+        deps = [ids[i] for i in note.get("depends_on") or () if i in ids]
+        if deps:
+            kwargs["relations"] = {"depends_on": deps}
+        ids[note["i"]] = service.remember(note["text"], **kwargs).node.id
+    return ids
+
+
+def _topic_phrase(scenario: Mapping[str, Any], q: Mapping[str, Any]) -> str:
+    for note in scenario["notes"]:
+        if note.get("topic") == q.get("topic") and note.get("component") and note.get("aspect"):
+            return f"{note['component']} {note['aspect']}"
+    return re.sub(r"[/_-]+", " ", str(q.get("topic") or "")).strip()
+
+
+def _note_naming(scenario: Mapping[str, Any], q: Mapping[str, Any], option: str) -> str | None:
+    """The text of the latest version of the question's topic (and scope) that chose ``option``."""
+    key = option.casefold()
+    named = [
+        n
+        for n in scenario["notes"]
+        if n.get("topic") == q.get("topic")
+        and (n.get("scope") or None) == (q.get("scope") or None)
+        and str(n.get("option") or "").casefold() == key
+    ]
+    return named[-1]["text"] if named else None
+
+
+def statements(scenario: Mapping[str, Any], q: Mapping[str, Any]) -> Iterator[tuple[str, str, bool]]:
+    """(wording, statement, true premise?) for the question's gold option and each obsolete one."""
+    options = [(q["gold_option"], True)] + [(o, False) for o in q.get("obsolete_options") or ()]
+    for option, true in options:
+        if not option:
+            continue
+        text = _note_naming(scenario, q, option)
+        if text is not None:
+            yield "note", text, true
+        yield "template", f"The {_topic_phrase(scenario, q)} uses {option}.", true
+
+
+def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[str, Any]:
+    """Premise answers and dependency flags of one scenario, remembered in ``mode``."""
+    ids = _remember_all(service, scenario, mode)
+    answers: list[tuple[str, bool, str, float]] = []
+    for q in scenario.get("questions") or ():
+        if not q.get("gold_option"):
+            continue
+        scope = scope_label(q["scope"]) if q.get("scope") else None
+        for wording, text, true in statements(scenario, q):
+            out = service.check(text, scope=scope)
+            answers.append((wording, true, out.verdict, out.confidence))
+    flags: list[tuple[bool, bool]] = []
+    for note in scenario["notes"]:
+        if "needs_review_at_end" in note and note["i"] in ids:
+            node = service.get_node(ids[note["i"]])[0]
+            flags.append((bool(note["needs_review_at_end"]), node.needs_review is not None))
+    return {"answers": answers, "flags": flags}
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _rate(n: int, d: int) -> float | None:
+    return round(n / d, 4) if d else None
+
+
+def premise_metrics(answers: Sequence[tuple[str, bool, str, float]]) -> dict[str, Any]:
+    replaced = [a for a in answers if not a[1]]
+    true = [a for a in answers if a[1]]
+    return {
+        "statements": len(answers),
+        "replaced": len(replaced),
+        "true": len(true),
+        "caught": _rate(sum(a[2] in CAUGHT for a in replaced), len(replaced)),
+        "false_flags": _rate(sum(a[2] in CAUGHT for a in true), len(true)),
+        "in_force_on_true": _rate(sum(a[2] == "in_force" for a in true), len(true)),
+        "unknown": _rate(sum(a[2] == "unknown" for a in answers), len(answers)),
+        "verdicts": dict(Counter(a[2] for a in answers)),
+        "calibration": calibration(answers),
+    }
+
+
+def calibration(answers: Sequence[tuple[str, bool, str, float]]) -> dict[str, Any]:
+    """For each confidence level a verdict was given at: how often that verdict was right
+    (in_force on a true premise; superseded or contradicted on a replaced one)."""
+    out: dict[str, list[int]] = {}
+    for _, true, verdict, conf in answers:
+        if verdict == "unknown":
+            continue
+        right = (verdict == "in_force") == true
+        cell = out.setdefault(f"{verdict}@{conf:.2f}", [0, 0])
+        cell[0] += right
+        cell[1] += 1
+    return {k: {"right": r, "n": n, "precision": _rate(r, n)} for k, (r, n) in sorted(out.items())}
+
+
+def flag_metrics(flags: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
+    if not flags:
+        return None
+    should = [f for f in flags if f[0]]
+    should_not = [f for f in flags if not f[0]]
+    return {
+        "notes": len(flags),
+        "should_flag": len(should),
+        "flag_recall": _rate(sum(f[1] for f in should), len(should)),
+        "false_flags": _rate(sum(f[1] for f in should_not), len(should_not)),
+    }
+
+
+def run_set(name: str, path: Path, limit: int | None, progress: bool) -> dict[str, Any]:
+    scenarios = load(path, limit)
+    out: dict[str, Any] = {"scenarios": len(scenarios)}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="evomem-premise-") as tmp:
+        for mode in MODES:
+            answers: list[tuple[str, bool, str, float]] = []
+            flags: list[tuple[bool, bool]] = []
+            for n, scenario in enumerate(scenarios):
+                service = _service(Path(tmp), n * 2 + MODES.index(mode))
+                try:
+                    got = run_scenario(service, scenario, mode)
+                finally:
+                    service.close()
+                answers += got["answers"]
+                flags += got["flags"]
+                if progress and n % 50 == 49:
+                    print(f"  {name} {mode}: {n + 1}/{len(scenarios)}", file=sys.stderr)
+            out[mode] = {
+                "premises": {w: premise_metrics([a for a in answers if a[0] == w]) for w in WORDINGS},
+                "dependencies": flag_metrics(flags),
+            }
+    out["seconds"] = round(time.perf_counter() - started, 1)
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    lines = [
+        "# Premise check and dependency staleness (`make bench-premise`)",
+        "",
+        "Embedded server, default settings, vectors off (words only). `agent`: notes remembered with their gold "
+        "`supersedes`; `default`: no links given (the server offers, links nothing). Caught: a replaced premise "
+        "answered `superseded` or `contradicted` (target >= 0.95 with agent links); false flags: a true premise "
+        "answered so (target <= 0.02); unknown: over all statements. `note`: the statement is the text of the "
+        'version that chose the option; `template`: "The <topic> uses <option>." Blind sets are run, never read.',
+        "",
+        "| set | kind | mode | wording | statements | caught | false flags | in force (true) | unknown |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, block in report["sets"].items():
+        kind = "blind" if block["blind"] else "dev"
+        for mode in MODES:
+            for w in WORDINGS:
+                m = block[mode]["premises"][w]
+                if not m["statements"]:
+                    continue
+                lines.append(
+                    f"| {name} | {kind} | {mode} | {w} | {m['statements']} | {_f(m['caught'])} | "
+                    f"{_f(m['false_flags'])} | {_f(m['in_force_on_true'])} | {_f(m['unknown'])} |"
+                )
+    deps = [(n, b, mode) for n, b in report["sets"].items() for mode in MODES if b[mode]["dependencies"]]
+    if deps:
+        lines += [
+            "",
+            "| set | kind | mode | notes read | should flag | flag recall | false flags |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, block, mode in deps:
+            d = block[mode]["dependencies"]
+            kind = "blind" if block["blind"] else "dev"
+            lines.append(
+                f"| {name} | {kind} | {mode} | {d['notes']} | {d['should_flag']} | {_f(d['flag_recall'])} | "
+                f"{_f(d['false_flags'])} |"
+            )
+    for kind in ("dev", "blind"):
+        for mode in MODES:
+            for w in WORDINGS:
+                pooled = report["pooled"].get(f"{kind}/{mode}/{w}")
+                if pooled:
+                    lines.append(
+                        f"\nPooled {kind}, {mode}, {w}: caught {_f(pooled['caught'])}, false flags "
+                        f"{_f(pooled['false_flags'])}, unknown {_f(pooled['unknown'])} "
+                        f"({pooled['statements']} statements)"
+                    )
+    return "\n".join(lines) + "\n"
+
+
+def pool(sets: Mapping[str, Any]) -> dict[str, Any]:
+    """Caught, false flags and unknown over every dev set, and over every blind set (counts summed)."""
+    out: dict[str, Any] = {}
+    for kind, blind in (("dev", False), ("blind", True)):
+        for mode in MODES:
+            for w in WORDINGS:
+                ms = [b[mode]["premises"][w] for b in sets.values() if b["blind"] == blind]
+                ms = [m for m in ms if m["statements"]]
+                if not ms:
+                    continue
+                rep, tru, n = (
+                    sum(m["replaced"] for m in ms),
+                    sum(m["true"] for m in ms),
+                    sum(m["statements"] for m in ms),
+                )
+                caught = sum((m["caught"] or 0) * m["replaced"] for m in ms)
+                false = sum((m["false_flags"] or 0) * m["true"] for m in ms)
+                unknown = sum((m["unknown"] or 0) * m["statements"] for m in ms)
+                out[f"{kind}/{mode}/{w}"] = {
+                    "statements": n,
+                    "caught": _rate(round(caught), rep),
+                    "false_flags": _rate(round(false), tru),
+                    "unknown": _rate(round(unknown), n),
+                }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "bench/results")
+    parser.add_argument("--sets", help="comma-separated set names (default: all)")
+    parser.add_argument("--limit", type=int, help="first N scenarios of each set")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    names = args.sets.split(",") if args.sets else None
+    report: dict[str, Any] = {"sets": {}}
+    for name, path, blind in set_files(names):
+        if not path.exists():
+            continue
+        print(f"premise: {name}", file=sys.stderr)
+        block = run_set(name, path, args.limit, not args.no_progress)
+        block["blind"] = blind
+        report["sets"][name] = block
+    report["pooled"] = pool(report["sets"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "premise.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (args.out / "premise.md").write_text(markdown(report), encoding="utf-8")
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

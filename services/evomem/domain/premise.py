@@ -1,0 +1,311 @@
+"""Does a statement still hold? ``judge`` reads a statement and the chains a search found for it
+the way the scored linker reads a note and its candidates (``evomem.domain.subject``: subject,
+option and the options a note leaves; ``linkers.scored``: a chain inherits its earlier versions'
+concepts, an option's kind), and answers one of:
+
+- ``in_force``: a decision in force on the same subject names the statement's option;
+- ``superseded``: an earlier version of such a decision named it (or the version in force says it
+  left it), and another version is in force now;
+- ``contradicted``: a decision in force on the same subject names another option (and nothing in
+  its chain ever named the statement's);
+- ``unknown``: no decision is about the statement's subject and option, or the statement names no
+  option, or the evidence disagrees with itself. Never a guess.
+
+Each answer carries its evidence (the chains read, the version that named the option) and a
+confidence from the strength of the reading: the subject relation (exact, or one containing the
+other), whether both notes are decisions, and whether evidence pulls both ways.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from evomem.domain.linkers.scored import RELATION_SCORE, ScoredLinker, option_kinds, subject_relation
+from evomem.domain.linkers.vocabulary import STOPWORDS, words
+from evomem.domain.model import MemoryNode, Status
+from evomem.domain.scope import is_default, normalise
+from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject_names import Mention
+
+
+class Verdict(StrEnum):
+    IN_FORCE = "in_force"
+    SUPERSEDED = "superseded"
+    CONTRADICTED = "contradicted"
+    UNKNOWN = "unknown"
+
+
+#: Confidence by case: about the share of right answers each case had on the development sets
+#: (``bench/premise.py``, ``premise.json``'s ``calibration``): an exact subject match, one subject
+#: containing the other, and evidence that pulls both ways.
+CONFIDENCE = {
+    (Verdict.IN_FORCE, "exact"): 0.95,
+    (Verdict.IN_FORCE, "near"): 0.85,
+    (Verdict.SUPERSEDED, "exact"): 0.95,
+    (Verdict.SUPERSEDED, "near"): 0.8,
+    (Verdict.CONTRADICTED, "exact"): 0.9,
+    (Verdict.CONTRADICTED, "near"): 0.55,  # one subject inside the other: as often another aspect
+}
+MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
+
+
+@dataclass(slots=True)
+class Reading:
+    """One chain as it bears on the statement."""
+
+    head: MemoryNode  # its version in force (or its forgotten head)
+    relation: str  # the subject relation: exact, narrower, broader
+    stance: str  # supports, replaced, contradicts
+    named: MemoryNode | None = None  # the version that named the statement's option
+    successor: MemoryNode | None = None  # the version that replaced ``named``
+    option: str | None = None  # the option the head names
+
+
+@dataclass(slots=True)
+class Judgement:
+    verdict: Verdict
+    confidence: float
+    option: str | None = None  # the statement's option, as read
+    subject: tuple[str, ...] = ()  # the statement's subject tokens
+    readings: list[Reading] = field(default_factory=list)  # the chains that decided, best first
+    reason: str = ""
+
+
+def _option(note: Facts) -> Mention | None:
+    if note.option is not None:
+        return note.option
+    named = [m for m in note.mentions if m.role not in ("subject", "prev")]
+    return named[0] if len(named) == 1 else None
+
+
+def in_scope(head: MemoryNode, scope: str | None) -> bool:
+    """The decisions that answer for ``scope``: its own, and the default scope's (an unscoped
+    statement is about the default scope)."""
+    return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
+
+
+def judge(
+    statement: str,
+    scope: str | None,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+) -> Judgement:
+    """``chains``: (version in force, earlier versions newest first) of each chain the search
+    found, best first (a newer note a linker offered as a hit's replacement comes as a chain of
+    its own). ``scope``: the statement's (None: the default scope).
+
+    The reading of subject and option decides first; when it finds nothing to go on (a statement
+    or decisions that name no option it can read: "snapshots every 6 hours"), the words that tell a
+    chain's versions apart decide (``lexical``), more cautiously."""
+    chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
+    read = _by_reading(statement, scope, chains)
+    if read.verdict is Verdict.UNKNOWN:
+        lex = lexical(statement, chains)
+        return lex if lex is not None and not read.readings else read
+    # The chains the reading decided on, read again by their words: a disagreement is unknown.
+    used = {r.head.id for r in read.readings}
+    lex = lexical(statement, [c for c in chains if c[0].id in used])
+    if lex is None or lex.verdict is Verdict.UNKNOWN:
+        return read
+    if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
+        # The version in force names the option, in a role only the reading sees ("X cost too
+        # much"): the reading holds, less sure.
+        read.confidence = min(read.confidence, 0.85)
+        return read
+    if (read.verdict is Verdict.IN_FORCE) != (lex.verdict is Verdict.IN_FORCE):
+        return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
+    read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
+    return read
+
+
+DISAGREE = "its subject and option say one thing, the words of the versions another"
+
+
+def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
+    texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
+    vocab = lowercase_vocabulary(texts)
+    cands = [ScoredLinker._candidate(h, past, vocab) for h, past in chains]
+    known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
+    if known:
+        cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
+    note = analyse(statement, vocab, scope=scope, known=known)
+    kinds_of = ScoredLinker._option_concepts(cands)
+    note = ScoredLinker._typed_note(note, kinds_of)
+    option = _option(note)
+    if option is None:
+        return Judgement(Verdict.UNKNOWN, 0.0, reason="the statement names no option to check (say what it uses)")
+    kinds = option_kinds(option, kinds_of)
+    # The names the statement gives besides its option ("Pepper", "Team Heron"): a chain about
+    # something else of the same kind (another pet, another team) holds at most half of them.
+    anchors = named_words(statement) - _words(option.text)
+    readings: list[Reading] = []
+    for (head, past), c in zip(chains, cands, strict=True):
+        if anchors and len(anchors & set().union(*(_words(n.raw_text) for n in (head, *past)))) * 2 < len(anchors):
+            continue
+        subject, core = c.subject, c.core
+        if note.subject and not (subject & note.subject) and c.facts.option is not None:
+            own = option_kinds(c.facts.option, kinds_of)  # a terse "the ledger runs on X": X's kind
+            subject, core = subject | own, core | own
+        relation = subject_relation(note.subject, subject, note.core, core)
+        if relation not in RELATION_SCORE:
+            continue
+        concepts = {t for t in subject if t.startswith("@")}
+        if kinds and concepts and not kinds & concepts:
+            continue  # the statement's option is another kind of thing than this decision's
+        versions = [c.facts, *c.history]
+        nodes = [head, *past]
+        head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
+        reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
+        if head_option == option.key and head.status == Status.ACTIVE:
+            reading.stance, reading.named = "supports", head
+        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
+            continue  # the version in force names it too, not as what it left: the reading cannot tell
+        else:
+            at = next(
+                (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
+                None,
+            )
+            left = any(m.key == option.key for m in c.facts.prev)
+            if at is not None:
+                reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
+            elif left and head.status == Status.ACTIVE:
+                reading.stance, reading.successor = "replaced", head
+            elif head_option is not None and head.status == Status.ACTIVE:
+                reading.stance = "contradicts"
+            else:
+                continue
+        readings.append(reading)
+    if scope is not None:  # a scope's own decisions hold there over the default scope's
+        own = [r for r in readings if not is_default(r.head.scope)]
+        readings = own or readings
+    return _verdict(note, option, readings)
+
+
+def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement:
+    base = {"option": option.text, "subject": tuple(sorted(note.subject))}
+    if not readings:
+        return Judgement(Verdict.UNKNOWN, 0.0, **base, reason="no decision on this subject names an option")
+    supports = [r for r in readings if r.stance == "supports"]
+    against = [r for r in readings if r.stance != "supports"]
+
+    def strength(rs: list[Reading]) -> str:
+        return "exact" if any(r.relation == "exact" for r in rs) else "near"
+
+    if supports and not against:
+        return Judgement(
+            Verdict.IN_FORCE, CONFIDENCE[(Verdict.IN_FORCE, strength(supports))], **base, readings=supports
+        )
+    replaced = [r for r in against if r.stance == "replaced"]
+    if not supports:
+        if replaced:
+            conf = CONFIDENCE[(Verdict.SUPERSEDED, strength(replaced))]
+            return Judgement(
+                Verdict.SUPERSEDED, conf, **base, readings=replaced + [r for r in against if r not in replaced]
+            )
+        conf = CONFIDENCE[(Verdict.CONTRADICTED, strength(against))]
+        return Judgement(Verdict.CONTRADICTED, conf, **base, readings=against)
+    # Both ways: decisions in force on this subject disagree (a link was missed). The newest
+    # decision in force is the one that holds, only when it is plainly later and says more.
+    newest_for = max(r.head.created_at for r in supports)
+    newest_against = max(r.head.created_at for r in against)
+    if newest_against > newest_for and (replaced or strength(against) == "exact"):
+        verdict = Verdict.SUPERSEDED if replaced else Verdict.CONTRADICTED
+        return Judgement(verdict, MIXED, **base, readings=against + supports, reason="a newer decision disagrees")
+    if newest_for > newest_against and strength(supports) == "exact":
+        return Judgement(
+            Verdict.IN_FORCE, MIXED, **base, readings=supports + against, reason="newer than what disagrees"
+        )
+    return Judgement(Verdict.UNKNOWN, 0.3, **base, readings=supports + against, reason="decisions in force disagree")
+
+
+# ---------------------------------------------------------------------------- by the words
+
+
+LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
+TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
+HOLDS = 0.75  # the share a single version must hold to say it
+VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
+
+
+def _stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in words(text) if w not in STOPWORDS and w not in VERBS and (len(w) > 1 or w.isdigit())}
+
+
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
+
+
+def named_words(text: str) -> set[str]:
+    """The words of a statement that name something (capitalised past its first word, or holding a
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
+    out: set[str] = set()
+    for m in _NAMED.finditer(text.strip()):
+        out |= _words(m.group(1))
+    return out
+
+
+def lexical(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]]) -> Judgement | None:
+    """The chain that holds most of the statement's words, and within it the version that holds
+    the words telling its versions apart: the head (``in_force``) or an earlier one
+    (``superseded``). A single version that holds the statement is in force. None: no chain is
+    plainly about it, or the words do not tell."""
+    said = _words(statement)
+    if len(said) < 2:
+        return None
+    named = named_words(statement) & said
+    scored: list[tuple[float, Reading]] = []
+    for head, past in chains:
+        versions = [head, *past]
+        held = [_words(v.raw_text) for v in versions]
+        union = set().union(*held)
+        share = len(said & union) / len(said)
+        if share < TOPICAL:
+            continue
+        reading = _within(said, named, versions, held)
+        if reading is not None:
+            scored.append((share, reading))
+    if not scored:
+        return None
+    scored.sort(key=lambda x: x[0], reverse=True)
+    best_share, best = scored[0]
+    rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    if rivals:
+        return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
+    strength = "strong" if best_share >= 0.8 else "weak"
+    verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
+    return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:
+    """One chain read by its words. With words that name an option: the head holds them all
+    (``supports``), or holds none and an earlier version holds them all (``replaced``). Without:
+    the head holds most of the statement, or an earlier version plainly more than the head."""
+    head = versions[0]
+    if head.status != Status.ACTIVE:
+        return None
+    shares = [len(said & h) / len(said) for h in held]
+    short = [len(v.raw_text) <= LONG_NOTE_CHARS for v in versions]  # a long document holds any words
+    says = [named <= h if named else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
+    if len(versions) == 1:
+        if not says[0] or shares[0] < TOPICAL:
+            return None
+        return Reading(head, "words", "supports", named=head)
+    telling = named - set.intersection(*held)  # the names that tell its versions apart
+    says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
+    if says[0]:
+        if telling or shares[0] >= max(shares[1:]):
+            return Reading(head, "words", "supports", named=head)
+        return None
+    older = [i for i in range(1, len(versions)) if says[i]]
+    if telling:
+        if not older or len(telling & held[0]) > len(telling) / 2:
+            return None
+    elif not older or max(shares[1:]) - shares[0] < 0.25:
+        return None
+    at = older[0]  # the newest earlier version that says it
+    return Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])

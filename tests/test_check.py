@@ -1,0 +1,162 @@
+"""check: is a premise still true? In both wirings, through the service and the MCP tool.
+
+Each kind of answer: in_force, superseded (what replaced it, when, why, who), contradicted,
+unknown; a statement about another scope answered for that scope; check(node_id) in force or not;
+bad input (neither argument, both, an unknown id, another namespace's id) refused clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from wirings import WIRINGS, wired
+
+from evomem.app.memory import MemoryService
+from evomem.domain.errors import InvalidArgument, NamespaceMismatch, NotFound
+from evomem.entrypoints.mcp.server import build_mcp_server
+
+POSTGRES = "We picked Postgres for the ledger because the team knew it well."
+SQLITE = "We moved the ledger from Postgres to SQLite, because Postgres was overkill for our load."
+SEARCH = "The billing service search engine is Meilisearch."
+STAGING = "In staging, the ledger runs on DuckDB."
+NOISE = "Reminder: the coffee machine on floor 3 is descaled on Mondays."
+
+
+def _memory(service: MemoryService) -> dict[str, str]:
+    ids = {"postgres": service.remember(POSTGRES, author="ana").node.id}
+    ids["sqlite"] = service.remember(SQLITE, supersedes=ids["postgres"], author="bo").node.id
+    ids["search"] = service.remember(SEARCH).node.id
+    ids["staging"] = service.remember(STAGING, scope="staging").node.id
+    ids["noise"] = service.remember(NOISE).node.id
+    return ids
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_each_kind_of_answer(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _memory(service)
+        held = service.check("the ledger runs on SQLite")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [ids["sqlite"]]
+        assert held.confidence >= 0.8
+        old = service.check("The ledger runs on Postgres.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [ids["sqlite"]]
+        assert [n.id for n in old.named] == [ids["postgres"]]
+        (change,) = old.changes
+        assert (change.older.id, change.newer.id, change.who) == (ids["postgres"], ids["sqlite"], "bo")
+        assert "overkill" in change.newer.trigger and change.at > 0
+        other = service.check("the ledger runs on MySQL")
+        assert other.verdict == "contradicted" and [n.id for n in other.in_force] == [ids["sqlite"]]
+        assert other.confidence < held.confidence
+        # no option the reader knows, but the words of a note in force say it
+        words = service.check("the coffee machine on floor 3 is descaled on Mondays")
+        assert words.verdict == "in_force" and [n.id for n in words.in_force] == [ids["noise"]]
+        for unknown in ("the office plants are watered on Fridays", "the mobile app is written in Kotlin"):
+            out = service.check(unknown)
+            assert out.verdict == "unknown" and out.in_force == [] and out.confidence <= 0.3, (unknown, out)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_statement_about_another_scope_is_answered_for_that_scope(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _memory(service)
+        staging = service.check("In staging, the ledger runs on DuckDB.")
+        assert staging.verdict == "in_force" and staging.scope == "staging"
+        assert [n.id for n in staging.in_force] == [ids["staging"]]
+        assert service.check("the ledger runs on DuckDB", scope="staging").verdict == "in_force"
+        # the default scope's decision holds in production: DuckDB is not what it says
+        assert service.check("the ledger runs on DuckDB").verdict == "contradicted"
+        # a scope with no decision of its own: the default scope's holds there
+        assert service.check("the ledger runs on SQLite", scope="eu-west").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_check_by_node_id_says_in_force_or_what_replaced_it(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _memory(service)
+        assert service.check(node_id=ids["sqlite"]).verdict == "in_force"
+        duck = service.remember("We moved the ledger from SQLite to DuckDB.", supersedes=ids["sqlite"], author="cy")
+        out = service.check(node_id=ids["postgres"])
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [duck.node.id]
+        assert [(c.older.id, c.newer.id, c.who) for c in out.changes] == [
+            (ids["postgres"], ids["sqlite"], "bo"),
+            (ids["sqlite"], duck.node.id, "cy"),
+        ]
+        service.forget(duck.node.id)
+        assert service.check(node_id=ids["sqlite"]).verdict == "retracted"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_bad_input_is_refused_clearly(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        ids = _memory(service)
+        theirs = service.remember("Team B's ledger runs on Oracle.", namespace="b").node.id
+        with pytest.raises(InvalidArgument, match="check needs exactly one of statement"):
+            service.check()
+        with pytest.raises(InvalidArgument, match="check needs exactly one of statement"):
+            service.check("the ledger runs on SQLite", node_id=ids["sqlite"])
+        with pytest.raises(NotFound, match="no node with id 01J9ZK3V8W5Q6R7S8T9V0W1X2Y"):
+            service.check(node_id="01J9ZK3V8W5Q6R7S8T9V0W1X2Y")
+        with pytest.raises(InvalidArgument, match="not a valid node id"):
+            service.check(node_id="ledger")
+        with pytest.raises(NamespaceMismatch, match="is in namespace 'b', not 'default'"):
+            service.check(node_id=theirs, namespace="default")
+        with pytest.raises(InvalidArgument, match="statement is empty"):
+            service.check("   ")
+
+
+def test_the_gateway_rules_reader_may_check_other_namespaces_ids_are_unknown(tmp_path: Path) -> None:
+    from evomem.adapters.sqlite.store import SQLiteStore
+    from evomem.app.access import GuardedService, Principal
+    from evomem.domain.errors import Forbidden
+
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        service = MemoryService.local(store)
+        ids = _memory(service)
+        theirs = service.remember("Team B's ledger runs on Oracle.", namespace="b").node.id
+        reader = GuardedService(service, Principal("rita", "reader", ("default",)), store)
+        assert reader.check("the ledger runs on Postgres").verdict == "superseded"
+        assert reader.check(node_id=ids["postgres"]).verdict == "superseded"
+        with pytest.raises(NotFound, match="no node with id"):
+            reader.check(node_id=theirs)
+        with pytest.raises(Forbidden, match="namespace 'b'"):
+            reader.check("the ledger runs on Oracle", namespace="b")
+    finally:
+        store.close()
+
+
+@pytest.mark.anyio
+async def test_the_mcp_tool_answers_the_verdict_its_evidence_and_the_change(service: MemoryService) -> None:
+    ids = _memory(service)
+    async with Client(build_mcp_server(lambda: service)) as client:
+        result = await client.call_tool("check", {"statement": "the ledger runs on Postgres"})
+        assert not result.is_error
+        data = result.structured_content
+        assert data["verdict"] == "superseded" and data["in_force"] == [ids["sqlite"]]
+        assert data["changes"][0]["replaced"] == ids["postgres"] and data["changes"][0]["by"] == ids["sqlite"]
+        text = "".join(getattr(p, "text", "") for p in result.content)
+        assert text.startswith("superseded") and ids["sqlite"] in text
+        refused = await client.call_tool("check", {})
+        assert refused.is_error and "[invalid_argument]" in "".join(getattr(p, "text", "") for p in refused.content)
+        by_id = await client.call_tool("check", {"node_id": ids["sqlite"]})
+        assert by_id.structured_content["verdict"] == "in_force"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(tmp_path: Path, wiring: str) -> None:
+    """Values the subject reader has no option for (a time, a size): the words that tell the
+    chain's versions apart decide, more cautiously."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Team Heron daily standup: 09:45.").node.id
+        now = service.remember("Heron standup 10:30, Ines is in Toronto and can't make the morning.", supersedes=first)
+        old = service.check("The Heron standup is at 09:45.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.node.id]
+        assert 0.5 <= old.confidence < 0.95
+        held = service.check("The Heron standup is at 10:30.")
+        assert held.verdict == "in_force" and held.confidence < 0.95
