@@ -11,13 +11,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-premise bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-agents bench-premise bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
 	@echo "make test        install test tools, run ruff and pytest"
 	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
+	@echo "make bench-agents five simulated agents read the default server's offers and hints, dev and blind sets (bench/results/agents.md)"
 	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
 	@echo "make bench-postgres-speed  recall/remember at 100k notes on SQLite and PostgreSQL (Docker), each next to its own floors"
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
@@ -122,11 +123,24 @@ bench: $(VENV)/.installed-bench
 	$(MAKE) bench-postgres
 	$(BENCH_PEPS)
 	$(MAKE) bench-linking
+	$(MAKE) bench-agents
 	$(PY) -m bench.speed --sizes 10000,100000 --postgres off --out bench/results
 	$(MAKE) bench-postgres-speed
 	$(PY) -m bench.floors --sizes 100000 --out bench/results
 	$(PY) -m bench.hints --out bench/results
 	$(PY) -m bench.report
+
+# Issue 30's measurement: five simulated agents (ignore offers and hints; follow recall's hints; confirm only
+# a right offer; confirm the top offer shown at >= 0.9; confirm the top offer) on the default server, the
+# development sets (bench/data, lab/devdata) and the blind ones (bench/blind, the PEP chains) side by side:
+# bench/results/agents.{json,md}. The development sets are sampled (AGENTS_DEV_SAMPLE scenarios each, seed
+# AGENTS_SEED; 0: all) to keep the run near 20 minutes on 2 cores; the blind sets run whole by default.
+AGENTS_DEV_SAMPLE ?= 30
+AGENTS_BLIND_SAMPLE ?= 0
+AGENTS_SEED ?= 30
+bench-agents: $(VENV)/.installed-bench
+	$(PY) -m bench.agents --out bench/results --dev-sample $(AGENTS_DEV_SAMPLE) --blind-sample $(AGENTS_BLIND_SAMPLE) \
+		--seed $(AGENTS_SEED) $(if $(EXTERNAL_DATA),--external $(EXTERNAL_DATA))
 
 # PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
 # link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).

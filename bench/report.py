@@ -21,7 +21,8 @@ EvoMem exists to stop agents from acting on obsolete decisions, so it ships the 
 that measures it. Everything here is reproducible:
 
 ```sh
-make bench          # quality suite (ODR, VDR, paraphrases), PEP chains, the 100k-note speed suite
+make bench          # quality suite (ODR, VDR, paraphrases), PEPs, five simulated agents, 100k-note speed suite
+make bench-agents   # the five simulated agents alone: what an agent reading the offers and hints would do
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make bench-postgres-speed  # the 100k-note store on SQLite and PostgreSQL 17 + pgvector, each next to its floors
 make bench-premise  # check() on every question's premises; needs_review along dependencies
@@ -73,6 +74,15 @@ STARTUP_NOTE = (
     "0.929 s for this tree (1.03x); median wall 1.15, 1.59 and 1.27 s. Nothing waits for the model. The "
     "database is still opened, and its migrations checked, before serving (about 2 ms), so a bad `--db` "
     "fails at start with one line.\n\n"
+)
+
+AGENTS_NOTE = (
+    "`make bench-agents` (part of `make bench`, issue 30): the default server (no automatic links, offers "
+    "on) replays each scenario while five simulated agents read the same answers: one ignores `remember`'s "
+    "`possible_supersedes` and `recall`'s `maybe_replaced_by`; one follows recall's hint; one confirms only a "
+    "right offer (a perfect agent); one confirms the top offer when its shown probability is >= 0.9; one "
+    "confirms the top offer always. Flat BM25 with dates is the baseline. Development sets (sampled, said "
+    "below) and blind sets (whole, aggregates only) side by side; how it works: `bench/README.md`.\n\n"
 )
 
 
@@ -375,6 +385,11 @@ def main(argv: list[str] | None = None) -> int:
         "`make bench-linking` (part of `make bench`): every offline linker and the pair linker with the "
         "agent confirming its candidates, on development data (which the linkers may be tuned on) and on "
         "blind data (never read while changing a linker; aggregates only).\n\n",
+    )
+    text += section(
+        "Five simulated agents: what an agent reading the offers and hints would do",
+        r / "agents.md",
+        AGENTS_NOTE,
     )
     text += section(
         "Premise check and dependency staleness",
