@@ -428,13 +428,16 @@ def test_behind_the_pair_linker_the_llm_is_asked_whenever_it_is_unsure_cue_word_
     a note it abstains on goes to the LLM even without a change cue."""
     auth, db = node(SCORED_AUTH), node(SCORED_DB)
     adr = node("ADR 7: " + SCORED_DB)
-    cascade = CascadeLinker(PairLinker(model=shipped_pair_model()), linker_for(fake), pair_unsure)
+    # the LLM reads what the pair linker offers: here from p 0.05 (the shipped cut-off offers this
+    # terse note nothing, so the LLM would not be asked)
+    pair = PairLinker(model=shipped_pair_model(), offer_at=0.05)
+    cascade = CascadeLinker(pair, linker_for(fake), pair_unsure)
     named = "ADR 9: This record supersedes ADR 7. The ledger database moves to SQLite."
     sure = cascade.decide(named, None, [auth, adr])
     assert sure.kind == "link" and sure.proposal.method == "pair" and fake.requests == []
     text = "The ledger database: Zorblax."
     assert HEURISTIC_CHANGE_CUE.search(text) is None
-    cheap = PairLinker(model=shipped_pair_model()).decide(text, None, [auth, db])
+    cheap = pair.decide(text, None, [auth, db])
     assert cheap.kind == "abstain", cheap
     fake.reply = good_answer(db.id, evidence=["The ledger database: Zorblax."])
     asked = cascade.decide(text, None, [auth, db])

@@ -56,10 +56,10 @@ def unsure_or_cued(cheap: LinkDecision, text: str, scope: str | None, candidates
 
 
 def pair_unsure(cheap: LinkDecision, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> bool:
-    """The pair linker's gate: ask the LLM whenever the pair model is unsure about a plausible
-    candidate. The pair linker abstains exactly then (a candidate above its abstain threshold, on
-    the note's subject, or whose words the note leaves), cue word or not; its links stand (calibrated
-    for precision >= 0.98 on development data) and its none means no candidate is plausible."""
+    """The pair linker's gate: ask the LLM whenever the pair linker offers a candidate it does not
+    link (it abstains exactly then: a candidate at or above its calibrated ``offer_at``, cue word or
+    not); its links stand (calibrated for precision >= 0.98 on development data) and its none means
+    no candidate reaches the cut-off (a lower ``offer_at`` lets the LLM read more)."""
     return cheap.kind is LinkKind.ABSTAIN
 
 
