@@ -102,3 +102,13 @@ def test_hints_follow_their_cut_off_and_can_be_switched_off(tmp_path: Path) -> N
             assert bool(old.maybe_replaced_by) is shown, (hints, at)
         finally:
             s.close()
+
+
+def test_the_offer_cut_off_reaches_every_pair_linker_the_settings_build() -> None:
+    from evomem.bootstrap.linkers import linker_for, offerer_for
+
+    settings = Settings(db=":memory:", vectors="off", offer_min_p=0.7, auto_supersede="pair")
+    assert linker_for("pair", settings).offer_at == 0.7  # type: ignore[attr-defined]
+    off = Settings(db=":memory:", vectors="off", offer_min_p=0.7)
+    assert offerer_for(off).offer_at == 0.7  # type: ignore[union-attr]
+    assert linker_for("pair", Settings(db=":memory:", vectors="off")).offer_at == shipped_pair_model().offer_at  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ def linker_for(
         # development halves it lists the true predecessor for 82-89 % of the replacing notes
         # (what the LLM is shown), where the scored linker's gate rarely opens (docs/BENCHMARKS.md).
         return CascadeLinker(
-            pair_linker(store, embedder, cross=settings.linker.cross_encoder),
+            pair_linker(store, embedder, cross=settings.linker.cross_encoder, offer_at=settings.linker.offer_min_p),
             LLMLinker(
                 model,
                 base_url,
@@ -46,7 +46,7 @@ def linker_for(
         return ScoredLinker(lookup=store.get_many if store is not None else None, embedder=embedder)
     if mode == "pair":
         settings = settings if settings is not None else Settings()
-        return pair_linker(store, embedder, cross=settings.linker.cross_encoder)
+        return pair_linker(store, embedder, cross=settings.linker.cross_encoder, offer_at=settings.linker.offer_min_p)
     raise ValueError(f"unknown linker {mode!r}")  # pragma: no cover - Settings validates
 
 
