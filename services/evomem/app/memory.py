@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
@@ -104,9 +104,9 @@ class ServiceConfig:
     vectors: bool = False  # search and embed by meaning too (hybrid); storage says when it cannot
     vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
-    # recall shows a possible successor (maybe_replaced_by) whose offer's probability reaches this
-    # (0: every one; above 1: none); the composition root passes the pair model's ``hint_at``
-    hint_min_p: float = 0.0
+    # recall shows a possible successor whose offer's probability reaches this (0: all; above 1: none);
+    # asked when there is one to show, so the model's ``hint_at`` is not read at start (``hint_floor``)
+    hint_min_p: Callable[[], float] = field(default=lambda: 0.0)
 
 
 def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
@@ -489,9 +489,9 @@ class MemoryService:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
             )
-        if self.config.hint_min_p > 0:
-            for entry, _ in answer.results:
-                entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if _hinted(s, self.config.hint_min_p)]
+        at = self.config.hint_min_p() if any(entry.maybe_replaced_by for entry, _ in answer.results) else 0.0
+        for entry, _ in answer.results if at > 0 else ():
+            entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if _hinted(s, at)]
         return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     # ------------------------------------------------------------------ get / forget / link

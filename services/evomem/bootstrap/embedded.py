@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from evomem.app.memory import MemoryService, ServiceConfig
 from evomem.app.storage import LocalStorage
-from evomem.bootstrap.linkers import hint_min_p, linker_for, offerer_for
+from evomem.bootstrap.linkers import hint_floor, linker_for, offerer_for
 from evomem.bootstrap.stores import open_store
 from evomem.bootstrap.vectors import build_vectors
 from evomem.domain.cronista import LiteCronista
@@ -28,7 +28,7 @@ def _service_config(
         vectors=vectors,
         vectors_required=vectors_required,  # recall then logs each time storage skips the vector half
         dedupe_window_ms=settings.memory.dedupe_window_s * 1000,
-        hint_min_p=hint_min_p(settings),
+        hint_min_p=hint_floor(settings),
     )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from evomem.app.ports import Embedder, Linker, Store
 from evomem.domain.linkers.lazy import LazyLinker
 from evomem.settings import Settings
@@ -86,16 +89,24 @@ def offerer_for(
     return pair_linker(store, embedder, offer_at=offer_at)
 
 
-def hint_min_p(settings: Settings) -> float:
+def hint_floor(settings: Settings) -> Callable[[], float]:
     """The probability from which recall shows a hit's possible successor: the setting, else
-    the shipped pair model's ``hint_at``; above 1 (none shown) with ``recall_hints`` off."""
+    the shipped pair model's ``hint_at``, read at the first recall that has a successor to show
+    (not at start: the embedded server builds its pair linker lazily too); above 1 (none shown)
+    with ``recall_hints`` off."""
     if not settings.linker.recall_hints:
-        return HINTS_OFF
-    if settings.linker.hint_min_p is not None:
-        return settings.linker.hint_min_p
-    from evomem.adapters.models.pair_weights import shipped_pair_model
+        return lambda: HINTS_OFF
+    given = settings.linker.hint_min_p
+    if given is not None:
+        return lambda: given
 
-    return shipped_pair_model().hint_at
+    @functools.cache
+    def shipped() -> float:
+        from evomem.adapters.models.pair_weights import shipped_pair_model
+
+        return shipped_pair_model().hint_at
+
+    return shipped
 
 
 HINTS_OFF = 1.01
