@@ -35,6 +35,7 @@ from typing import Any
 from bench.memories import scope_label
 from evomem.domain.linkers.decides import DecidesModel, grams
 from evomem.domain.linkers.pair import names_scope
+from evomem.domain.linkers.pair_model import calibrate
 from evomem.domain.scope import compatible, infer_scope
 
 DECIDES_LOSS = 0.02
@@ -228,9 +229,8 @@ def fit_calibration(raw: Sequence[float], labels: Sequence[int], weights: Sequen
 
 
 def apply(points: Sequence[tuple[float, float]], raw: float) -> float:
-    from evomem.domain.linkers.pair_model import PairModel
-
-    return PairModel(kind="lr", link_at=1.0, abstain_at=1.0, calibration=tuple(points)).calibrated(raw)
+    """``raw`` through the calibration ``points``, as the product reads it."""
+    return calibrate(points, raw)
 
 
 def cross_calibrated(

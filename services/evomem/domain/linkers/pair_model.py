@@ -66,6 +66,20 @@ def _compile_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> Callable[[
     return namespace["walk"]  # type: ignore[no-any-return]
 
 
+def calibrate(points: Sequence[tuple[float, float]], raw: float) -> float:
+    """``raw`` through a calibration's (raw, probability) points, raw increasing: linear between
+    them, flat beyond them; ``raw`` itself when there are none."""
+    if not points:
+        return raw
+    if raw <= points[0][0]:
+        return points[0][1]
+    if raw >= points[-1][0]:
+        return points[-1][1]
+    k = bisect.bisect_right(points, (raw, math.inf))
+    (x0, y0), (x1, y1) = points[k - 1], points[k]
+    return y0 if x1 <= x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+
+
 def logit(p: float) -> float:
     """The log-odds of ``p``, clipped to [1e-6, 1 - 1e-6]."""
     p = min(max(p, 1e-6), 1 - 1e-6)
@@ -145,17 +159,8 @@ class PairModel:
         return self.calibrated(self.raw(x))
 
     def calibrated(self, raw: float) -> float:
-        """``raw`` through the calibration: linear between its points, flat beyond them."""
-        pts = self.calibration
-        if not pts:
-            return raw
-        if raw <= pts[0][0]:
-            return pts[0][1]
-        if raw >= pts[-1][0]:
-            return pts[-1][1]
-        k = bisect.bisect_right(pts, (raw, math.inf))
-        (x0, y0), (x1, y1) = pts[k - 1], pts[k]
-        return y0 if x1 <= x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+        """``raw`` through the calibration (``calibrate``)."""
+        return calibrate(self.calibration, raw)
 
     def raw(self, x: Sequence[float]) -> float:
         """The model's own output for feature row ``x``, before calibration."""
