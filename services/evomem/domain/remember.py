@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from evomem.domain.audit import AuditEntry
-from evomem.domain.model import InsertOutcome, LinkProvenance, MemoryNode, NewNote
+from evomem.domain.model import Extraction, ExtractionState, InsertOutcome, LinkProvenance, MemoryNode, NewNote
 
 #: Earlier versions read back from each candidate, for a linker that reads a chain's history
 #: ("back to Postgres" names the candidate's predecessor, not the candidate).
@@ -91,3 +91,48 @@ class StoredNote:
     vector_problem: str | None = None  # the note is stored, but not (yet) searchable by meaning
     # the chain head the note was linked after was forgotten (a re-targeted supersedes)
     head_was_forgotten: bool = False
+
+
+def new_node(
+    node_id: str,
+    created: int,
+    note: NewNote,
+    ex: Extraction | None,
+    link: LinkProvenance | None,
+    *,
+    supersedes: str | None,
+    prev: str | None,
+    chain_root: str,
+    version: int,
+) -> MemoryNode:
+    """The node a store writes for ``note``: its extraction when there is one (else pending), its
+    place in its chain (``prev``, the head it follows, ``None`` for a chain of its own), and the link
+    that put it there, with the id the caller asked for when storage re-targeted it to the head."""
+    return MemoryNode(
+        id=node_id,
+        raw_text=note.raw_text,
+        namespace=note.namespace,
+        scope=note.scope,
+        trigger=ex.trigger if ex else "",
+        change=ex.change if ex else "",
+        alternatives_tried=ex.alternatives_tried if ex else "",
+        consequences=ex.consequences if ex else "",
+        summary=ex.summary if ex else "",
+        tags=note.tags,
+        session=note.session,
+        author=note.author,
+        created_at=created,
+        relations=note.relations,
+        supersedes=prev,
+        chain_root=chain_root,
+        version=version,
+        link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
+        if link is not None and prev is not None
+        else None,
+        extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
+        extractor=ex.extractor if ex else "",
+        extraction_attempts=1 if ex else 0,
+        scope_source=note.scope_source if note.scope else None,
+        scope_evidence=note.scope_evidence if note.scope else None,
+        possible_supersedes=note.possible_supersedes,
+    )

@@ -34,15 +34,14 @@ from evomem.domain.errors import (
 )
 from evomem.domain.model import (
     Extraction,
-    ExtractionState,
     InsertOutcome,
     LinkProvenance,
-    MemoryNode,
     NewNote,
     Status,
     id_floor,
     now_ms,
 )
+from evomem.domain.remember import new_node
 
 if TYPE_CHECKING:
     import sqlite3
@@ -109,33 +108,8 @@ def insert_row(
         chain_root, version = head["chain_root"], head["version"] + 1
         reviews.refuse_cycle(conn, note.namespace, note, chain_root)
         retire_head(conn, head["id"], node_id)
-    node = MemoryNode(
-        id=node_id,
-        raw_text=note.raw_text,
-        namespace=note.namespace,
-        scope=note.scope,
-        trigger=ex.trigger if ex else "",
-        change=ex.change if ex else "",
-        alternatives_tried=ex.alternatives_tried if ex else "",
-        consequences=ex.consequences if ex else "",
-        summary=ex.summary if ex else "",
-        tags=note.tags,
-        session=note.session,
-        author=note.author,
-        created_at=created,
-        relations=note.relations,
-        supersedes=prev,
-        chain_root=chain_root,
-        version=version,
-        link=replace(link, requested_id=supersedes if supersedes != prev else None, created_at=created)
-        if link is not None and prev is not None
-        else None,
-        extraction_state=ExtractionState.DONE if ex else ExtractionState.PENDING,
-        extractor=ex.extractor if ex else "",
-        extraction_attempts=1 if ex else 0,
-        scope_source=note.scope_source if note.scope else None,
-        scope_evidence=note.scope_evidence if note.scope else None,
-        possible_supersedes=note.possible_supersedes,
+    node = new_node(
+        node_id, created, note, ex, link, supersedes=supersedes, prev=prev, chain_root=chain_root, version=version
     )
     conn.execute(f"INSERT INTO nodes ({NODE_SQL}) VALUES ({','.join('?' * len(NODE_COLUMNS))})", node_to_row(node))
     if note.possible_supersedes:
