@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bench.agents import BASELINE, BUCKETS, CONFIRM_AT, ROOT, merge
+from bench.agents_counts import BASELINE, BUCKETS, CONFIRM_AT, ROOT, merge
 
 AGENT_LABELS = {
     "ignore": "ignores offers and hints",

@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:  # bench/ lives at the project root, next to tests
     sys.path.insert(0, str(ROOT))
 
 from bench import agents as ag  # noqa: E402
+from bench import agents_counts as counts_of  # noqa: E402
 from bench import agents_report as tables  # noqa: E402
 from bench import paraphrase as para  # noqa: E402
 from bench import scenarios as scen  # noqa: E402
@@ -111,7 +112,7 @@ def test_every_agent_answers_every_question(counts: dict[str, dict]) -> None:
 
 
 def test_agents_that_confirm_nothing_hide_nothing_and_the_perfect_one_links_only_gold(counts: dict[str, dict]) -> None:
-    pooled = ag.merge(list(counts.values()))["agents"]
+    pooled = counts_of.merge(list(counts.values()))["agents"]
     for agent in ("ignore", "hints"):
         assert pooled[agent]["confirmed"] == 0 and pooled[agent]["hidden"] == 0
     perfect = pooled["perfect"]
