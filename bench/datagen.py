@@ -52,16 +52,23 @@ CHANGE = ["We moved the {comp} {aspect} from {old} to {new}", "The {comp} {aspec
 
 
 REPLACE_SHARE = 0.3
+#: Topics a replacement may pick from: the most recent ones. Bounds the generator's memory (a 10M-note
+#: store has ~7M topics); below ``TOPIC_WINDOW / (1 - REPLACE_SHARE)`` notes the window never fills and
+#: the notes are those the generator wrote before it had one.
+TOPIC_WINDOW = 200_000
 
 
-def notes(n: int, seed: int) -> Iterator[dict[str, object]]:
-    """Yield ``n`` notes; a note with ``supersedes_topic`` replaces the head of that topic."""
+def notes(n: int, seed: int, *, window: int = TOPIC_WINDOW) -> Iterator[dict[str, object]]:
+    """Yield ``n`` notes; a note with ``replaces`` replaces the head of its ``topic``. Memory is bounded
+    by ``window`` topics: a note's ``evicted`` is the topic that left the window (never picked again)."""
     rng = random.Random(seed)
     current: dict[tuple[str, str, int], str] = {}
-    seen: list[tuple[str, str, int]] = []
+    seen: list[tuple[str, str, int]] = []  # a ring of the last ``window`` topics
+    oldest = 0
     shards: dict[tuple[str, str], int] = {}
     aspects = list(ASPECTS)
     for _ in range(n):
+        evicted = None
         if seen and rng.random() < REPLACE_SHARE:
             topic = rng.choice(seen)
         else:
@@ -69,7 +76,12 @@ def notes(n: int, seed: int) -> Iterator[dict[str, object]]:
             shard = shards.get((comp, aspect), -1) + 1
             shards[(comp, aspect)] = shard
             topic = (comp, aspect, shard)
-            seen.append(topic)
+            if len(seen) < window:
+                seen.append(topic)
+            else:
+                evicted, seen[oldest] = seen[oldest], topic
+                oldest = (oldest + 1) % window
+                current.pop(evicted, None)
         comp, aspect, shard = topic
         options = ASPECTS[aspect]
         old = current.get(topic)
@@ -79,18 +91,50 @@ def notes(n: int, seed: int) -> Iterator[dict[str, object]]:
         reason = rng.choice(REASONS).format(**fields) if old else ""
         change = rng.choice(CHANGE if old else FIRST).format(**fields)
         raw = f"{change}, {reason}." if reason else f"{change}."
-        yield {"topic": topic, "raw": raw, "change": change, "trigger": reason, "replaces": old is not None}
+        yield {
+            "topic": topic, "raw": raw, "change": change, "trigger": reason, "replaces": old is not None,
+            "evicted": evicted,
+        }  # fmt: skip
         current[topic] = new
 
 
-def build(path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: int = 20_000) -> Path:
-    """Create a store of ``n`` notes at ``path`` (replacing any file there)."""
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    store = SQLiteStore(path)
+INSERT_NODE = (
+    "INSERT INTO nodes (id, namespace, raw_text, trigger, change, summary, tags, created_at, status, "
+    "superseded_by, supersedes, chain_root, version, link_method, link_confidence, link_by, "
+    "link_created_at, extraction_state, extractor, extraction_attempts) "
+    "VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'done', 'lite/1', 1)"
+)
+
+
+def build(
+    path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: int = 50_000, window: int = TOPIC_WINDOW
+) -> Path:
+    """Create a store of ``n`` notes at ``path`` (replacing any file there); returns ``path``.
+
+    The schema is the product's (``SQLiteStore`` creates it, every migration). The load is a bulk
+    import into it: rows in ``batch``-note transactions, with the secondary indexes of ``nodes`` and
+    the FTS insert trigger set aside and put back afterwards from their own SQL in ``sqlite_master``
+    (so the file holds exactly the schema the store created), the FTS index built once at the end
+    (``rebuild``, then ``optimize``); unique indexes re-created over the loaded rows check the chains.
+    Memory is bounded (one batch, ``TOPIC_WINDOW`` topics). Built under a temporary name and renamed
+    when complete, so an interrupted build never leaves a store that looks finished.
+    """
+    building = path.with_name(path.name + ".building")
+    for p in (path, building):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(p) + suffix).unlink(missing_ok=True)
+    store = SQLiteStore(building)
     conn = store._conn()
     conn.execute("PRAGMA secure_delete = OFF")  # nothing is deleted while building
     conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("PRAGMA foreign_keys = OFF")  # the chains are checked by the unique indexes, rebuilt below
+    conn.execute("PRAGMA cache_size = -262144")  # 256 MiB
+    set_aside = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE tbl_name = 'nodes' AND sql IS NOT NULL "
+        "AND (type = 'index' OR (type = 'trigger' AND name = 'nodes_fts_insert')) ORDER BY rowid"
+    ).fetchall()
+    for kind, name, _ in set_aside:
+        conn.execute(f'DROP {kind.upper()} "{name}"')
     heads: dict[tuple[str, str, int], tuple[str, str, int]] = {}  # topic -> (id, chain_root, version)
     bar = _bar(n, f"build {n:,} notes", progress)
     t0 = time.perf_counter()
@@ -100,26 +144,20 @@ def build(path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: in
 
     def flush() -> None:
         conn.execute("BEGIN IMMEDIATE")
-        # Retire written heads first (foreign keys are deferred), then insert the batch,
-        # so no chain ever has two heads at a statement boundary.
         conn.executemany("UPDATE nodes SET superseded_by = ?, status = 'superseded' WHERE id = ?", retire)
-        conn.executemany(
-            "INSERT INTO nodes (id, namespace, raw_text, trigger, change, summary, tags, created_at, status, "
-            "superseded_by, supersedes, chain_root, version, link_method, link_confidence, link_by, "
-            "link_created_at, extraction_state, extractor, extraction_attempts) "
-            "VALUES (?, 'default', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'done', 'lite/1', 1)",
-            list(rows.values()),
-        )
+        conn.executemany(INSERT_NODE, list(rows.values()))
         conn.execute("COMMIT")
         bar.update(len(rows))
         rows.clear()
         retire.clear()
 
-    for i, note in enumerate(notes(n, seed)):
+    for i, note in enumerate(notes(n, seed, window=window)):
         ms += 1000
         node_id = new_id(ms)
         topic = note["topic"]
-        prev = heads.get(topic) if note["replaces"] else None  # type: ignore[arg-type]
+        if note["evicted"] is not None:
+            heads.pop(note["evicted"], None)  # type: ignore[call-overload]
+        prev = heads.get(topic) if note["replaces"] else None  # type: ignore[call-overload]
         if prev:
             chain_root, version = prev[1], prev[2] + 1
             if prev[0] in rows:
@@ -138,14 +176,31 @@ def build(path: Path, n: int, seed: int = 1, *, progress: bool = True, batch: in
         heads[topic] = (node_id, chain_root, version)  # type: ignore[index]
         if len(rows) >= batch or i == n - 1:
             flush()
-    conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     bar.close()
+    loaded = time.perf_counter() - t0
+    steps = _bar(len(set_aside) + 2, "indexes and FTS", progress, unit="step")
+    conn.execute("BEGIN IMMEDIATE")
+    for _, _, sql in set_aside:
+        conn.execute(sql)
+        steps.update(1)
+    conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('rebuild')")
+    steps.update(1)
+    conn.execute("COMMIT")
+    conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+    steps.update(1)
+    steps.close()
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     problems = store.check_invariants() if n <= 200_000 else []
     store.close()
     if problems:
         raise RuntimeError(f"generated store is inconsistent: {problems[:3]}")
-    print(f"built {n:,} notes in {time.perf_counter() - t0:.1f} s -> {path}", file=sys.stderr)
+    for suffix in ("-wal", "-shm"):
+        Path(str(building) + suffix).unlink(missing_ok=True)
+    building.rename(path)
+    took = time.perf_counter() - t0
+    print(f"built {n:,} notes in {took:.1f} s (rows {loaded:.1f} s, indexes and FTS {took - loaded:.1f} s) -> {path}",
+          file=sys.stderr)  # fmt: skip
     return path
 
 
@@ -200,11 +255,11 @@ def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = 
     return done
 
 
-def _bar(total: int, desc: str, enabled: bool):  # type: ignore[no-untyped-def]
+def _bar(total: int, desc: str, enabled: bool, unit: str = "note"):  # type: ignore[no-untyped-def]
     try:
         from tqdm import tqdm
 
-        return tqdm(total=total, desc=desc, unit="note", disable=not enabled, file=sys.stderr)
+        return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr)
     except ImportError:  # pragma: no cover - tqdm is in the bench extra
 
         class _Null:

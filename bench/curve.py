@@ -1,0 +1,442 @@
+"""The cost curve: recall, remember, database size, peak RSS and start-up from 10k to 10M notes,
+next to the floors measured on the same store in the same run (issue 32).
+
+    python -m bench.curve --sizes 10000,100000 --out bench/results/full          # make bench
+    python -m bench.curve --sizes 10000,100000,1000000,10000000 --out bench/results/full   # make bench-full
+
+Per size, the store of ``bench.datagen`` (built in batches, a progress bar, bounded memory; reused
+when it is already in the work folder, as ``bench.speed`` and ``bench.floors`` reuse it), then:
+
+- the served store, one fresh process per mode (``words``: ``--vectors off``; ``hybrid``: vectors on,
+  where the store has vectors): start-up (open the store and answer a first recall; the hybrid one
+  includes loading the model and the vectors' bits), then recall (k=5) and remember p50/p95 in-core,
+  and the process's peak RSS (``getrusage``). Remembers write into a copy of the store up to
+  ``--copy-up-to`` notes, into the store itself above it (a few dozen notes added to millions);
+- the floors, on the same file: the raw FTS5 bm25 query (k=50, recall's fan-out) and a bare FTS5
+  insert (``bench.speed``), Tantivy over the same text (k=50, ``--tantivy-up-to``), the vector search
+  alone (``VectorIndex.search``, k=20, the query embedded beforehand) and usearch HNSW (k=20, with its
+  recall@10 against the exact cosine top 10; ``--usearch-up-to``: its build took 16 minutes at 1M);
+- the database file size (with its WAL), and how long building it took when this run built it.
+
+Vectors are written up to ``--vectors-up-to`` notes (``datagen.add_vectors``: real embeddings of 512
+notes plus noise; the speed of a search does not depend on the values). Writes NAME.json, NAME.md and
+one log-log plot NAME.png (ms against notes, floors dashed). Nothing is asserted; one run on a shared
+machine, run with ``nice``: read medians and slopes, not single numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import datagen
+from bench.speed import QUERIES, fts_floor, fts_insert_floor, new_notes, vectors_available
+from bench.stats import summary
+
+MODES = {"words": "off", "hybrid": "on"}
+
+
+def _files(db: Path) -> list[Path]:
+    return [Path(str(db) + s) for s in ("", "-wal", "-shm")]
+
+
+def _drop(db: Path) -> None:
+    for p in _files(db):
+        p.unlink(missing_ok=True)
+
+
+def _bytes(db: Path) -> int:
+    return sum(p.stat().st_size for p in _files(db)[:2] if p.exists())
+
+
+# ---------------------------------------------------------------------------- the served store (child)
+
+
+def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
+    """In a fresh process: open the store as the embedded server does, answer a first recall, then
+    time recall and remember; peak RSS of this process at the end."""
+    started = time.perf_counter()
+    from evomem.bootstrap.embedded import build_embedded
+    from evomem.settings import Settings
+
+    imported = time.perf_counter()
+    service = build_embedded(Settings(db=str(db), vectors=vectors))
+    opened = time.perf_counter()
+    if service.vectors is not None:
+        service.vectors.load_model()  # a hybrid recall needs the model: its loading is start-up
+    first = service.recall(QUERIES[0], k=5)
+    answered = time.perf_counter()
+    out: dict[str, Any] = {
+        "import_ms": round((imported - started) * 1000, 1),
+        "open_ms": round((opened - imported) * 1000, 1),
+        "startup_ms": round((answered - imported) * 1000, 1),  # open + model + first recall
+        "first_recall_notes": list(first.notes) if hasattr(first, "notes") else [],
+        "vectors": service.vectors is not None,
+    }
+    recall, remember = [], []
+    for _ in range(rounds):
+        for q in QUERIES:
+            t = time.perf_counter()
+            service.recall(q, k=5)
+            recall.append((time.perf_counter() - t) * 1000)
+    for text in new_notes(remembers, seed):
+        t = time.perf_counter()
+        service.remember(text)
+        remember.append((time.perf_counter() - t) * 1000)
+    service.close()
+    out["recall"] = summary(recall)
+    out["remember"] = summary(remember)
+    out["peak_rss_mib"] = round(peak_rss_kib() / 1024, 1)
+    return out
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident set (``VmHWM``; ``getrusage``'s ``ru_maxrss`` would carry over the
+    parent's peak across fork and exec, so a child started by a big parent would report the parent's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bench.curve", "serve", str(db), "--vectors", MODES[mode]]
+    cmd += ["--rounds", str(rounds), "--remembers", str(remembers), "--seed", str(seed)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} on {db} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["process_s"] = round(time.perf_counter() - t, 1)
+    return out
+
+
+# ---------------------------------------------------------------------------- floors
+
+
+def tantivy_floor(db: Path, rounds: int) -> dict[str, Any]:
+    """Tantivy (BM25, block-max WAND) over the notes' raw text, recall's queries, k=50."""
+    import tempfile
+
+    import tantivy
+
+    from evomem.domain.text import query_terms
+
+    queries = [" OR ".join(query_terms(q)) for q in QUERIES]
+    with tempfile.TemporaryDirectory(dir=db.parent) as tmp:
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("text", tokenizer_name="en_stem")
+        index = tantivy.Index(builder.build(), path=tmp)
+        t = time.perf_counter()
+        writer = index.writer(heap_size=256_000_000)
+        conn = sqlite3.connect(db)
+        for (text,) in conn.execute("SELECT raw_text FROM nodes WHERE status != 'forgotten'"):
+            writer.add_document(tantivy.Document(text=text))
+        conn.close()
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        build_s = time.perf_counter() - t
+        searcher = index.searcher()
+        parsed = [index.parse_query(q, ["text"]) for q in queries]
+        times = []
+        for _ in range(rounds):
+            for q in parsed:
+                t = time.perf_counter()
+                searcher.search(q, 50)
+                times.append((time.perf_counter() - t) * 1000)
+    return {"recall_k50": summary(times), "build_s": round(build_s, 1)}
+
+
+def vector_floors(db: Path, rounds: int, usearch: bool) -> dict[str, Any]:
+    """EvoMem's vector search alone (k=20, recall's fan-out at k=5) and, when ``usearch``, usearch's
+    HNSW over the same stored vectors with both recall@10 against the exact cosine top 10."""
+    from bench import floors
+
+    if usearch:
+        m = floors.meaning(db, rounds)
+        return {
+            "evomem_k20": m["evomem_k20"], "usearch_k20": m["usearch_k20"], "usearch_build_s": m["usearch_build_s"],
+            "evomem_recall_at_10": m["evomem_recall_at_10"], "usearch_recall_at_10": m["usearch_recall_at_10"],
+        }  # fmt: skip
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from evomem.adapters.vectors.index import VectorIndex
+
+    embedder = OnnxEmbedder(threads=1)
+    embedder.load()
+    queries = embedder.encode(QUERIES)
+    index = VectorIndex(db, model=embedder.name)
+    try:
+        index.search(queries[0], "default", k=20)  # loads the bits: start-up, not a query's cost
+        times = []
+        for _ in range(rounds):
+            for q in queries:
+                t = time.perf_counter()
+                index.search(q, "default", k=20)
+                times.append((time.perf_counter() - t) * 1000)
+    finally:
+        index.close()
+    return {"evomem_k20": summary(times)}
+
+
+# ---------------------------------------------------------------------------- one size
+
+
+def ensure_store(n: int, workdir: Path, vectors: bool, progress: bool) -> dict[str, Any]:
+    """The datagen store of ``n`` notes (built unless already there), with vectors when ``vectors``."""
+    base = workdir / f"speed-{n}.db"
+    ready = workdir / f"speed-{n}.db.vectors"
+    out: dict[str, Any] = {}
+    if not base.exists():
+        t = time.perf_counter()
+        datagen.build(base, n, seed=1, progress=progress)
+        out["build_s"] = round(time.perf_counter() - t, 1)
+        ready.unlink(missing_ok=True)
+    if vectors and not ready.exists():
+        t = time.perf_counter()
+        datagen.add_vectors(base, seed=1, progress=progress)
+        out["vectors_s"] = round(time.perf_counter() - t, 1)
+        ready.touch()
+    out["has_vectors"] = ready.exists()
+    return out
+
+
+def run_size(n: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    big = n > args.small
+    rounds, remembers = (args.big_rounds, args.big_remembers) if big else (args.rounds, args.remembers)
+    base = workdir / f"speed-{n}.db"
+    want_vectors = vectors_available() and n <= args.vectors_up_to
+    size: dict[str, Any] = {"notes": n, "rounds": rounds, "remembers": remembers}
+    size["load"] = ensure_store(n, workdir, want_vectors, not args.no_progress)
+    hybrid = size["load"]["has_vectors"] and vectors_available()
+    size["db_bytes"] = _bytes(base)
+    size["db_bytes_per_note"] = round(size["db_bytes"] / n, 1)
+    copy = n <= args.copy_up_to
+    size["remembers_into"] = "a copy" if copy else "the store itself"
+    say = lambda what: print(f"[{n:,}] {what} ...", file=sys.stderr, flush=True)  # noqa: E731
+    size["served"] = {}
+    for i, mode in enumerate(["words", "hybrid"] if hybrid else ["words"]):
+        say(f"served, {mode}")
+        db = workdir / f"curve-{n}-{mode}.db" if copy else base
+        if copy:
+            shutil.copyfile(base, db)
+        try:
+            size["served"][mode] = served(db, mode, rounds, remembers, seed=n + 10 + i)
+        finally:
+            if copy:
+                _drop(db)
+    floors: dict[str, Any] = {}
+    say("raw FTS5 floor")
+    floors["fts5_recall_k50"] = summary(fts_floor(base, QUERIES, rounds))
+    floor_db = workdir / f"curve-{n}-insert-floor.db"  # a bare FTS5 table, as bench.speed's insert floor
+    _drop(floor_db)
+    try:
+        floors["fts5_insert"] = summary(fts_insert_floor(floor_db, new_notes(remembers, n + 2)))
+    finally:
+        _drop(floor_db)
+    if n <= args.tantivy_up_to:
+        say("Tantivy floor")
+        floors["tantivy"] = tantivy_floor(base, rounds)
+    if hybrid:
+        say("vector floors")
+        floors["vectors"] = vector_floors(base, rounds, usearch=n <= args.usearch_up_to)
+    size["floors"] = floors
+    print(json.dumps(size), file=sys.stderr, flush=True)
+    return size
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def _ms(s: dict[str, Any] | None, key: str = "p50_ms") -> str:
+    return f"{s[key]:.2f}" if s else "—"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Machine: {report['machine']}. {report['date']}. Run with `nice -n 10` on a shared 2-core machine "
+        "(other jobs were running): read medians and slopes, not single numbers.",
+        "",
+        "| notes | recall p50 / p95, words | recall p50 / p95, hybrid | remember p50 / p95, words | "
+        "remember p50 / p95, hybrid | start-up (open + first recall) words / hybrid | peak RSS words / hybrid | "
+        "database |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in report["sizes"]:
+        w, h = s["served"].get("words"), s["served"].get("hybrid")
+
+        def pair(x: dict[str, Any] | None, op: str) -> str:
+            return f"{x[op]['p50_ms']:.2f} / {x[op]['p95_ms']:.2f} ms" if x else "— (no vectors)"
+
+        start = f"{w['startup_ms'] / 1000:.2f} s / " + (f"{h['startup_ms'] / 1000:.2f} s" if h else "—")
+        rss = f"{w['peak_rss_mib']:.0f} / " + (f"{h['peak_rss_mib']:.0f} MiB" if h else "— MiB")
+        lines.append(
+            f"| {s['notes']:,} | {pair(w, 'recall')} | {pair(h, 'recall')} | {pair(w, 'remember')} | "
+            f"{pair(h, 'remember')} | {start} | {rss} | {s['db_bytes'] / 1e6:,.0f} MB "
+            f"({s['db_bytes_per_note']:.0f} B/note) |"
+        )
+    lines += [
+        "",
+        "Floors on the same store, same run (p50 / p95):",
+        "",
+        "| notes | raw FTS5 bm25 (k=50) | Tantivy (k=50) | raw FTS5 insert | EvoMem vector search alone (k=20) | "
+        "usearch HNSW i8 (k=20) | recall@10 EvoMem / usearch |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for s in report["sizes"]:
+        f = s["floors"]
+        t = f.get("tantivy", {}).get("recall_k50")
+        v = f.get("vectors", {})
+        ev, us = v.get("evomem_k20"), v.get("usearch_k20")
+        r10 = f"{v['evomem_recall_at_10']:.3f} / {v['usearch_recall_at_10']:.3f}" if "usearch_recall_at_10" in v else ""
+
+        def pp(x: dict[str, Any] | None) -> str:
+            return f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f} ms" if x else "—"
+
+        lines.append(
+            f"| {s['notes']:,} | {pp(f['fts5_recall_k50'])} | {pp(t)} | {pp(f['fts5_insert'])} | {pp(ev)} | "
+            f"{pp(us)} | {r10} |"
+        )
+    lines += ["", "| notes | built in | vectors written in | remembers went into | rounds × queries, remembers |"]
+    lines.append("|---:|---:|---:|---|---:|")
+    for s in report["sizes"]:
+        ld = s["load"]
+        b = f"{ld['build_s']:.0f} s ({s['notes'] / ld['build_s']:,.0f} notes/s)" if "build_s" in ld else "earlier run"
+        v = f"{ld['vectors_s']:.0f} s" if "vectors_s" in ld else ("earlier run" if ld["has_vectors"] else "none")
+        lines.append(
+            f"| {s['notes']:,} | {b} | {v} | {s['remembers_into']} | {s['rounds']} × {len(QUERIES)}, {s['remembers']} |"
+        )
+    lines += [
+        "",
+        "words: `--vectors off` (BM25 only); hybrid: BM25 + vectors (the default where the model is installed), "
+        "only at the sizes whose store has vectors. Start-up is measured in a fresh process after the imports: "
+        "open the store (`build_embedded`), load the embedding model (hybrid), answer the first recall (hybrid: "
+        "reads every vector's bits into memory). Peak RSS is that process's, after all its calls.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = report["sizes"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.6, 1]})
+
+    def line(
+        target: Any, get: Any, label: str, style: str, color: str, rows: list[dict[str, Any]] | None = None
+    ) -> None:
+        pts = [(s["notes"], get(s)) for s in rows or sizes]
+        pts = [(x, y) for x, y in pts if y is not None]
+        if pts:
+            target.plot([x for x, _ in pts], [y for _, y in pts], style, color=color, label=label, marker="o", ms=4)
+
+    def sv(mode: str, op: str) -> Any:
+        return lambda s: s["served"][mode][op]["p50_ms"] if mode in s["served"] else None
+
+    def fl(*keys: str) -> Any:
+        def get(s: dict[str, Any]) -> Any:
+            x: Any = s["floors"]
+            for k in keys:
+                if not isinstance(x, dict) or k not in x:
+                    return None
+                x = x[k]
+            return x["p50_ms"]
+
+        return get
+
+    line(ax, sv("words", "recall"), "recall, words", "-", "tab:blue")
+    line(ax, sv("hybrid", "recall"), "recall, hybrid", "-", "tab:purple")
+    line(ax, sv("words", "remember"), "remember, words", "-", "tab:orange")
+    line(ax, sv("hybrid", "remember"), "remember, hybrid", "-", "tab:red")
+    line(ax, fl("fts5_recall_k50"), "floor: raw FTS5 bm25 k=50", "--", "tab:blue")
+    line(ax, fl("tantivy", "recall_k50"), "floor: Tantivy k=50", "--", "tab:green")
+    line(ax, fl("fts5_insert"), "floor: raw FTS5 insert", "--", "tab:orange")
+    line(ax, fl("vectors", "evomem_k20"), "floor: vector search alone k=20", "--", "tab:purple")
+    line(ax, fl("vectors", "usearch_k20"), "floor: usearch HNSW k=20", "--", "tab:gray")
+    ax.set_title("p50 latency (ms) against notes in the store")
+    line(ax2, lambda s: s["served"]["words"]["startup_ms"], "start-up, words (ms)", "-", "tab:blue")
+    line(ax2, lambda s: s["served"].get("hybrid", {}).get("startup_ms"), "start-up, hybrid (ms)", "-", "tab:purple")
+    line(ax2, lambda s: s["served"]["words"]["peak_rss_mib"], "peak RSS, words (MiB)", ":", "tab:blue")
+    line(ax2, lambda s: s["served"].get("hybrid", {}).get("peak_rss_mib"), "peak RSS, hybrid (MiB)", ":", "tab:purple")
+    line(ax2, lambda s: s["db_bytes"] / 2**20, "database file (MiB)", "-.", "black")
+    ax2.set_title("start-up (ms), peak RSS and database size (MiB)")
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_yscale("log")
+        a.set_xlabel("notes in the store")
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=7.5, loc="upper left")
+    fig.suptitle(f"EvoMem cost curve ({report['date']}; floors dashed; shared 2-core machine)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["serve"]:
+        sp = argparse.ArgumentParser(prog="python -m bench.curve serve")
+        sp.add_argument("db", type=Path)
+        sp.add_argument("--vectors", choices=("on", "off"), default="off")
+        sp.add_argument("--rounds", type=int, default=10)
+        sp.add_argument("--remembers", type=int, default=100)
+        sp.add_argument("--seed", type=int, default=11)
+        a = sp.parse_args(argv[1:])
+        print(json.dumps(serve(a.db, a.vectors, a.rounds, a.remembers, a.seed)))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--out", type=Path, default=Path("bench/results/full"))
+    p.add_argument("--name", default="cost_curve", help="OUT/NAME.json, .md, .png")
+    p.add_argument("--workdir", type=Path, default=None, help="where stores are built (default: OUT/tmp)")
+    p.add_argument("--rounds", type=int, default=10, help="passes over the query set, up to --small notes")
+    p.add_argument("--remembers", type=int, default=100, help="remember calls per mode, up to --small notes")
+    p.add_argument("--small", type=int, default=100_000, help="above this many notes, the --big-* counts")
+    p.add_argument("--big-rounds", type=int, default=3)
+    p.add_argument("--big-remembers", type=int, default=30)
+    p.add_argument("--vectors-up-to", type=int, default=1_000_000, help="stores above this size get no vectors")
+    p.add_argument("--usearch-up-to", type=int, default=100_000, help="usearch HNSW floor up to this size")
+    p.add_argument("--tantivy-up-to", type=int, default=10_000_000, help="Tantivy floor up to this size")
+    p.add_argument("--copy-up-to", type=int, default=1_000_000, help="remembers go into a copy up to this size")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    workdir = args.workdir or args.out / "tmp"
+    workdir.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    from evomem.adapters.sqlite.driver import sqlite as store_sqlite
+
+    report: dict[str, Any] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"SQLite {store_sqlite.sqlite_version} ({store_sqlite.__name__})",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "sizes": [],
+    }
+    for n in (int(x) for x in args.sizes.split(",") if x):
+        report["sizes"].append(run_size(n, workdir, args))
+        # Written after every size: a long run (10M) leaves the sizes it finished.
+        (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / f"{args.name}.md").write_text(markdown(report))
+        plot(report, args.out / f"{args.name}.png")
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

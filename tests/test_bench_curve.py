@@ -1,0 +1,91 @@
+"""The cost curve's corpus and bench (``bench.datagen``, ``bench.curve``), on tiny stores: the bulk load
+writes a real EvoMem store (the product's schema, opened and searched by the product afterwards), with
+the generator's memory bounded by its topic window; the curve measures every row it reports."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ lives at the project root, next to tests/ (not an installed package)
+    sys.path.insert(0, str(ROOT))
+
+from bench import curve, datagen  # noqa: E402
+from evomem.adapters.sqlite.store import SQLiteStore  # noqa: E402
+from evomem.bootstrap.embedded import build_embedded  # noqa: E402
+from evomem.settings import Settings  # noqa: E402
+
+
+def _schema(path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(path) as conn:
+        return sorted(conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall())
+
+
+def test_bulk_built_store_is_the_products_schema_and_the_product_reads_it(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.db"
+    SQLiteStore(fresh).close()
+    built = datagen.build(tmp_path / "built.db", 3_000, seed=3, progress=False, batch=700, window=100)
+    assert not list(tmp_path.glob("*.building*"))  # renamed into place once complete
+    assert _schema(built) == _schema(fresh)  # indexes and the FTS trigger were put back as created
+    with sqlite3.connect(built) as conn:
+        conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('integrity-check')")  # FTS matches the rows
+        count, heads = conn.execute(
+            "SELECT count(*), sum(superseded_by IS NULL) FROM nodes WHERE status != 'forgotten'"
+        ).fetchone()
+        replaced = conn.execute("SELECT count(*) FROM nodes WHERE supersedes IS NOT NULL").fetchone()[0]
+    assert count == 3_000 and replaced > 300 and heads == count - replaced
+    store = SQLiteStore(built)
+    try:
+        assert store.check_invariants() == []
+    finally:
+        store.close()
+    service = build_embedded(Settings(db=str(built), vectors="off"))
+    try:
+        hits = service.recall("which queue does billing use", k=5)
+        assert hits.results and all(r.head.status == "active" for r, _ in hits.results)
+        stored = service.remember("We moved the ledger cache from Redis to Memcached, Redis was overkill.")
+        found = service.recall("ledger cache memcached", k=5)
+        assert stored.node.id in {r.head.id for r, _ in found.results}  # the trigger is back: searchable at once
+    finally:
+        service.close()
+
+
+def test_generator_memory_is_bounded_by_its_topic_window() -> None:
+    window = 50
+    alive: dict[tuple[str, str, int], bool] = {}
+    evicted = 0
+    for note in datagen.notes(2_000, seed=5, window=window):
+        topic = note["topic"]
+        if note["evicted"] is not None:
+            evicted += 1
+            alive.pop(note["evicted"], None)  # type: ignore[call-overload]
+        if note["replaces"]:
+            assert topic in alive  # a replacement picks a topic still in the window
+        alive[topic] = True  # type: ignore[index]
+        assert len(alive) <= window
+    assert evicted > 0
+    # Below the window the generator writes what it wrote before it had one.
+    assert list(datagen.notes(300, seed=5, window=10**6)) == list(datagen.notes(300, seed=5))
+
+
+def test_curve_measures_every_row_on_a_tiny_store(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    rc = curve.main(
+        ["--sizes", "300,600", "--out", str(out), "--rounds", "1", "--remembers", "2", "--vectors-up-to", "0",
+         "--no-progress"]
+    )  # fmt: skip
+    assert rc == 0
+    report = json.loads((out / "cost_curve.json").read_text())
+    assert [s["notes"] for s in report["sizes"]] == [300, 600]
+    for size in report["sizes"]:
+        words = size["served"]["words"]
+        assert words["recall"]["n"] == len(curve.QUERIES) and words["remember"]["n"] == 2
+        assert words["startup_ms"] > 0 and words["peak_rss_mib"] > 0
+        assert size["db_bytes"] > 0 and "build_s" in size["load"]
+        assert size["floors"]["fts5_recall_k50"]["n"] == len(curve.QUERIES)
+        assert size["floors"]["tantivy"]["recall_k50"]["n"] == len(curve.QUERIES)
+    assert (out / "cost_curve.png").stat().st_size > 0
+    assert "| 600 |" in (out / "cost_curve.md").read_text()
