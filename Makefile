@@ -17,9 +17,9 @@ PYTEST_ARGS ?=
 help:
 	@echo "make run         install and serve the embedded server on http://$(HOST):$(PORT)/mcp (DB=$(DB))"
 	@echo "make test        install test tools, run ruff and pytest"
-	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite (results in bench/results/)"
+	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite + cost curve at 10k and 100k notes (results in bench/results/)"
 	@echo "make bench-agents five simulated agents read the default server's offers and hints, dev and blind sets (bench/results/agents.md)"
-	@echo "make bench-full  adds 1M notes and MemoryAgentBench (external data)"
+	@echo "make bench-full  adds 1M notes, the cost curve to 10M notes, profiles at 1M and MemoryAgentBench (external data)"
 	@echo "make bench-postgres-speed  recall/remember at 100k notes on SQLite and PostgreSQL (Docker), each next to its own floors"
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
 	@echo "make images      build the container images (local base images where no registry is reachable)"
@@ -127,6 +127,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) -m bench.speed --sizes 10000,100000 --postgres off --out bench/results
 	$(MAKE) bench-postgres-speed
 	$(PY) -m bench.floors --sizes 100000 --out bench/results
+	$(PY) -m bench.curve --sizes $(BENCH_CURVE) --out bench/results --no-progress
 	$(PY) -m bench.hints --out bench/results
 	$(PY) -m bench.report
 
@@ -182,12 +183,22 @@ bench-gateway-deps:
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq wrk; \
 	  else echo "install wrk (apt-get install -y wrk) for make bench-gateway"; exit 1; fi; }
 
+# The cost curve (issue 32): recall, remember, start-up, peak RSS and database size per store size, next
+# to the raw FTS5, Tantivy and vector floors on the same store (bench/results[/full]/cost_curve.{json,md,png}).
+# make bench runs 10k and 100k (a 1M store alone takes ~10 minutes to build and embed on 2 cores);
+# bench-full adds 1M and 10M (10M: built in batches with a progress bar, ~1 hour on 2 busy cores, no
+# vectors above BENCH_CURVE_VECTORS notes), then profiles recall and remember at 1M.
+BENCH_CURVE ?= 10000,100000
+BENCH_CURVE_FULL ?= 10000,100000,1000000,10000000
+BENCH_CURVE_VECTORS ?= 1000000
 bench-full: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --out bench/results
 	$(BENCH_PEPS)
 	$(PY) -m bench.external --skip-peps --out bench/results
 	$(PY) -m bench.speed --sizes 10000,100000,1000000 --out bench/results/full
 	$(PY) -m bench.floors --sizes 100000,1000000 --out bench/results/full
+	$(PY) -m bench.curve --sizes $(BENCH_CURVE_FULL) --vectors-up-to $(BENCH_CURVE_VECTORS) --out bench/results/full
+	$(PY) -m bench.profile --notes 1000000 --remembers 40 --workdir bench/results/full/tmp --out bench/results/profile/1m
 	$(PY) -m bench.report
 
 # The llm linker behind the pair linker, against llama.cpp serving the tiny random-weights

@@ -36,6 +36,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,9 @@ def ensure_store(n: int, workdir: Path, vectors: bool, progress: bool) -> dict[s
     return out
 
 
-def run_size(n: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """One size, stage by stage; ``save`` gets the size's row after each stage (a 10M run that runs
+    out of time keeps what it measured)."""
     big = n > args.small
     rounds, remembers = (args.big_rounds, args.big_remembers) if big else (args.rounds, args.remembers)
     base = workdir / f"speed-{n}.db"
@@ -228,6 +231,8 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
     size["remembers_into"] = "a copy" if copy else "the store itself"
     say = lambda what: print(f"[{n:,}] {what} ...", file=sys.stderr, flush=True)  # noqa: E731
     size["served"] = {}
+    floors: dict[str, Any] = {}
+    size["floors"] = floors
     for i, mode in enumerate(["words", "hybrid"] if hybrid else ["words"]):
         say(f"served, {mode}")
         db = workdir / f"curve-{n}-{mode}.db" if copy else base
@@ -238,7 +243,7 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
         finally:
             if copy:
                 _drop(db)
-    floors: dict[str, Any] = {}
+        save(size)
     say("raw FTS5 floor")
     floors["fts5_recall_k50"] = summary(fts_floor(base, QUERIES, rounds))
     floor_db = workdir / f"curve-{n}-insert-floor.db"  # a bare FTS5 table, as bench.speed's insert floor
@@ -247,13 +252,15 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
         floors["fts5_insert"] = summary(fts_insert_floor(floor_db, new_notes(remembers, n + 2)))
     finally:
         _drop(floor_db)
-    if n <= args.tantivy_up_to:
-        say("Tantivy floor")
-        floors["tantivy"] = tantivy_floor(base, rounds)
+    save(size)
     if hybrid:
         say("vector floors")
         floors["vectors"] = vector_floors(base, rounds, usearch=n <= args.usearch_up_to)
-    size["floors"] = floors
+        save(size)
+    if n <= args.tantivy_up_to:
+        say("Tantivy floor")
+        floors["tantivy"] = tantivy_floor(base, rounds)
+        save(size)
     print(json.dumps(size), file=sys.stderr, flush=True)
     return size
 
@@ -277,6 +284,8 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for s in report["sizes"]:
         w, h = s["served"].get("words"), s["served"].get("hybrid")
+        if w is None:
+            continue
 
         def pair(x: dict[str, Any] | None, op: str) -> str:
             return f"{x[op]['p50_ms']:.2f} / {x[op]['p95_ms']:.2f} ms" if x else "— (no vectors)"
@@ -307,7 +316,7 @@ def markdown(report: dict[str, Any]) -> str:
             return f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f} ms" if x else "—"
 
         lines.append(
-            f"| {s['notes']:,} | {pp(f['fts5_recall_k50'])} | {pp(t)} | {pp(f['fts5_insert'])} | {pp(ev)} | "
+            f"| {s['notes']:,} | {pp(f.get('fts5_recall_k50'))} | {pp(t)} | {pp(f.get('fts5_insert'))} | {pp(ev)} | "
             f"{pp(us)} | {r10} |"
         )
     lines += ["", "| notes | built in | vectors written in | remembers went into | rounds × queries, remembers |"]
@@ -370,9 +379,9 @@ def plot(report: dict[str, Any], path: Path) -> None:
     line(ax, fl("vectors", "evomem_k20"), "floor: vector search alone k=20", "--", "tab:purple")
     line(ax, fl("vectors", "usearch_k20"), "floor: usearch HNSW k=20", "--", "tab:gray")
     ax.set_title("p50 latency (ms) against notes in the store")
-    line(ax2, lambda s: s["served"]["words"]["startup_ms"], "start-up, words (ms)", "-", "tab:blue")
+    line(ax2, lambda s: s["served"].get("words", {}).get("startup_ms"), "start-up, words (ms)", "-", "tab:blue")
     line(ax2, lambda s: s["served"].get("hybrid", {}).get("startup_ms"), "start-up, hybrid (ms)", "-", "tab:purple")
-    line(ax2, lambda s: s["served"]["words"]["peak_rss_mib"], "peak RSS, words (MiB)", ":", "tab:blue")
+    line(ax2, lambda s: s["served"].get("words", {}).get("peak_rss_mib"), "peak RSS, words (MiB)", ":", "tab:blue")
     line(ax2, lambda s: s["served"].get("hybrid", {}).get("peak_rss_mib"), "peak RSS, hybrid (MiB)", ":", "tab:purple")
     line(ax2, lambda s: s["db_bytes"] / 2**20, "database file (MiB)", "-.", "black")
     ax2.set_title("start-up (ms), peak RSS and database size (MiB)")
@@ -415,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--usearch-up-to", type=int, default=100_000, help="usearch HNSW floor up to this size")
     p.add_argument("--tantivy-up-to", type=int, default=10_000_000, help="Tantivy floor up to this size")
     p.add_argument("--copy-up-to", type=int, default=1_000_000, help="remembers go into a copy up to this size")
+    p.add_argument(
+        "--keep", action="store_true", help="keep the sizes of an earlier OUT/NAME.json that this run does not measure"
+    )
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     workdir = args.workdir or args.out / "tmp"
@@ -428,12 +440,26 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "sizes": [],
     }
-    for n in (int(x) for x in args.sizes.split(",") if x):
-        report["sizes"].append(run_size(n, workdir, args))
-        # Written after every size: a long run (10M) leaves the sizes it finished.
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    earlier = args.out / f"{args.name}.json"
+    if args.keep and earlier.exists():  # e.g. the 10M row measured after the others, in its own run
+        kept = [s for s in json.loads(earlier.read_text())["sizes"] if s["notes"] not in sizes]
+        report["sizes"] = kept
+        if kept:
+            names = ", ".join(f"{s['notes']:,}" for s in kept)
+            report["date"] += f"; sizes {names} from an earlier run ({json.loads(earlier.read_text())['date']})"
+    done = list(report["sizes"])
+
+    def save(size: dict[str, Any]) -> None:  # after every stage: a long run (10M) keeps what it measured
+        report["sizes"] = sorted([*done, size], key=lambda s: s["notes"])
         (args.out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n")
         (args.out / f"{args.name}.md").write_text(markdown(report))
         plot(report, args.out / f"{args.name}.png")
+
+    for n in sizes:
+        size = run_size(n, workdir, args, save)
+        save(size)
+        done.append(size)
     print(markdown(report))
     return 0
 

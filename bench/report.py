@@ -21,9 +21,10 @@ EvoMem exists to stop agents from acting on obsolete decisions, so it ships the 
 that measures it. Everything here is reproducible:
 
 ```sh
-make bench          # quality suite (ODR, VDR, paraphrases), PEPs, five simulated agents, 100k-note speed suite
+make bench          # quality suite (ODR, VDR, paraphrases), PEPs, five simulated agents, 100k-note speed suite,
+                    # the cost curve at 10k and 100k notes
 make bench-agents   # the five simulated agents alone: what an agent reading the offers and hints would do
-make bench-full     # adds 1M notes and MemoryAgentBench (external)
+make bench-full     # adds 1M notes, the cost curve to 10M notes, profiles at 1M and MemoryAgentBench (external)
 make bench-postgres-speed  # the 100k-note store on SQLite and PostgreSQL 17 + pgvector, each next to its floors
 make bench-premise  # check() on every question's premises; needs_review along dependencies
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
@@ -134,6 +135,31 @@ def floors(r: Path) -> str:
         + "\n\n"
         + FLOORS_NOTE
     )
+
+
+def cost_curve(r: Path) -> str:
+    """``bench.curve``: the newer of make bench's (10k, 100k) and bench-full's (to 10M) runs, and its plot."""
+    runs = [p for p in (r / "full" / "cost_curve.md", r / "cost_curve.md") if p.exists()]
+    title = "## The cost curve: 10k to 10M notes"
+    if not runs:
+        return f"{title}\n\nNot run yet (`python -m bench.curve`).\n\n"
+    md = max(runs, key=lambda p: p.stat().st_mtime)
+    text = section(title[3:], md, CURVE_NOTE)
+    if md.with_suffix(".png").exists():
+        text += f"![the cost curve: ms against notes, floors dashed](../{md.with_suffix('.png').as_posix()})\n\n"
+    extra = md.with_name("cost_curve_note.md")  # what the run could not do (the 10M row's fate), written by hand
+    if extra.exists():
+        text += extra.read_text().strip() + "\n\n"
+    return text
+
+
+CURVE_NOTE = (
+    "`python -m bench.curve` (`make bench`: 10k and 100k; `make bench-full`: to 10M): the speed suite's "
+    "store at each size (`bench.datagen`: a bulk import into the product's schema, in batches with a "
+    "progress bar), served by a fresh process per mode, next to the floors on the same file in the same run. "
+    "Vectors (hybrid) only where the store has them (`--vectors-up-to`, 1M by default: writing them costs "
+    "about 5 minutes per million notes here); usearch only where its index was built (`--usearch-up-to`).\n\n"
+)
 
 
 FLOORS_NOTE = """What adopting one would cost (not done here). Remember's candidate search is where it pays first: at
@@ -446,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         "same speed suite before and after in one run.\n\n",
     )
     text += floors(r)
+    text += cost_curve(r)
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
