@@ -136,6 +136,11 @@ def build(
     for kind, name, _ in set_aside:
         conn.execute(f'DROP {kind.upper()} "{name}"')
     heads: dict[tuple[str, str, int], tuple[str, str, int]] = {}  # topic -> (id, chain_root, version)
+    tags: dict[str, str] = {}  # a component's tags column, as json.dumps writes it
+
+    def tag(comp: str) -> str:
+        return tags.setdefault(comp, json.dumps([comp]))
+
     bar = _bar(n, f"build {n:,} notes", progress)
     t0 = time.perf_counter()
     ms = 1_700_000_000_000
@@ -170,7 +175,7 @@ def build(
             link = (None, None, None, None)
         summary = str(note["raw"])
         rows[node_id] = [
-            node_id, note["raw"], note["trigger"], note["change"], summary, json.dumps([topic[0]]), ms,  # type: ignore[index]
+            node_id, note["raw"], note["trigger"], note["change"], summary, tags.get(topic[0]) or tag(topic[0]), ms,  # type: ignore[index]
             "active", None, prev[0] if prev else None, chain_root, version, *link,
         ]  # fmt: skip
         heads[topic] = (node_id, chain_root, version)  # type: ignore[index]
