@@ -390,7 +390,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
         a.set_yscale("log")
         a.set_xlabel("notes in the store")
         a.grid(True, which="both", alpha=0.3)
-        a.legend(fontsize=7.5, loc="upper left")
+        a.legend(fontsize=7.5, loc="best")
     fig.suptitle(f"EvoMem cost curve ({report['date']}; floors dashed; shared 2-core machine)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
