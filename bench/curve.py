@@ -323,7 +323,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append("|---:|---:|---:|---|---:|")
     for s in report["sizes"]:
         ld = s["load"]
-        b = f"{ld['build_s']:.0f} s ({s['notes'] / ld['build_s']:,.0f} notes/s)" if "build_s" in ld else "earlier run"
+        rate = f"{s['notes'] / ld['build_s']:,.0f} notes/s" if ld.get("build_s") else "under 0.1 s"
+        b = f"{ld['build_s']:.0f} s ({rate})" if "build_s" in ld else "earlier run"
         v = f"{ld['vectors_s']:.0f} s" if "vectors_s" in ld else ("earlier run" if ld["has_vectors"] else "none")
         lines.append(
             f"| {s['notes']:,} | {b} | {v} | {s['remembers_into']} | {s['rounds']} × {len(QUERIES)}, {s['remembers']} |"
