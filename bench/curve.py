@@ -238,8 +238,13 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[di
         db = workdir / f"curve-{n}-{mode}.db" if copy else base
         if copy:
             shutil.copyfile(base, db)
+        seed = n + 10 + i
+        if not copy:  # notes an earlier run wrote into this store: write other texts, not copies of them
+            conn = sqlite3.connect(base)
+            seed += conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] - n
+            conn.close()
         try:
-            size["served"][mode] = served(db, mode, rounds, remembers, seed=n + 10 + i)
+            size["served"][mode] = served(db, mode, rounds, remembers, seed=seed)
         finally:
             if copy:
                 _drop(db)
