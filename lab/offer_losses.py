@@ -78,7 +78,7 @@ class Recorder:
         }
         if not nodes:
             return info
-        probs, rows = linker.score(text, scope, nodes, similarities, earlier)
+        probs, _rows = linker.score(text, scope, nodes, similarities, earlier)
         order = sorted(range(len(nodes)), key=lambda i: -probs[i])
         for rank, i in enumerate(order):
             c = nodes[i]
@@ -109,8 +109,9 @@ def stage(call: Mapping[str, Any] | None, gold_id: str, offer_at: float) -> str:
 
 
 async def run(sets: Mapping[str, Sequence[Mapping[str, Any]]], progress: bool) -> dict[str, Any]:
-    from bench.agents import DefaultServer, gold_of, replay
     from tqdm import tqdm
+
+    from bench.agents import DefaultServer, gold_of, replay
 
     out: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []

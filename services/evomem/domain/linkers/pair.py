@@ -35,8 +35,9 @@ whose Decision section is short against a record whose is long); ``none`` otherw
 
 **Calibrated offers** (a model file with ``offer_at``: the shipped one since 2026-12-06). What the
 agent reads is the model's probability through its calibration (``PairModel.calibration``, isotonic,
-fitted out of fold on hand-written development notes by ``lab/offers.py``): the probability that the
-note replaces that decision. Before any pair is scored, ``_gate`` drops what cannot be a
+fitted out of fold on hand-written development notes by ``lab/offers.py``; a pair of long documents
+reads ``calibration_long`` when the file has one): the probability that the note replaces that
+decision. Before any pair is scored, ``_gate`` drops what cannot be a
 replacement: a note that decides nothing (a question, a reminder, a report: the ``decides`` model
 over its words, learned from data) gets no offer, a candidate that decides nothing is never offered,
 and a candidate whose scope differs from the note's (listed because a scope was inferred from a text)
