@@ -33,6 +33,7 @@ from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, take_recent
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
 from evomem.domain.model import (
     Extraction,
@@ -166,6 +167,29 @@ class PostgresStore:
             ).fetchall()
 
         return [row_to_node(r) for r in self._read(read)]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """As ``SQLiteStore.recent_heads``: from the partial index ``nodes_heads_recent``."""
+
+        def read(c: Any) -> RecentPage:
+            return take_recent(_heads_newest_first(c, query.namespace, query.before, query.limit + 1), query)
+
+        return self._read(read, query.namespace)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        def read(c: Any) -> list[MemoryNode]:
+            row = c.execute("SELECT namespace, chain_root FROM nodes WHERE id = %s", (node_id,)).fetchone()
+            if row is None:
+                return []
+            chain = c.execute("SELECT id FROM nodes WHERE namespace = %s AND chain_root = %s", (row[0], row[1]))
+            found = dependents_of([r[0] for r in chain.fetchall()], reviews.graph(c, row[0]))[: max(0, limit)]
+            if not found:
+                return []
+            sql = f"SELECT {NODE_SQL} FROM nodes WHERE namespace = %s AND id = ANY(%s)"
+            nodes = {n.id: n for n in map(row_to_node, c.execute(sql, (row[0], found)).fetchall())}
+            return [nodes[i] for i in found if i in nodes]
+
+        return self._read(read)
 
     def search(self, terms: Iterable[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` for ``terms`` (``search.py``)."""
@@ -500,3 +524,20 @@ class PostgresStore:
     def check_invariants(self) -> list[str]:
         """Every broken chain invariant, as text. Empty means healthy."""
         return self._read(chains.broken_invariants)
+
+
+def _heads_newest_first(c: Any, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
+    """The heads in force of ``namespace`` below ``before`` by id, newest first, ``batch`` rows per
+    statement, as long as the caller reads (inside its transaction)."""
+    cursor = before
+    while True:
+        below, args = ("", (namespace, batch)) if cursor is None else ("AND id < %s ", (namespace, cursor, batch))
+        sql = (
+            f"SELECT {NODE_SQL} FROM nodes WHERE namespace = %s AND superseded_by IS NULL AND status = 'active' "
+            f"{below}ORDER BY id DESC LIMIT %s"
+        )
+        nodes = [row_to_node(r) for r in c.execute(sql, args).fetchall()]
+        yield from nodes
+        if len(nodes) < batch:
+            return
+        cursor, batch = nodes[-1].id, min(batch * 2, 500)

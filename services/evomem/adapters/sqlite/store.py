@@ -32,6 +32,7 @@ from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, take_recent
 from evomem.domain.errors import Conflict, NotFound, Purged
 from evomem.domain.model import (
     Extraction,
@@ -137,6 +138,35 @@ class SQLiteStore:
             (row["chain_root"], row["version"], max(0, depth) + 1),
         ).fetchall()
         return [row_to_node(r) for r in rows]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        return take_recent(self._heads_newest_first(query.namespace, query.before, query.limit + 1), query)
+
+    def _heads_newest_first(self, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
+        """The heads in force of ``namespace`` below ``before`` by id, newest first, ``batch`` rows
+        per statement from the partial index ``nodes_heads_recent``, as long as the caller reads."""
+        conn = self._conn()
+        cursor = before or "~"  # above every ULID
+        sql = (
+            f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_heads_recent WHERE namespace = ? "
+            "AND superseded_by IS NULL AND status = 'active' AND id < ? ORDER BY id DESC LIMIT ?"
+        )
+        while True:
+            nodes = [row_to_node(r) for r in conn.execute(sql, (namespace, cursor, batch)).fetchall()]
+            yield from nodes
+            if len(nodes) < batch:
+                return
+            cursor, batch = nodes[-1].id, min(batch * 2, 500)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        conn = self._conn()
+        row = conn.execute("SELECT namespace, chain_root FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        if row is None:
+            return []
+        chain = [r[0] for r in conn.execute("SELECT id FROM nodes WHERE chain_root = ?", (row["chain_root"],))]
+        found = dependents_of(chain, reviews.graph(conn, row["namespace"]))[: max(0, limit)]
+        nodes = self.get_many(found)
+        return [nodes[i] for i in found if i in nodes]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first:
