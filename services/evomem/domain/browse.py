@@ -14,6 +14,7 @@ Python: the stores read the rows, this decides which are shown.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -60,6 +61,12 @@ def check_recent(query: RecentQuery) -> RecentQuery:
     if query.before is not None and not is_valid_id(query.before):
         raise InvalidArgument(f"before: not a node id: {query.before!r}")
     return query
+
+
+def head_sketch(namespace: str, node_id: str, scope: str | None, tags: str | None) -> MemoryNode:
+    """A head as far as the filters read it (id, scope, tags: a JSON list as stored), no text:
+    a store reads these to fill a page, then the page's nodes in full."""
+    return MemoryNode(id=node_id, raw_text="", namespace=namespace, scope=scope, tags=tuple(json.loads(tags or "[]")))
 
 
 def shown(head: MemoryNode, query: RecentQuery) -> bool:

@@ -32,7 +32,7 @@ from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, take_recent
+from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
 from evomem.domain.errors import Conflict, NotFound, Purged
 from evomem.domain.model import (
     Extraction,
@@ -140,23 +140,28 @@ class SQLiteStore:
         return [row_to_node(r) for r in rows]
 
     def recent_heads(self, query: RecentQuery) -> RecentPage:
-        return take_recent(self._heads_newest_first(query.namespace, query.before, query.limit + 1), query)
+        """Heads read by id from ``nodes_heads_recent`` as far as the filters need (id, scope and
+        tags only), then the page's nodes in full."""
+        page = take_recent(self._heads_newest_first(query.namespace, query.before, query.limit + 1), query)
+        full = self.get_many(h.id for h in page.heads)
+        page.heads = [full[h.id] for h in page.heads if h.id in full]
+        return page
 
     def _heads_newest_first(self, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
-        """The heads in force of ``namespace`` below ``before`` by id, newest first, ``batch`` rows
-        per statement from the partial index ``nodes_heads_recent``, as long as the caller reads."""
+        """The heads in force of ``namespace`` below ``before`` by id, newest first, as sketches
+        (id, scope, tags), ``batch`` rows per statement, as long as the caller reads."""
         conn = self._conn()
         cursor = before or "~"  # above every ULID
         sql = (
-            f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_heads_recent WHERE namespace = ? "
+            "SELECT id, scope, tags FROM nodes INDEXED BY nodes_heads_recent WHERE namespace = ? "
             "AND superseded_by IS NULL AND status = 'active' AND id < ? ORDER BY id DESC LIMIT ?"
         )
         while True:
-            nodes = [row_to_node(r) for r in conn.execute(sql, (namespace, cursor, batch)).fetchall()]
-            yield from nodes
-            if len(nodes) < batch:
+            rows = conn.execute(sql, (namespace, cursor, batch)).fetchall()
+            yield from (head_sketch(namespace, *r) for r in rows)
+            if len(rows) < batch:
                 return
-            cursor, batch = nodes[-1].id, min(batch * 2, 500)
+            cursor, batch = rows[-1][0], min(batch * 2, 500)
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
         conn = self._conn()
@@ -164,7 +169,7 @@ class SQLiteStore:
         if row is None:
             return []
         chain = [r[0] for r in conn.execute("SELECT id FROM nodes WHERE chain_root = ?", (row["chain_root"],))]
-        found = dependents_of(chain, reviews.graph(conn, row["namespace"]))[: max(0, limit)]
+        found = dependents_of(chain, reviews.naming(conn, row["namespace"], chain))[: max(0, limit)]
         nodes = self.get_many(found)
         return [nodes[i] for i in found if i in nodes]
 
