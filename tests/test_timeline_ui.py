@@ -8,7 +8,9 @@ that a failure. ``EVOMEM_UI_SCREENSHOT=docs/timeline.png`` saves the embedded pa
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -181,6 +183,23 @@ async def test_embedded_ui_answers_with_the_page_and_its_guards(http_server: Htt
     assert nothing.status_code == 200 and "No decision matches" in nothing.text and "data-chain" not in nothing.text
     cursor = httpx2.get(f"{base}/ui", params={"before": "not-an-id"}, timeout=30)
     assert cursor.status_code == 400 and "before" in cursor.text and "Traceback" not in cursor.text
+
+
+async def test_the_listing_pages_twenty_chains_at_a_time(http_server: HttpServer) -> None:  # noqa: F811
+
+    async with Client(http_server.url) as client:
+        for i in range(21):
+            out = await client.call_tool("remember", {"raw_text": f"Service {i} logs to Loki at level info"})
+            assert not out.is_error, out.content
+    base = _base(http_server.url)
+    first = httpx2.get(f"{base}/ui", timeout=30)
+    assert first.status_code == 200 and first.text.count('<section class="chain"') == 20
+    assert "Service 20 logs" in first.text and "Service 0 logs" not in first.text  # newest first
+    more = re.search(r'<a id="more" href="([^"]+)"', first.text)
+    assert more is not None and "before=" in more.group(1)
+    second = httpx2.get(base + html.unescape(more.group(1)), timeout=30)
+    assert second.status_code == 200 and second.text.count('<section class="chain"') == 1
+    assert "Service 0 logs" in second.text and 'id="more"' not in second.text and "← newest" in second.text
 
 
 # ---------------------------------------------------------------------------- in Chromium

@@ -87,13 +87,12 @@ class ChainView:
 
 @dataclass(slots=True)
 class Listing:
-    """What the search page lists: chains (recall's, or with ``recent`` the chains changed last),
+    """What the search page lists: chains (recall's, or without a query the chains changed last),
     recall's notes, and the cursor of the next page (``more``: the listing only)."""
 
     chains: list[ChainView] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     more: str | None = None
-    recent: bool = False
 
 
 STYLE = """

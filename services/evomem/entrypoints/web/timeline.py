@@ -274,7 +274,7 @@ class Timeline:
                 _, _, history = service.get_node(head.id, include_history=True, history_depth=HISTORY_DEPTH_MAX)
                 versions += history
             chains.append(pages.ChainView(versions=versions, older_not_shown=max(0, head.version - len(versions))))
-        return pages.Listing(chains, [], more=page.more, recent=True)
+        return pages.Listing(chains, [], more=page.more)
 
     async def chain(self, request: Request) -> Response:
         viewer = await self._viewer(request)
