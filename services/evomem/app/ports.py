@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 
 # The linkers' ports are defined with the linkers (the domain depends on nothing outside it), listed here.
 from evomem.domain.linkers.contracts import Embedder as Embedder
@@ -71,6 +72,19 @@ class Records(AuditLog, Protocol):
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         """``node_id`` and up to ``depth`` earlier versions, newest first."""
+        ...
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """The heads in force of ``query.namespace`` newest first (the chains changed last), older
+        than ``query.before``, filtered by scope and tags like recall: one page of ``query.limit``
+        and the cursor of the next (``evomem.domain.browse.take_recent``). An index read in id
+        order that stops after one page."""
+        ...
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        """The active nodes that depend on or implement (``relations``) ``node_id`` or any other
+        version of its chain, newest first, at most ``limit``; the chain's own versions excluded,
+        [] for an unknown id. (The reverse of ``relations``; ``needs_review`` follows the same edges.)"""
         ...
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
