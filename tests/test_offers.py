@@ -134,3 +134,23 @@ def test_a_pair_of_long_documents_reads_the_long_calibration() -> None:
     older = PairModel(**base, **weights, calibration=short_cal)
     long_row[FEATURES.index("cand_long")] = 1.0
     assert abs(older.prob(long_row) - 0.45) < 1e-9
+
+
+def test_an_offer_whose_note_keeps_part_of_the_decision_says_it_may_be_partial(tmp_path: Path) -> None:
+    """The reason names what changes and, when the note says that some of it stands ("only",
+    "except", "still"), that it may be a partial change; a plain change says nothing of the kind."""
+    s = service(tmp_path, offer_min_p=0.0)
+    try:
+        s.remember(LEDGER)
+        partial = s.remember("Only the EU tenants' ledger moves from PostgreSQL to SQLite; the rest stays put.")
+        (why,) = [w for w in partial.decision.why][:1]  # type: ignore[union-attr]
+        assert "SQLite" in why and "may be a partial change" in why, why
+    finally:
+        s.close()
+    plain = service(tmp_path / "b", offer_min_p=0.0)
+    try:
+        plain.remember(LEDGER)
+        (why,) = [w for w in plain.remember(MOVED).decision.why][:1]  # type: ignore[union-attr]
+        assert "partial" not in why, why
+    finally:
+        plain.close()

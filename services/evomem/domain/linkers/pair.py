@@ -432,12 +432,16 @@ class PairLinker:
     ) -> str:
         """A few words on why a candidate is listed (remember's answer shows them): the
         probability, what changes as read from the two texts, and any reason it may not be a
-        replacement (another scope, a restatement)."""
+        replacement (another scope, a restatement, a partial change)."""
         f = dict(zip(FEATURES, row, strict=True))
         parts = [f"p={p:.2f}"]
         if node is not None:
-            changed = changes(self._read(text), self._read(node.raw_text))
+            note = self._read(text)
+            changed = changes(note, self._read(node.raw_text))
             parts.append(changed or "names no new option: may restate it")
+            kept = dt.KEEP.search(note.part) if changed and note.keep else None
+            if kept is not None:  # "only", "except", "still", "stays": some of it may stand
+                parts.append(f'says "{kept.group(0).lower()}": may be a partial change')
             if not scope_compatible(scope, node.scope):
                 parts.append(f"another scope: the note is {scope or 'unscoped'}, it is {node.scope or 'unscoped'}")
         if f["explicit_ref"]:
