@@ -76,8 +76,28 @@ def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- one scenario
 
 
-def _service(folder: Path, n: int) -> Any:
-    return build_embedded(Settings(db=str(folder / f"s{n}.db"), vectors="off"))
+def _service(folder: Path, n: int, vectors: str = "off") -> Any:
+    """A fresh embedded server: words only (``vectors="off"``) or the default hybrid search
+    (``"auto"``: the packaged MiniLM model, one shared across scenarios, its vectors kept)."""
+    service = build_embedded(Settings(db=str(folder / f"s{n}.db"), vectors=vectors))
+    if vectors != "off":
+        _share_embedder(service)
+    return service
+
+
+_EMBEDDER: list[Any] = []  # one CachedEmbedder for every scenario of a hybrid run
+
+
+def _share_embedder(service: Any) -> None:
+    semantic = getattr(service, "vectors", None)
+    model = getattr(semantic, "embedder", None)
+    if model is None:
+        return
+    if not _EMBEDDER or _EMBEDDER[0].name != model.name:
+        from bench.agents import CachedEmbedder
+
+        _EMBEDDER[:] = [CachedEmbedder(model)]
+    semantic.embedder = _EMBEDDER[0]  # type: ignore[union-attr]
 
 
 def _remember_all(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[int, str]:
@@ -127,8 +147,10 @@ def statements(scenario: Mapping[str, Any], q: Mapping[str, Any]) -> Iterator[tu
         yield "template", f"The {_topic_phrase(scenario, q)} uses {option}.", true
 
 
-def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[str, Any]:
-    """Premise answers and dependency flags of one scenario, remembered in ``mode``."""
+def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str, misses: list | None = None) -> dict[str, Any]:
+    """Premise answers and dependency flags of one scenario, remembered in ``mode``; with
+    ``misses``, each wrong answer (a replaced premise not caught, a true one flagged) is added to
+    it with its evidence (``miss``)."""
     ids = _remember_all(service, scenario, mode)
     answers: list[tuple[str, bool, str, float]] = []
     for q in scenario.get("questions") or ():
@@ -138,12 +160,45 @@ def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[s
         for wording, text, true in statements(scenario, q):
             out = service.check(text, scope=scope)
             answers.append((wording, true, out.verdict, out.confidence))
+            if misses is not None and (out.verdict in CAUGHT) != (not true):
+                misses.append(miss(scenario, q, mode, wording, text, true, out))
     flags: list[tuple[bool, bool]] = []
     for note in scenario["notes"]:
         if "needs_review_at_end" in note and note["i"] in ids:
             node = service.get_node(ids[note["i"]])[0]
             flags.append((bool(note["needs_review_at_end"]), node.needs_review is not None))
     return {"answers": answers, "flags": flags}
+
+
+def miss(
+    scenario: Mapping[str, Any], q: Mapping[str, Any], mode: str, wording: str, text: str, true: bool, out: Any
+) -> dict[str, Any]:
+    """One wrong answer, for study (development sets only): the statement, what was expected,
+    what ``check`` answered and the evidence it read, and the scenario's notes on the topic."""
+
+    def node(n: Any) -> dict[str, Any]:
+        return {"id": n.id, "scope": n.scope, "status": str(n.status), "v": n.version, "text": n.raw_text[:400]}
+
+    return {
+        "scenario": scenario.get("id"),
+        "mode": mode,
+        "wording": wording,
+        "statement": text,
+        "scope": q.get("scope"),
+        "expected": "in_force" if true else "superseded/contradicted",
+        "gold_option": q.get("gold_option"),
+        "answer": out.verdict,
+        "confidence": out.confidence,
+        "option_read": out.option,
+        "reason": out.reason,
+        "in_force": [node(n) for n in out.in_force],
+        "named": [node(n) for n in out.named],
+        "topic_notes": [
+            {k: n.get(k) for k in ("i", "scope", "option", "supersedes", "text")}
+            for n in scenario["notes"]
+            if n.get("topic") == q.get("topic")
+        ],
+    }
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -196,18 +251,38 @@ def flag_metrics(flags: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
     }
 
 
-def run_set(name: str, path: Path, limit: int | None, progress: bool) -> dict[str, Any]:
-    scenarios = load(path, limit)
-    out: dict[str, Any] = {"scenarios": len(scenarios)}
+def sample(scenarios: list[dict[str, Any]], every: int | None, seed: int = 33) -> list[dict[str, Any]]:
+    """One scenario in ``every`` (a fixed seed: the same sample each run), in their order."""
+    if not every or every <= 1:
+        return scenarios
+    import random
+
+    rng = random.Random(seed)
+    keep = sorted(rng.sample(range(len(scenarios)), max(1, len(scenarios) // every)))
+    return [scenarios[i] for i in keep]
+
+
+def run_set(
+    name: str,
+    path: Path,
+    limit: int | None,
+    progress: bool,
+    *,
+    vectors: str = "off",
+    every: int | None = None,
+    misses: list | None = None,
+) -> dict[str, Any]:
+    scenarios = sample(load(path, limit), every)
+    out: dict[str, Any] = {"scenarios": len(scenarios), "vectors": vectors}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="evomem-premise-") as tmp:
         for mode in MODES:
             answers: list[tuple[str, bool, str, float]] = []
             flags: list[tuple[bool, bool]] = []
             for n, scenario in enumerate(scenarios):
-                service = _service(Path(tmp), n * 2 + MODES.index(mode))
+                service = _service(Path(tmp), n * 2 + MODES.index(mode), vectors)
                 try:
-                    got = run_scenario(service, scenario, mode)
+                    got = run_scenario(service, scenario, mode, misses)
                 finally:
                     service.close()
                 answers += got["answers"]
@@ -313,17 +388,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", help="comma-separated set names (default: all)")
     parser.add_argument("--limit", type=int, help="first N scenarios of each set")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--misses", type=Path, help="write each wrong answer on a development set, with its evidence (JSON lines)"
+    )
     args = parser.parse_args(argv)
     names = args.sets.split(",") if args.sets else None
     report: dict[str, Any] = {"sets": {}}
+    misses: list[dict[str, Any]] | None = [] if args.misses else None
     for name, path, blind in set_files(names):
         if not path.exists():
             continue
         print(f"premise: {name}", file=sys.stderr)
-        block = run_set(name, path, args.limit, not args.no_progress)
+        block = run_set(name, path, args.limit, not args.no_progress, misses=None if blind else misses)
         block["blind"] = blind
         report["sets"][name] = block
     report["pooled"] = pool(report["sets"])
+    if args.misses and misses is not None:
+        args.misses.parent.mkdir(parents=True, exist_ok=True)
+        with args.misses.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(m, ensure_ascii=False) + "\n" for m in misses)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "premise.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (args.out / "premise.md").write_text(markdown(report), encoding="utf-8")
