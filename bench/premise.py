@@ -51,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODES = ("agent", "default")
 WORDINGS = ("note", "template")
 CAUGHT = ("superseded", "contradicted")
+HYBRID_EVERY = 3  # the hybrid run reads one development scenario in 3 (2 cores), the blind sets whole
+HYBRID_SKIP = ("odr", "vdr")  # the frozen generated sets: words only
 
 
 def set_files(names: Sequence[str] | None) -> list[tuple[str, Path, bool]]:
@@ -271,12 +273,13 @@ def run_set(
     vectors: str = "off",
     every: int | None = None,
     misses: list | None = None,
+    modes: Sequence[str] = MODES,
 ) -> dict[str, Any]:
     scenarios = sample(load(path, limit), every)
     out: dict[str, Any] = {"scenarios": len(scenarios), "vectors": vectors}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="evomem-premise-") as tmp:
-        for mode in MODES:
+        for mode in modes:
             answers: list[tuple[str, bool, str, float]] = []
             flags: list[tuple[bool, bool]] = []
             for n, scenario in enumerate(scenarios):
@@ -317,18 +320,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         "| set | kind | mode | wording | statements | caught | false flags | in force (true) | unknown |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, block in report["sets"].items():
-        kind = "blind" if block["blind"] else "dev"
-        for mode in MODES:
-            for w in WORDINGS:
-                m = block[mode]["premises"][w]
-                if not m["statements"]:
-                    continue
-                lines.append(
-                    f"| {name} | {kind} | {mode} | {w} | {m['statements']} | {_f(m['caught'])} | "
-                    f"{_f(m['false_flags'])} | {_f(m['in_force_on_true'])} | {_f(m['unknown'])} |"
-                )
-    deps = [(n, b, mode) for n, b in report["sets"].items() for mode in MODES if b[mode]["dependencies"]]
+    lines += _rows(report["sets"])
+    deps = [(n, b, mode) for n, b in report["sets"].items() for mode in MODES if mode in b and b[mode]["dependencies"]]
     if deps:
         lines += [
             "",
@@ -342,17 +335,53 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"| {name} | {kind} | {mode} | {d['notes']} | {d['should_flag']} | {_f(d['flag_recall'])} | "
                 f"{_f(d['false_flags'])} |"
             )
+    lines += _pooled_lines(report["pooled"], "words only")
+    if report.get("hybrid"):
+        h = report["hybrid"]
+        lines += [
+            "",
+            "## Hybrid search (vectors on, the default embedded setting)",
+            "",
+            f"The same, with the packaged MiniLM model: one development scenario in {h['every']} (a fixed seed), "
+            "the blind sets whole.",
+            "",
+            "| set | kind | mode | wording | statements | caught | false flags | in force (true) | unknown |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += _rows(h["sets"])
+        lines += _pooled_lines(h["pooled"], "hybrid")
+    return "\n".join(lines) + "\n"
+
+
+def _rows(sets: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for name, block in sets.items():
+        kind = "blind" if block["blind"] else "dev"
+        for mode in (x for x in MODES if x in block):
+            for w in WORDINGS:
+                m = block[mode]["premises"][w]
+                if not m["statements"]:
+                    continue
+                lines.append(
+                    f"| {name} | {kind} | {mode} | {w} | {m['statements']} | {_f(m['caught'])} | "
+                    f"{_f(m['false_flags'])} | {_f(m['in_force_on_true'])} | {_f(m['unknown'])} |"
+                )
+    return lines
+
+
+def _pooled_lines(pooled_by: Mapping[str, Any], label: str) -> list[str]:
+    lines: list[str] = []
     for kind in ("dev", "blind"):
         for mode in MODES:
             for w in WORDINGS:
-                pooled = report["pooled"].get(f"{kind}/{mode}/{w}")
+                pooled = pooled_by.get(f"{kind}/{mode}/{w}")
                 if pooled:
                     lines.append(
-                        f"\nPooled {kind}, {mode}, {w}: caught {_f(pooled['caught'])}, false flags "
+                        f"\nPooled {kind}, {mode}, {w} ({label}): caught {_f(pooled['caught'])}, false flags "
                         f"{_f(pooled['false_flags'])}, unknown {_f(pooled['unknown'])} "
                         f"({pooled['statements']} statements)"
                     )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def pool(sets: Mapping[str, Any]) -> dict[str, Any]:
@@ -361,7 +390,7 @@ def pool(sets: Mapping[str, Any]) -> dict[str, Any]:
     for kind, blind in (("dev", False), ("blind", True)):
         for mode in MODES:
             for w in WORDINGS:
-                ms = [b[mode]["premises"][w] for b in sets.values() if b["blind"] == blind]
+                ms = [b[mode]["premises"][w] for b in sets.values() if b["blind"] == blind and mode in b]
                 ms = [m for m in ms if m["statements"]]
                 if not ms:
                     continue
@@ -391,18 +420,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--misses", type=Path, help="write each wrong answer on a development set, with its evidence (JSON lines)"
     )
+    parser.add_argument("--modes", default=",".join(MODES), help="agent, default or both (comma-separated)")
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="also run with vectors on (the default embedded setting: words and the packaged MiniLM model)",
+    )
+    parser.add_argument(
+        "--hybrid-every",
+        type=int,
+        default=HYBRID_EVERY,
+        help="hybrid run: one development scenario in N (a fixed seed); blind sets whole (default %(default)s)",
+    )
     args = parser.parse_args(argv)
+    modes = [m for m in MODES if m in args.modes.split(",")]
     names = args.sets.split(",") if args.sets else None
     report: dict[str, Any] = {"sets": {}}
     misses: list[dict[str, Any]] | None = [] if args.misses else None
-    for name, path, blind in set_files(names):
-        if not path.exists():
-            continue
+    files = [f for f in set_files(names) if f[1].exists()]
+    for name, path, blind in files:
         print(f"premise: {name}", file=sys.stderr)
-        block = run_set(name, path, args.limit, not args.no_progress, misses=None if blind else misses)
+        block = run_set(name, path, args.limit, not args.no_progress, misses=None if blind else misses, modes=modes)
         block["blind"] = blind
         report["sets"][name] = block
     report["pooled"] = pool(report["sets"])
+    if args.hybrid:
+        hybrid: dict[str, Any] = {"every": args.hybrid_every, "sets": {}}
+        for name, path, blind in files:
+            if name in HYBRID_SKIP:
+                continue
+            print(f"premise (hybrid): {name}", file=sys.stderr)
+            every = None if blind else args.hybrid_every
+            block = run_set(name, path, args.limit, not args.no_progress, vectors="auto", every=every, modes=modes)
+            block["blind"] = blind
+            hybrid["sets"][name] = block
+        hybrid["pooled"] = pool(hybrid["sets"])
+        report["hybrid"] = hybrid
     if args.misses and misses is not None:
         args.misses.parent.mkdir(parents=True, exist_ok=True)
         with args.misses.open("w", encoding="utf-8") as fh:

@@ -160,3 +160,59 @@ def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(t
         assert 0.5 <= old.confidence < 0.95
         held = service.check("The Heron standup is at 10:30.")
         assert held.verdict == "in_force" and held.confidence < 0.95
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_option_ties_a_statement_to_a_chain_whose_words_differ(tmp_path: Path, wiring: str) -> None:
+    """A statement in other words than its decisions ("plant care" against "watered", "looks
+    after"): the chain that chose or left its option answers, less sure; a version that replaced
+    another is a decision though it has no decision cue ("Mossway looks after ...")."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Office plants: watered by Greenleaf Services every Tuesday.").node.id
+        now = service.remember(
+            "The Greenleaf contract ends in May; from June, Mossway looks after the office plants.", supersedes=first
+        ).node.id
+        old = service.check("The office plant care uses Greenleaf Services.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now], old
+        assert [n.id for n in old.named] == [first] and old.confidence >= 0.8
+        held = service.check("The office plant care uses Mossway.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_chains_tied_by_the_option_alone_that_disagree_are_unknown(tmp_path: Path, wiring: str) -> None:
+    """Two decisions that share only the statement's option, one in force and one replaced:
+    nothing says which the statement is about."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Payroll exports are signed off by Northwind Audit.").node.id
+        service.remember("From March, Halvorsen & Co sign off the payroll exports.", supersedes=first)
+        service.remember("We picked Northwind Audit for the warehouse stock counts.")
+        out = service.check("The vendor review uses Northwind Audit.")
+        assert out.verdict == "unknown", out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_lowercase_option_is_read_after_the_statements_verb(tmp_path: Path, wiring: str) -> None:
+    """"... uses fortnightly": no name to read as the option, so what follows the verb is, and its
+    words tell the versions apart, though the version in force holds more of the statement."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Retro cadence: fortnightly.").node.id
+        now = service.remember("The team retro on Fridays is now weekly; the whole team agreed.", supersedes=first)
+        old = service.check("The team retro on Fridays uses fortnightly.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert old.option == "fortnightly"
+        held = service.check("The team retro on Fridays uses weekly.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now.node.id], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_every_version_names_does_not_say_which_holds(tmp_path: Path, wiring: str) -> None:
+    """The version in force names the old option only to say why it left ("Snyk seats cost ..."):
+    words every version holds tell nothing, so a tie on the rest is no answer, never in force."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Dependency scanning in CI: Snyk on every PR.").node.id
+        service.remember(
+            "PR dependency check is OSV-Scanner plus Dependabot alerts. Snyk seats were $40k.", supersedes=first
+        )
+        out = service.check("The dependency scanning uses Snyk.")
+        assert out.verdict != "in_force", out

@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -27,7 +27,7 @@ from evomem.domain.linkers.scored import RELATION_SCORE, ScoredLinker, option_ki
 from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.scope import is_default, normalise
-from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import DECISION_CUE, LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 
@@ -48,7 +48,12 @@ CONFIDENCE = {
     (Verdict.SUPERSEDED, "near"): 0.8,
     (Verdict.CONTRADICTED, "exact"): 0.9,
     (Verdict.CONTRADICTED, "near"): 0.55,  # one subject inside the other: as often another aspect
+    # No subject in common: the chain chose (or left) the statement's option, nothing else ties them.
+    (Verdict.IN_FORCE, "option"): 0.8,
+    (Verdict.SUPERSEDED, "option"): 0.8,
+    (Verdict.CONTRADICTED, "option"): 0.5,
 }
+OPTION_ONLY = "only the option ties these decisions to the statement, and they disagree"
 MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
 
 
@@ -102,11 +107,15 @@ def judge(
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
     read = _by_reading(statement, scope, chains)
     if read.verdict is Verdict.UNKNOWN:
-        lex = lexical(statement, chains)
+        # No name to read as its option ("... uses every three years"): what follows its verb is.
+        said = complement(statement) if read.option is None else None
+        lex = lexical(statement, chains, _words(said or read.option or ""))
+        if lex is not None:
+            lex.option = said or read.option
         return lex if lex is not None and not read.readings else read
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used])
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _words(read.option or ""))
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -149,24 +158,37 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
             own = option_kinds(c.facts.option, kinds_of)  # a terse "the ledger runs on X": X's kind
             subject, core = subject | own, core | own
         relation = subject_relation(note.subject, subject, note.core, core)
-        if relation not in RELATION_SCORE:
-            continue
+        if relation == "conflict" and _names_option(option, c.facts, c.history):
+            # Each says something the other does not ("the oss code licence" against "relicensing
+            # the code"), but their cores meet and the chain chose or left the statement's option.
+            relation = "near"
+        elif relation not in RELATION_SCORE:
+            if not _names_option(option, c.facts, c.history):
+                continue
+            relation = "option"  # the words of their subjects differ; the option ties them (a last resort)
         concepts = {t for t in subject if t.startswith("@")}
         if kinds and concepts and not kinds & concepts:
             continue  # the statement's option is another kind of thing than this decision's
         versions = [c.facts, *c.history]
         nodes = [head, *past]
-        head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
+        # A version that replaced another is a decision, cue or not ("From 1 July, Linenhall does
+        # our laundry").
+        decides = c.facts.is_decision or (bool(past) and not c.facts.long)
+        head_option = c.facts.option.key if decides and c.facts.option else None
         reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
+        at = next(
+            (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
+            None,
+        )
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
-        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
-            continue  # the version in force names it too, not as what it left: the reading cannot tell
+        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev} and (
+            at is None or head_option is None
+        ):
+            # The version in force names it too, not as what it left, and chose nothing else that
+            # an earlier version's choice of it would tell apart: the reading cannot tell.
+            continue
         else:
-            at = next(
-                (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
-                None,
-            )
             left = any(m.key == option.key for m in c.facts.prev)
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
@@ -177,10 +199,19 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
             else:
                 continue
         readings.append(reading)
+    # Chains tied to the statement only by its option count when no chain is about its subject.
+    readings = [r for r in readings if r.relation != "option"] or readings
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         own = [r for r in readings if not is_default(r.head.scope)]
         readings = own or readings
     return _verdict(note, option, readings)
+
+
+def _names_option(option: Mention, head: Facts, history: Sequence[Facts]) -> bool:
+    """Whether a chain chose the option (in any version) or its version in force left it."""
+    return any(m.key == option.key for m in head.prev) or any(
+        f.option is not None and f.option.key == option.key for f in (head, *history)
+    )
 
 
 def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement:
@@ -191,7 +222,13 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
     against = [r for r in readings if r.stance != "supports"]
 
     def strength(rs: list[Reading]) -> str:
-        return "exact" if any(r.relation == "exact" for r in rs) else "near"
+        if any(r.relation == "exact" for r in rs):
+            return "exact"
+        return "option" if all(r.relation == "option" for r in rs) else "near"
+
+    if supports and against and strength(readings) == "option":
+        # Tied by the option alone, and pulling both ways: nothing says which is about it.
+        return Judgement(Verdict.UNKNOWN, 0.3, **base, readings=supports + against, reason=OPTION_ONLY)
 
     if supports and not against:
         return Judgement(
@@ -249,15 +286,34 @@ def named_words(text: str) -> set[str]:
     return out
 
 
-def lexical(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]]) -> Judgement | None:
+_COMPLEMENT = re.compile(r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>[^.;!?\n]+?)\s*[.;!?]*\s*$", re.I)
+
+
+def complement(statement: str) -> str | None:
+    """What a one-clause statement says is used, after its last decision verb ("The volunteer
+    DBS renewal uses every three years" -> "every three years"); None when it has no such verb
+    or says more than one clause."""
+    cues = list(DECISION_CUE.finditer(statement))
+    if not cues:
+        return None
+    m = _COMPLEMENT.match(statement[cues[-1].end() :])
+    return m.group("phrase") if m else None
+
+
+def lexical(
+    statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], option_words: Iterable[str] = ()
+) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
     (``superseded``). A single version that holds the statement is in force. None: no chain is
-    plainly about it, or the words do not tell."""
+    plainly about it, or the words do not tell. ``option_words``: the words of the statement's
+    option (a name, or what it says is used: "every three years"), which tell versions apart as
+    names do; a chain whose every version holds them does not decide."""
     said = _words(statement)
     if len(said) < 2:
         return None
-    named = named_words(statement) & said
+    option = set(option_words) & said
+    named = named_words(statement) & said | option
     scored: list[tuple[float, Reading]] = []
     for head, past in chains:
         versions = [head, *past]
@@ -266,7 +322,9 @@ def lexical(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNo
         share = len(said & union) / len(said)
         if share < TOPICAL:
             continue
-        reading = _within(said, named, versions, held)
+        if option and len(versions) > 1 and option <= set.intersection(*held):
+            continue  # every version holds the option's words: they cannot tell which says it
+        reading = _within(said, option or named, versions, held)
         if reading is not None:
             scored.append((share, reading))
     if not scored:
@@ -298,7 +356,9 @@ def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: l
     telling = named - set.intersection(*held)  # the names that tell its versions apart
     says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
     if says[0]:
-        if telling or shares[0] >= max(shares[1:]):
+        # Names every version holds tell nothing, nor does a tie on the share of words: the head
+        # that says it must hold the telling names, or plainly more of the statement.
+        if telling or shares[0] > max(shares[1:]) or (not named and shares[0] >= max(shares[1:])):
             return Reading(head, "words", "supports", named=head)
         return None
     older = [i for i in range(1, len(versions)) if says[i]]
