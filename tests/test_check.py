@@ -193,7 +193,7 @@ def test_chains_tied_by_the_option_alone_that_disagree_are_unknown(tmp_path: Pat
 
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_lowercase_option_is_read_after_the_statements_verb(tmp_path: Path, wiring: str) -> None:
-    """"... uses fortnightly": no name to read as the option, so what follows the verb is, and its
+    """A statement "... uses fortnightly" has no name to read as the option, so what follows the verb is, and its
     words tell the versions apart, though the version in force holds more of the statement."""
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember("Retro cadence: fortnightly.").node.id
