@@ -4,6 +4,9 @@ And does ``needs_review`` follow dependencies?
     python -m bench.premise --out bench/results                     # frozen sets, dev sets, blind sets
     python -m bench.premise --out bench/results --limit 20          # first 20 scenarios of each set
     python -m bench.premise --sets odr,dev-a --out /tmp/p           # named sets only
+    python -m bench.premise --hybrid --out bench/results            # and again with vectors on
+    python -m bench.premise --hybrid-only --out bench/results       # add the hybrid pass to a report
+    python -m bench.premise --sets dev-k --modes agent --misses /tmp/m.jsonl   # each wrong answer
 
 **Premises.** For every question of a scenario set (the ``bench.scenarios`` format: notes with
 ``option`` and ``supersedes``, questions with ``gold_option`` and ``obsolete_options``), the
@@ -19,6 +22,15 @@ of the gold option, in two wordings: ``note`` (the text of the version that chos
 ``template`` ("The <topic> uses <option>."). A replaced premise is *caught* when the answer is
 ``superseded`` or ``contradicted``; a true premise is *wrongly flagged* by the same answers; the
 ``unknown`` rate is over both. Targets (with agent links): caught >= 0.95, false flags <= 0.02.
+
+**Hybrid.** ``--hybrid`` runs the sets again with vectors on (``vectors="auto"``, the default
+embedded setting: BM25 and the packaged MiniLM model, one model whose vectors are kept across
+scenarios), in ``agent`` mode, one development scenario in ``--hybrid-every`` (a fixed seed; two
+cores), the blind sets whole; the frozen ODR and VDR sets are words only.
+
+**Misses.** ``--misses FILE`` writes each wrong answer on a development set (never a blind one):
+the statement, what was expected, what ``check`` answered, its reason and evidence, and the
+scenario's notes on the question's topic, to group the misses by cause.
 
 **Dependencies.** A scenario whose notes carry ``depends_on`` (earlier note indices) and
 ``needs_review_at_end`` (true or false) is remembered with ``relations={"depends_on": [...]}``
@@ -432,26 +444,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=HYBRID_EVERY,
         help="hybrid run: one development scenario in N (a fixed seed); blind sets whole (default %(default)s)",
     )
+    parser.add_argument(
+        "--hybrid-only",
+        action="store_true",
+        help="run only the hybrid pass, added to the words-only report already in --out",
+    )
+    parser.add_argument("--hybrid-modes", default="agent", help="the hybrid pass's modes (default: agent)")
     args = parser.parse_args(argv)
     modes = [m for m in MODES if m in args.modes.split(",")]
     names = args.sets.split(",") if args.sets else None
     report: dict[str, Any] = {"sets": {}}
     misses: list[dict[str, Any]] | None = [] if args.misses else None
     files = [f for f in set_files(names) if f[1].exists()]
-    for name, path, blind in files:
+    if args.hybrid_only:
+        report = json.loads((args.out / "premise.json").read_text(encoding="utf-8"))
+    for name, path, blind in [] if args.hybrid_only else files:
         print(f"premise: {name}", file=sys.stderr)
         block = run_set(name, path, args.limit, not args.no_progress, misses=None if blind else misses, modes=modes)
         block["blind"] = blind
         report["sets"][name] = block
     report["pooled"] = pool(report["sets"])
-    if args.hybrid:
+    if args.hybrid or args.hybrid_only:
+        hybrid_modes = [m for m in MODES if m in args.hybrid_modes.split(",")]
         hybrid: dict[str, Any] = {"every": args.hybrid_every, "sets": {}}
         for name, path, blind in files:
             if name in HYBRID_SKIP:
                 continue
             print(f"premise (hybrid): {name}", file=sys.stderr)
             every = None if blind else args.hybrid_every
-            block = run_set(name, path, args.limit, not args.no_progress, vectors="auto", every=every, modes=modes)
+            progress = not args.no_progress
+            block = run_set(name, path, args.limit, progress, vectors="auto", every=every, modes=hybrid_modes)
             block["blind"] = blind
             hybrid["sets"][name] = block
         hybrid["pooled"] = pool(hybrid["sets"])

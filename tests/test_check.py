@@ -163,31 +163,16 @@ def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(t
 
 
 @pytest.mark.parametrize("wiring", WIRINGS)
-def test_the_option_ties_a_statement_to_a_chain_whose_words_differ(tmp_path: Path, wiring: str) -> None:
-    """A statement in other words than its decisions ("plant care" against "watered", "looks
-    after"): the chain that chose or left its option answers, less sure; a version that replaced
-    another is a decision though it has no decision cue ("Mossway looks after ...")."""
-    with wired(wiring, tmp_path / "m.db") as service:
-        first = service.remember("Office plants: watered by Greenleaf Services every Tuesday.").node.id
-        now = service.remember(
-            "The Greenleaf contract ends in May; from June, Mossway looks after the office plants.", supersedes=first
-        ).node.id
-        old = service.check("The office plant care uses Greenleaf Services.")
-        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now], old
-        assert [n.id for n in old.named] == [first] and old.confidence >= 0.8
-        held = service.check("The office plant care uses Mossway.")
-        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
-
-
-@pytest.mark.parametrize("wiring", WIRINGS)
-def test_chains_tied_by_the_option_alone_that_disagree_are_unknown(tmp_path: Path, wiring: str) -> None:
-    """Two decisions that share only the statement's option, one in force and one replaced:
-    nothing says which the statement is about."""
+def test_chains_tied_to_a_statement_by_its_option_alone_do_not_flag_it(tmp_path: Path, wiring: str) -> None:
+    """Two decisions on other things than the statement's subject ("payroll exports", "payroll
+    stock counts") that chose its option, one since replaced: nothing says which the statement is
+    about, so neither flags it (tying such chains by the option alone flagged true premises as
+    often as it caught replaced ones on the development sets)."""
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember("Payroll exports are signed off by Northwind Audit.").node.id
         service.remember("From March, Halvorsen & Co sign off the payroll exports.", supersedes=first)
-        service.remember("We picked Northwind Audit for the warehouse stock counts.")
-        out = service.check("The vendor review uses Northwind Audit.")
+        service.remember("We picked Northwind Audit for the payroll stock counts.")
+        out = service.check("The payroll review uses Northwind Audit.")
         assert out.verdict == "unknown", out
 
 
@@ -216,3 +201,11 @@ def test_an_option_every_version_names_does_not_say_which_holds(tmp_path: Path, 
         )
         out = service.check("The dependency scanning uses Snyk.")
         assert out.verdict != "in_force", out
+
+
+def test_the_option_a_statement_names_in_lowercase_is_what_follows_its_verb() -> None:
+    from evomem.domain.premise import complement
+
+    assert complement("The volunteer DBS renewal uses every three years.") == "every three years"
+    assert complement("the ledger runs on the self-hosted cluster") == "self-hosted cluster"
+    assert complement("Pepper's vet appointment, 3pm") is None  # no verb that says what is used

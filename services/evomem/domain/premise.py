@@ -48,12 +48,7 @@ CONFIDENCE = {
     (Verdict.SUPERSEDED, "near"): 0.8,
     (Verdict.CONTRADICTED, "exact"): 0.9,
     (Verdict.CONTRADICTED, "near"): 0.55,  # one subject inside the other: as often another aspect
-    # No subject in common: the chain chose (or left) the statement's option, nothing else ties them.
-    (Verdict.IN_FORCE, "option"): 0.8,
-    (Verdict.SUPERSEDED, "option"): 0.8,
-    (Verdict.CONTRADICTED, "option"): 0.5,
 }
-OPTION_ONLY = "only the option ties these decisions to the statement, and they disagree"
 MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
 
 
@@ -109,13 +104,13 @@ def judge(
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _words(said or read.option or ""))
+        lex = lexical(statement, chains, _option_words(said or read.option))
         if lex is not None:
             lex.option = said or read.option
         return lex if lex is not None and not read.readings else read
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _words(read.option or ""))
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option))
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -127,6 +122,12 @@ def judge(
         return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
     read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
     return read
+
+
+def _option_words(option: str | None) -> set[str]:
+    """The words of an option the statement names in lowercase ("fortnightly", "every three
+    years"), which tell a chain's versions apart as its names do (``named_words`` has those)."""
+    return set() if option is None or named_words(f"x {option}") else _words(option)
 
 
 DISAGREE = "its subject and option say one thing, the words of the versions another"
@@ -158,23 +159,14 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
             own = option_kinds(c.facts.option, kinds_of)  # a terse "the ledger runs on X": X's kind
             subject, core = subject | own, core | own
         relation = subject_relation(note.subject, subject, note.core, core)
-        if relation == "conflict" and _names_option(option, c.facts, c.history):
-            # Each says something the other does not ("the oss code licence" against "relicensing
-            # the code"), but their cores meet and the chain chose or left the statement's option.
-            relation = "near"
-        elif relation not in RELATION_SCORE:
-            if not _names_option(option, c.facts, c.history):
-                continue
-            relation = "option"  # the words of their subjects differ; the option ties them (a last resort)
+        if relation not in RELATION_SCORE:
+            continue
         concepts = {t for t in subject if t.startswith("@")}
         if kinds and concepts and not kinds & concepts:
             continue  # the statement's option is another kind of thing than this decision's
         versions = [c.facts, *c.history]
         nodes = [head, *past]
-        # A version that replaced another is a decision, cue or not ("From 1 July, Linenhall does
-        # our laundry").
-        decides = c.facts.is_decision or (bool(past) and not c.facts.long)
-        head_option = c.facts.option.key if decides and c.facts.option else None
+        head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
         reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
         at = next(
             (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
@@ -182,12 +174,8 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
         )
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
-        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev} and (
-            at is None or head_option is None
-        ):
-            # The version in force names it too, not as what it left, and chose nothing else that
-            # an earlier version's choice of it would tell apart: the reading cannot tell.
-            continue
+        elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
+            continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             left = any(m.key == option.key for m in c.facts.prev)
             if at is not None:
@@ -199,19 +187,10 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
             else:
                 continue
         readings.append(reading)
-    # Chains tied to the statement only by its option count when no chain is about its subject.
-    readings = [r for r in readings if r.relation != "option"] or readings
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         own = [r for r in readings if not is_default(r.head.scope)]
         readings = own or readings
     return _verdict(note, option, readings)
-
-
-def _names_option(option: Mention, head: Facts, history: Sequence[Facts]) -> bool:
-    """Whether a chain chose the option (in any version) or its version in force left it."""
-    return any(m.key == option.key for m in head.prev) or any(
-        f.option is not None and f.option.key == option.key for f in (head, *history)
-    )
 
 
 def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement:
@@ -222,13 +201,7 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
     against = [r for r in readings if r.stance != "supports"]
 
     def strength(rs: list[Reading]) -> str:
-        if any(r.relation == "exact" for r in rs):
-            return "exact"
-        return "option" if all(r.relation == "option" for r in rs) else "near"
-
-    if supports and against and strength(readings) == "option":
-        # Tied by the option alone, and pulling both ways: nothing says which is about it.
-        return Judgement(Verdict.UNKNOWN, 0.3, **base, readings=supports + against, reason=OPTION_ONLY)
+        return "exact" if any(r.relation == "exact" for r in rs) else "near"
 
     if supports and not against:
         return Judgement(
@@ -308,7 +281,7 @@ def lexical(
     (``superseded``). A single version that holds the statement is in force. None: no chain is
     plainly about it, or the words do not tell. ``option_words``: the words of the statement's
     option (a name, or what it says is used: "every three years"), which tell versions apart as
-    names do; a chain whose every version holds them does not decide."""
+    names do."""
     said = _words(statement)
     if len(said) < 2:
         return None
@@ -322,8 +295,6 @@ def lexical(
         share = len(said & union) / len(said)
         if share < TOPICAL:
             continue
-        if option and len(versions) > 1 and option <= set.intersection(*held):
-            continue  # every version holds the option's words: they cannot tell which says it
         reading = _within(said, option or named, versions, held)
         if reading is not None:
             scored.append((share, reading))
