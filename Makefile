@@ -147,9 +147,10 @@ bench-agents: $(VENV)/.installed-bench
 BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
 # check() on the premise of every question (the obsolete options and the gold one) of the frozen,
 # development and blind sets, with agent links and with the default server, and needs_review on
-# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md}.
+# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md};
+# words only, then hybrid (vectors on: agent links, a third of the dev scenarios, blind whole).
 bench-premise: $(VENV)/.installed-bench
-	$(PY) -m bench.premise --out bench/results --no-progress
+	$(PY) -m bench.premise --out bench/results --no-progress --hybrid
 
 bench-postgres: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress
