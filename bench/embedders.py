@@ -239,7 +239,7 @@ def agents(embedder: str, workdir: Path, dev_sample: int, blind_sample: int) -> 
 # ---------------------------------------------------------------------------- the run
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, save: Callable[[dict[str, Any]], None] = lambda r: None) -> dict[str, Any]:
     import numpy as np
 
     sets = load_sets()
@@ -277,6 +277,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"[{name}] remember on {args.store:,} notes ...", file=sys.stderr, flush=True)
             entry["in_core_hybrid"] = remember_cost(name, emb, workdir, args.store, args.remembers, args.rounds)
         report["embedders"][name] = entry
+        save(report)
     if "minilm" in report["embedders"] and "static" in report["embedders"]:
         mc, sc = report["embedders"]["minilm"]["_cos"], report["embedders"]["static"]["_cos"]
         q = float((mc < MINILM_FLOOR).mean())
@@ -292,9 +293,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.quality:
             print(f"[{name}] bench.quality para ...", file=sys.stderr, flush=True)
             entry["quality_para"] = quality_para(name, workdir)
+            save(report)
         if args.agents:
             print(f"[{name}] bench.agents ...", file=sys.stderr, flush=True)
             entry["agents"] = agents(name, workdir, args.dev_sample, args.blind_sample)
+            save(report)
     report["workdir"] = str(workdir)
     return report
 
@@ -456,10 +459,18 @@ def main(argv: list[str] | None = None) -> int:
         report = json.loads((out / "embedders.json").read_text())
     else:
         started = time.perf_counter()
-        report = run(args)
-        report["seconds"] = round(time.perf_counter() - started, 1)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "embedders.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+        def save(partial: dict[str, Any]) -> None:  # after each stage: a run cut short keeps what it measured
+            partial["seconds"] = round(time.perf_counter() - started, 1)
+            clean = {
+                **partial,
+                "embedders": {k: {f: v for f, v in e.items() if f != "_cos"} for k, e in partial["embedders"].items()},
+            }
+            (out / "embedders.json").write_text(json.dumps(clean, indent=2) + "\n", encoding="utf-8")
+
+        report = run(args, save)
+        save(report)
     text = markdown(report)
     (out / "embedders.md").write_text(text, encoding="utf-8")
     print(text)
