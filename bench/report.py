@@ -26,6 +26,7 @@ make bench-agents   # the five simulated agents alone: what an agent reading the
 make bench-full     # adds 1M notes and MemoryAgentBench (external)
 make bench-postgres-speed  # the 100k-note store on SQLite and PostgreSQL 17 + pgvector, each next to its floors
 make bench-premise  # check() on every question's premises; needs_review along dependencies
+make bench-embedders  # MiniLM against the static table distilled from it (EVOMEM_EMBEDDER=static), one run
 make bench-startup  # first tool result over stdio against a minimal MCP server (needs hyperfine)
 make compose-up && .venv/bin/python -m bench.gateway --gateway-url http://127.0.0.1:8765/mcp
 make bench-gateway   # wrk: the gateway's no-op floor, gateway and embedded throughput, 100k notes (local)
@@ -105,6 +106,15 @@ PG_SPEED_NOTE = (
     "47 ms p50 on the same data, the floor's figure. "
     "`remember` pays that search once for its candidate offers, hence about 200 ms against a 4 ms bare insert "
     "(fsync on). The HNSW query itself takes about 1 ms: what hybrid recall adds is embedding the query.\n\n"
+)
+
+
+EMBEDDERS_NOTE = (
+    "Issue 32's embedding cost: remember's profile spent ~10 ms of ~18 ms embedding the note with MiniLM. "
+    "`EVOMEM_EMBEDDER=static` embeds with a token table that model2vec distilled from that MiniLM "
+    "(`make -C lab distill-static`; 256 dims, 15 MB, numpy only). Both embedders in one run: the embedder "
+    "alone on the development and blind sets, the cost, and the product's paraphrase and agents benches "
+    "with the setting set. The default stays `minilm` (the decision is the lead's; the report says why).\n\n"
 )
 
 
@@ -444,6 +454,11 @@ def main(argv: list[str] | None = None) -> int:
         r / "profile" / "profile.md",
         "Recall and remember in-core under a profiler (`python -m bench.profile`), then what changed and the "
         "same speed suite before and after in one run.\n\n",
+    )
+    text += section(
+        "Static embeddings against MiniLM (`make bench-embedders`)",
+        r / "embedders.md",
+        EMBEDDERS_NOTE,
     )
     text += floors(r)
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
