@@ -378,7 +378,8 @@ def markdown(r: dict[str, Any]) -> str:
         lines += [
             "",
             f"MiniLM's floor {fl['minilm']} is its {fl['quantile']:.3f} quantile of these cosines; the static "
-            f"table's cosine at that quantile is **{fl['static']}** (`bootstrap.vectors.STATIC_MIN_SIMILARITY`).",
+            f"table's cosine at that quantile is **{fl['static']}**: a floor that drops as many unrelated pairs "
+            "(the sweep below says what it costs paraphrases).",
         ]
     lines += [
         "",
@@ -416,6 +417,23 @@ def markdown(r: dict[str, Any]) -> str:
                     f"{_f(m.get('hit_new_words'))} | {_f(m.get('hit_neither'))} | "
                     f"{_f(m.get('precision'))} / {_f(m.get('recall'))} | {_f(m.get('recall_if_confirmed'))} |"
                 )
+    if r.get("floor_sweep"):
+        sw = r["floor_sweep"]
+        lines += [
+            "",
+            "## The static floor (`bootstrap.vectors.STATIC_MIN_SIMILARITY`)",
+            "",
+            sw["how"],
+            "",
+            "| static floor | para: agent hit all | neither | pair ODR | pair recall if confirmed | "
+            "agents dev / blind recall if confirmed |",
+            "|---|---|---|---|---|---|",
+        ]
+        for row in sw["rows"]:
+            lines.append(
+                f"| {row['floor']} | {_f(row['hit_all'])} | {_f(row['hit_neither'])} | {_f(row['pair_odr'])} | "
+                f"{_f(row['pair_ric'])} | {_f(row.get('agents_dev_ric'))} / {_f(row.get('agents_blind_ric'))} |"
+            )
     if any("agents" in e for e in embs.values()):
         lines += [
             "",

@@ -114,7 +114,14 @@ EMBEDDERS_NOTE = (
     "`EVOMEM_EMBEDDER=static` embeds with a token table that model2vec distilled from that MiniLM "
     "(`make -C lab distill-static`; 256 dims, 15 MB, numpy only). Both embedders in one run: the embedder "
     "alone on the development and blind sets, the cost, and the product's paraphrase and agents benches "
-    "with the setting set. The default stays `minilm` (the decision is the lead's; the report says why).\n\n"
+    "with the setting set. The machine was shared (load ~10 on 2 cores): MiniLM took 55 ms a note here against "
+    "~7 ms on a quiet machine, so read the cost as a ratio. What it says: the table embeds a note in ~0.2 ms and "
+    "cut remember's p50 by ~35 ms in the same conditions, but it loses on paraphrases: vector-only, questions "
+    "that share no name with any version find the note in force 0.389 against 0.583; through the server "
+    "(static floor 0.2, what ships) the agent's paraphrase hit rate is within 0.01 of MiniLM's (0.903 / 0.912) "
+    "but the pair linker's offers, trained on MiniLM's cosines, fall behind (para ODR 0.394 / 0.319, recall if "
+    "confirmed 0.188 / 0.219), while the agents' recall if confirmed is 0.624 / 0.633 (dev) and 0.573 / 0.573 "
+    "(blind). Not close enough to be the default: `static` stays an option.\n\n"
 )
 
 
