@@ -13,7 +13,7 @@ lab/devdata) and the blind sets (bench/blind: run, never read; aggregates only):
   replaces in the top 3 (``edge_r3``: the linker's candidates by meaning);
 - **noise floor**: the cosine of notes of different scenarios (seeded pairs), its p95 and p99, and
   the static cosine at the quantile where MiniLM's is 0.2 (``bootstrap.vectors`` drops neighbours
-  below 0.2 for MiniLM; the static floor is set from this);
+  below 0.2 for MiniLM; a static floor that drops as many cut paraphrases, so it ships 0.2 too);
 - **cost**: ms to embed one note (p50 / p95, one thread, as remember does), load time, and remember
   and recall p50 / p95 in-core with hybrid recall on a 10k-note store (``bench.speed.in_core``, the
   store's vectors from the embedder under test, ``bench.datagen.add_vectors``);
