@@ -13,8 +13,9 @@ one. What implements them:
 - ``Linker``: ``domain.linkers`` (heuristic, scored, pair, cascade); ``adapters.llm_linker.LLMLinker``
   (OpenAI-compatible HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
 - ``Vectors``: ``adapters.vectors.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec).
-- ``Embedder`` / ``EmbeddingModel``: ``adapters.models.embedding.OnnxEmbedder``, ``adapters.models.triton``'s
-  ``TritonEmbedder`` and ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
+- ``Embedder`` / ``EmbeddingModel``: ``adapters.models.embedding.OnnxEmbedder``,
+  ``adapters.models.static.StaticEmbedder``, ``adapters.models.triton``'s ``TritonEmbedder`` and
+  ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
 - ``JobQueue`` / ``JobSource``: ``adapters.redis_queue`` (Redis Streams).
 - ``AuditLog``: every ``Store`` and ``Storage``.
 - ``Archive``: ``SQLiteStore`` and ``PostgresStore``: a store read and written whole, ids kept
