@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8765
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format bench bench-agents bench-premise bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
+.PHONY: run test lint format bench bench-agents bench-embedders bench-premise bench-postgres bench-postgres-speed bench-gateway bench-gateway-deps bench-linking bench-linking-sets bench-linking-dev bench-linking-peps bench-linking-mab bench-full bench-llm bench-startup images base-images clean help protos test-deps dist
 .PHONY: models triton-models llm-model bench-llm-real triton-venv triton-cpu standin-images
 
 help:
@@ -19,6 +19,7 @@ help:
 	@echo "make test        install test tools, run ruff and pytest"
 	@echo "make bench       quality suite + PEP chains (every offline linker) + linking table (dev and blind) + 100k-note speed suite + cost curve at 10k and 100k notes (results in bench/results/)"
 	@echo "make bench-agents five simulated agents read the default server's offers and hints, dev and blind sets (bench/results/agents.md)"
+	@echo "make bench-embedders MiniLM against its static distillation (EVOMEM_EMBEDDER=static): quality and cost, one run (bench/results/embedders.md)"
 	@echo "make bench-full  adds 1M notes, the cost curve to 10M notes, profiles at 1M and MemoryAgentBench (external data)"
 	@echo "make bench-postgres-speed  recall/remember at 100k notes on SQLite and PostgreSQL (Docker), each next to its own floors"
 	@echo "make bench-gateway  wrk: the gateway's no-op floor, gateway and embedded recall/remember, 100k notes (LABEL=after)"
@@ -143,14 +144,23 @@ bench-agents: $(VENV)/.installed-bench
 	$(PY) -m bench.agents --out bench/results --dev-sample $(AGENTS_DEV_SAMPLE) --blind-sample $(AGENTS_BLIND_SAMPLE) \
 		--seed $(AGENTS_SEED) $(if $(EXTERNAL_DATA),--external $(EXTERNAL_DATA))
 
+# Issue 32's embedding cost: the shipped MiniLM against the static table distilled from it (make -C lab
+# distill-static), in one run: vector ranking on the dev and blind sets, the noise floor, ms per note, remember
+# on a 10k-note store, bench.quality's paraphrase set and bench.agents (no PEPs) with EVOMEM_EMBEDDER set:
+# bench/results/embedders.{json,md}. About 25 minutes on 2 cores.
+bench-embedders: $(VENV)/.installed-bench
+	nice -n 10 $(PY) -m bench.embedders --out bench/results --dev-sample $(AGENTS_DEV_SAMPLE) \
+		--blind-sample $(AGENTS_BLIND_SAMPLE)
+
 # PostgreSQL's ranking (ts_rank) against FTS5's BM25 on the same scenario sets, the agent setting every
 # link (so ODR differs by the ranking alone), hybrid and words alone: bench/results/postgres (Docker).
 BENCH_PG_MEMORIES = flat-dates,evomem-agent,evomem-agent+bm25,evomem-agent@postgres,evomem-agent+bm25@postgres
 # check() on the premise of every question (the obsolete options and the gold one) of the frozen,
 # development and blind sets, with agent links and with the default server, and needs_review on
-# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md}.
+# the dependency scenarios (depends_on, needs_review_at_end): bench/results/premise.{json,md};
+# words only, then hybrid (vectors on: agent links, a third of the dev scenarios, blind whole).
 bench-premise: $(VENV)/.installed-bench
-	$(PY) -m bench.premise --out bench/results --no-progress
+	$(PY) -m bench.premise --out bench/results --no-progress --hybrid
 
 bench-postgres: $(VENV)/.installed-bench
 	$(PY) -m bench.quality --postgres --memories $(BENCH_PG_MEMORIES) --out bench/results/postgres --no-progress

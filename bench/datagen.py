@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import new_id
@@ -209,7 +210,9 @@ def build(
     return path
 
 
-def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = True, batch: int = 20_000) -> int:
+def add_vectors(
+    path: Path, seed: int = 1, *, pool: int = 512, progress: bool = True, batch: int = 20_000, embedder: Any = None
+) -> int:
     """Give every note of a built store a vector in the store's own file, as hybrid recall keeps them.
 
     Embedding 1M notes with the real model would take hours on 2 cores, and the speed of a
@@ -218,6 +221,7 @@ def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = 
     with the real model, and every note gets one of those vectors plus Gaussian noise
     (cosine ~0.8 to its source): realistic clusters, right dimension and model name. Recall
     *quality* is measured elsewhere (bench.quality), with every vector real.
+    ``embedder``: the model whose vectors these are (default: the shipped MiniLM).
     Returns how many vectors were written; 0 when the model or sqlite-vec is missing.
     """
     import numpy as np
@@ -229,8 +233,8 @@ def add_vectors(path: Path, seed: int = 1, *, pool: int = 512, progress: bool = 
     if vectors_problem() is not None:
         print(f"no vectors for {path}: {vectors_problem()}", file=sys.stderr)
         return 0
-    embedder = OnnxEmbedder()
-    index = VectorIndex(path, model=embedder.name)
+    embedder = OnnxEmbedder() if embedder is None else embedder
+    index = VectorIndex(path, model=embedder.name, dim=embedder.dim)
     t0 = time.perf_counter()
     try:
         conn = index._conn()

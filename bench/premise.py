@@ -4,6 +4,9 @@ And does ``needs_review`` follow dependencies?
     python -m bench.premise --out bench/results                     # frozen sets, dev sets, blind sets
     python -m bench.premise --out bench/results --limit 20          # first 20 scenarios of each set
     python -m bench.premise --sets odr,dev-a --out /tmp/p           # named sets only
+    python -m bench.premise --hybrid --out bench/results            # and again with vectors on
+    python -m bench.premise --hybrid-only --out bench/results       # add the hybrid pass to a report
+    python -m bench.premise --sets dev-k --modes agent --misses /tmp/m.jsonl   # each wrong answer
 
 **Premises.** For every question of a scenario set (the ``bench.scenarios`` format: notes with
 ``option`` and ``supersedes``, questions with ``gold_option`` and ``obsolete_options``), the
@@ -19,6 +22,15 @@ of the gold option, in two wordings: ``note`` (the text of the version that chos
 ``template`` ("The <topic> uses <option>."). A replaced premise is *caught* when the answer is
 ``superseded`` or ``contradicted``; a true premise is *wrongly flagged* by the same answers; the
 ``unknown`` rate is over both. Targets (with agent links): caught >= 0.95, false flags <= 0.02.
+
+**Hybrid.** ``--hybrid`` runs the sets again with vectors on (``vectors="auto"``, the default
+embedded setting: BM25 and the packaged MiniLM model, one model whose vectors are kept across
+scenarios), in ``agent`` mode, one development scenario in ``--hybrid-every`` (a fixed seed; two
+cores), the blind sets whole; the frozen ODR and VDR sets are words only.
+
+**Misses.** ``--misses FILE`` writes each wrong answer on a development set (never a blind one):
+the statement, what was expected, what ``check`` answered, its reason and evidence, and the
+scenario's notes on the question's topic, to group the misses by cause.
 
 **Dependencies.** A scenario whose notes carry ``depends_on`` (earlier note indices) and
 ``needs_review_at_end`` (true or false) is remembered with ``relations={"depends_on": [...]}``
@@ -51,6 +63,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODES = ("agent", "default")
 WORDINGS = ("note", "template")
 CAUGHT = ("superseded", "contradicted")
+HYBRID_EVERY = 3  # the hybrid run reads one development scenario in 3 (2 cores), the blind sets whole
+HYBRID_SKIP = ("odr", "vdr")  # the frozen generated sets: words only
 
 
 def set_files(names: Sequence[str] | None) -> list[tuple[str, Path, bool]]:
@@ -76,8 +90,28 @@ def load(path: Path, limit: int | None) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- one scenario
 
 
-def _service(folder: Path, n: int) -> Any:
-    return build_embedded(Settings(db=str(folder / f"s{n}.db"), vectors="off"))
+def _service(folder: Path, n: int, vectors: str = "off") -> Any:
+    """A fresh embedded server: words only (``vectors="off"``) or the default hybrid search
+    (``"auto"``: the packaged MiniLM model, one shared across scenarios, its vectors kept)."""
+    service = build_embedded(Settings(db=str(folder / f"s{n}.db"), vectors=vectors))
+    if vectors != "off":
+        _share_embedder(service)
+    return service
+
+
+_EMBEDDER: list[Any] = []  # one CachedEmbedder for every scenario of a hybrid run
+
+
+def _share_embedder(service: Any) -> None:
+    semantic = getattr(service, "vectors", None)
+    model = getattr(semantic, "embedder", None)
+    if model is None:
+        return
+    if not _EMBEDDER or _EMBEDDER[0].name != model.name:
+        from bench.agents import CachedEmbedder
+
+        _EMBEDDER[:] = [CachedEmbedder(model)]
+    semantic.embedder = _EMBEDDER[0]  # type: ignore[union-attr]
 
 
 def _remember_all(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[int, str]:
@@ -127,8 +161,10 @@ def statements(scenario: Mapping[str, Any], q: Mapping[str, Any]) -> Iterator[tu
         yield "template", f"The {_topic_phrase(scenario, q)} uses {option}.", true
 
 
-def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[str, Any]:
-    """Premise answers and dependency flags of one scenario, remembered in ``mode``."""
+def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str, misses: list | None = None) -> dict[str, Any]:
+    """Premise answers and dependency flags of one scenario, remembered in ``mode``; with
+    ``misses``, each wrong answer (a replaced premise not caught, a true one flagged) is added to
+    it with its evidence (``miss``)."""
     ids = _remember_all(service, scenario, mode)
     answers: list[tuple[str, bool, str, float]] = []
     for q in scenario.get("questions") or ():
@@ -138,12 +174,45 @@ def run_scenario(service: Any, scenario: Mapping[str, Any], mode: str) -> dict[s
         for wording, text, true in statements(scenario, q):
             out = service.check(text, scope=scope)
             answers.append((wording, true, out.verdict, out.confidence))
+            if misses is not None and (out.verdict in CAUGHT) != (not true):
+                misses.append(miss(scenario, q, mode, wording, text, true, out))
     flags: list[tuple[bool, bool]] = []
     for note in scenario["notes"]:
         if "needs_review_at_end" in note and note["i"] in ids:
             node = service.get_node(ids[note["i"]])[0]
             flags.append((bool(note["needs_review_at_end"]), node.needs_review is not None))
     return {"answers": answers, "flags": flags}
+
+
+def miss(
+    scenario: Mapping[str, Any], q: Mapping[str, Any], mode: str, wording: str, text: str, true: bool, out: Any
+) -> dict[str, Any]:
+    """One wrong answer, for study (development sets only): the statement, what was expected,
+    what ``check`` answered and the evidence it read, and the scenario's notes on the topic."""
+
+    def node(n: Any) -> dict[str, Any]:
+        return {"id": n.id, "scope": n.scope, "status": str(n.status), "v": n.version, "text": n.raw_text[:400]}
+
+    return {
+        "scenario": scenario.get("id"),
+        "mode": mode,
+        "wording": wording,
+        "statement": text,
+        "scope": q.get("scope"),
+        "expected": "in_force" if true else "superseded/contradicted",
+        "gold_option": q.get("gold_option"),
+        "answer": out.verdict,
+        "confidence": out.confidence,
+        "option_read": out.option,
+        "reason": out.reason,
+        "in_force": [node(n) for n in out.in_force],
+        "named": [node(n) for n in out.named],
+        "topic_notes": [
+            {k: n.get(k) for k in ("i", "scope", "option", "supersedes", "text")}
+            for n in scenario["notes"]
+            if n.get("topic") == q.get("topic")
+        ],
+    }
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -196,18 +265,39 @@ def flag_metrics(flags: Sequence[tuple[bool, bool]]) -> dict[str, Any] | None:
     }
 
 
-def run_set(name: str, path: Path, limit: int | None, progress: bool) -> dict[str, Any]:
-    scenarios = load(path, limit)
-    out: dict[str, Any] = {"scenarios": len(scenarios)}
+def sample(scenarios: list[dict[str, Any]], every: int | None, seed: int = 33) -> list[dict[str, Any]]:
+    """One scenario in ``every`` (a fixed seed: the same sample each run), in their order."""
+    if not every or every <= 1:
+        return scenarios
+    import random
+
+    rng = random.Random(seed)
+    keep = sorted(rng.sample(range(len(scenarios)), max(1, len(scenarios) // every)))
+    return [scenarios[i] for i in keep]
+
+
+def run_set(
+    name: str,
+    path: Path,
+    limit: int | None,
+    progress: bool,
+    *,
+    vectors: str = "off",
+    every: int | None = None,
+    misses: list | None = None,
+    modes: Sequence[str] = MODES,
+) -> dict[str, Any]:
+    scenarios = sample(load(path, limit), every)
+    out: dict[str, Any] = {"scenarios": len(scenarios), "vectors": vectors}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="evomem-premise-") as tmp:
-        for mode in MODES:
+        for mode in modes:
             answers: list[tuple[str, bool, str, float]] = []
             flags: list[tuple[bool, bool]] = []
             for n, scenario in enumerate(scenarios):
-                service = _service(Path(tmp), n * 2 + MODES.index(mode))
+                service = _service(Path(tmp), n * 2 + MODES.index(mode), vectors)
                 try:
-                    got = run_scenario(service, scenario, mode)
+                    got = run_scenario(service, scenario, mode, misses)
                 finally:
                     service.close()
                 answers += got["answers"]
@@ -242,18 +332,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         "| set | kind | mode | wording | statements | caught | false flags | in force (true) | unknown |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, block in report["sets"].items():
-        kind = "blind" if block["blind"] else "dev"
-        for mode in MODES:
-            for w in WORDINGS:
-                m = block[mode]["premises"][w]
-                if not m["statements"]:
-                    continue
-                lines.append(
-                    f"| {name} | {kind} | {mode} | {w} | {m['statements']} | {_f(m['caught'])} | "
-                    f"{_f(m['false_flags'])} | {_f(m['in_force_on_true'])} | {_f(m['unknown'])} |"
-                )
-    deps = [(n, b, mode) for n, b in report["sets"].items() for mode in MODES if b[mode]["dependencies"]]
+    lines += _rows(report["sets"])
+    deps = [(n, b, mode) for n, b in report["sets"].items() for mode in MODES if mode in b and b[mode]["dependencies"]]
     if deps:
         lines += [
             "",
@@ -267,17 +347,53 @@ def markdown(report: Mapping[str, Any]) -> str:
                 f"| {name} | {kind} | {mode} | {d['notes']} | {d['should_flag']} | {_f(d['flag_recall'])} | "
                 f"{_f(d['false_flags'])} |"
             )
+    lines += _pooled_lines(report["pooled"], "words only")
+    if report.get("hybrid"):
+        h = report["hybrid"]
+        lines += [
+            "",
+            "## Hybrid search (vectors on, the default embedded setting)",
+            "",
+            f"The same, with the packaged MiniLM model: one development scenario in {h['every']} (a fixed seed), "
+            "the blind sets whole.",
+            "",
+            "| set | kind | mode | wording | statements | caught | false flags | in force (true) | unknown |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += _rows(h["sets"])
+        lines += _pooled_lines(h["pooled"], "hybrid")
+    return "\n".join(lines) + "\n"
+
+
+def _rows(sets: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for name, block in sets.items():
+        kind = "blind" if block["blind"] else "dev"
+        for mode in (x for x in MODES if x in block):
+            for w in WORDINGS:
+                m = block[mode]["premises"][w]
+                if not m["statements"]:
+                    continue
+                lines.append(
+                    f"| {name} | {kind} | {mode} | {w} | {m['statements']} | {_f(m['caught'])} | "
+                    f"{_f(m['false_flags'])} | {_f(m['in_force_on_true'])} | {_f(m['unknown'])} |"
+                )
+    return lines
+
+
+def _pooled_lines(pooled_by: Mapping[str, Any], label: str) -> list[str]:
+    lines: list[str] = []
     for kind in ("dev", "blind"):
         for mode in MODES:
             for w in WORDINGS:
-                pooled = report["pooled"].get(f"{kind}/{mode}/{w}")
+                pooled = pooled_by.get(f"{kind}/{mode}/{w}")
                 if pooled:
                     lines.append(
-                        f"\nPooled {kind}, {mode}, {w}: caught {_f(pooled['caught'])}, false flags "
+                        f"\nPooled {kind}, {mode}, {w} ({label}): caught {_f(pooled['caught'])}, false flags "
                         f"{_f(pooled['false_flags'])}, unknown {_f(pooled['unknown'])} "
                         f"({pooled['statements']} statements)"
                     )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def pool(sets: Mapping[str, Any]) -> dict[str, Any]:
@@ -286,7 +402,7 @@ def pool(sets: Mapping[str, Any]) -> dict[str, Any]:
     for kind, blind in (("dev", False), ("blind", True)):
         for mode in MODES:
             for w in WORDINGS:
-                ms = [b[mode]["premises"][w] for b in sets.values() if b["blind"] == blind]
+                ms = [b[mode]["premises"][w] for b in sets.values() if b["blind"] == blind and mode in b]
                 ms = [m for m in ms if m["statements"]]
                 if not ms:
                     continue
@@ -313,17 +429,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sets", help="comma-separated set names (default: all)")
     parser.add_argument("--limit", type=int, help="first N scenarios of each set")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--misses", type=Path, help="write each wrong answer on a development set, with its evidence (JSON lines)"
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help="agent, default or both (comma-separated)")
+    parser.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="also run with vectors on (the default embedded setting: words and the packaged MiniLM model)",
+    )
+    parser.add_argument(
+        "--hybrid-every",
+        type=int,
+        default=HYBRID_EVERY,
+        help="hybrid run: one development scenario in N (a fixed seed); blind sets whole (default %(default)s)",
+    )
+    parser.add_argument(
+        "--hybrid-only",
+        action="store_true",
+        help="run only the hybrid pass, added to the words-only report already in --out",
+    )
+    parser.add_argument("--hybrid-modes", default="agent", help="the hybrid pass's modes (default: agent)")
     args = parser.parse_args(argv)
+    modes = [m for m in MODES if m in args.modes.split(",")]
     names = args.sets.split(",") if args.sets else None
     report: dict[str, Any] = {"sets": {}}
-    for name, path, blind in set_files(names):
-        if not path.exists():
-            continue
+    misses: list[dict[str, Any]] | None = [] if args.misses else None
+    files = [f for f in set_files(names) if f[1].exists()]
+    if args.hybrid_only:
+        report = json.loads((args.out / "premise.json").read_text(encoding="utf-8"))
+    for name, path, blind in [] if args.hybrid_only else files:
         print(f"premise: {name}", file=sys.stderr)
-        block = run_set(name, path, args.limit, not args.no_progress)
+        block = run_set(name, path, args.limit, not args.no_progress, misses=None if blind else misses, modes=modes)
         block["blind"] = blind
         report["sets"][name] = block
     report["pooled"] = pool(report["sets"])
+    if args.hybrid or args.hybrid_only:
+        hybrid_modes = [m for m in MODES if m in args.hybrid_modes.split(",")]
+        hybrid: dict[str, Any] = {"every": args.hybrid_every, "sets": {}}
+        for name, path, blind in files:
+            if name in HYBRID_SKIP:
+                continue
+            print(f"premise (hybrid): {name}", file=sys.stderr)
+            every = None if blind else args.hybrid_every
+            progress = not args.no_progress
+            block = run_set(name, path, args.limit, progress, vectors="auto", every=every, modes=hybrid_modes)
+            block["blind"] = blind
+            hybrid["sets"][name] = block
+        hybrid["pooled"] = pool(hybrid["sets"])
+        report["hybrid"] = hybrid
+    if args.misses and misses is not None:
+        args.misses.parent.mkdir(parents=True, exist_ok=True)
+        with args.misses.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(m, ensure_ascii=False) + "\n" for m in misses)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "premise.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (args.out / "premise.md").write_text(markdown(report), encoding="utf-8")

@@ -315,14 +315,15 @@ def _question_kinds(scenarios: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _hit(run: ScenarioRun, q: Mapping[str, Any]) -> bool:
     """Whether the decision in force (the gold note) is among what the memory returned."""
-    return q["gold_note"] in run.returned.get(q["id"], [])
+    gold = q.get("gold_note")
+    return gold is not None and gold in run.returned.get(q["id"], [])
 
 
 def _vector_only(run: ScenarioRun, q: Mapping[str, Any]) -> bool:
     """Whether the decision in force came back, found by the vector search alone."""
     returned = run.returned.get(q["id"], [])
     via = run.via.get(q["id"], [])
-    return any(i == q["gold_note"] and v == ["vector"] for i, v in zip(returned, via, strict=False))
+    return any(i == q.get("gold_note") and v == ["vector"] for i, v in zip(returned, via, strict=False))
 
 
 def wording_metrics(
@@ -332,8 +333,8 @@ def wording_metrics(
     groups: dict[str, list[tuple[bool, str, bool]]] = {"all": []}
     for s, run, outs in zip(items, runs, outcomes, strict=True):
         for q, outcome in zip(s["questions"], outs, strict=True):
-            if q["kind"] != "main":
-                continue
+            if q["kind"] != "main" or q.get("gold_note") is None:
+                continue  # a question with no single decision in force (a set of dependencies) has no hit
             event = (_hit(run, q), outcome, _vector_only(run, q))
             groups["all"].append(event)
             groups.setdefault(q["wording"], []).append(event)
@@ -495,8 +496,8 @@ def build_report(
                         "hit": _hit(run, q),
                         "option": v.option,
                         "note": v.note,
-                        "gold_option": q["gold_option"],
-                        "gold_note": q["gold_note"],
+                        "gold_option": q.get("gold_option"),
+                        "gold_note": q.get("gold_note"),
                         "returned": [
                             [i, it.status]
                             for i, it in zip(run.returned.get(q["id"], []), run.items[q["id"]], strict=False)

@@ -4,7 +4,7 @@
     python -m lab.handoff --model pair       # one of them
     python -m lab.handoff --check            # the product's files are what their pins say
 
-The trainers (``make -C lab train-linker``, ``train-cronista``, ``train-cross``) write into
+The trainers (``make -C lab train-linker``, ``train-cronista``, ``train-cross``, ``distill-static``) write into
 ``build/lab/<model>/`` and never into the product. This copies a built model's files into its
 folder of ``services/evomem/adapters/models/`` and writes that folder's ``pins.json``:
 
@@ -58,6 +58,7 @@ MODELS = {
             compiled="services/evomem/adapters/models/onnx_cronista.py",
         ),
         Model("pair-cross", ("model.onnx", "tokenizer.json"), "train-cross", "lab/train_cross.py", ("README.md",)),
+        Model("static", ("model.safetensors", "tokenizer.json"), "distill-static", "lab/distill_static.py"),
     )
 }
 
@@ -79,6 +80,8 @@ def data_files(model: Model, folder: Path) -> dict[str, str]:
     else:
         training = _read_pins(folder).get("training", {})
         names = [*training.get("data_files", []), *training.get("sources", [])]
+        # a model made from another model, not from data (the static table): that model's file and sha256
+        return {**{name: _data_sha(name) for name in names}, **training.get("base", {})}
     return {name: _data_sha(name) for name in names}
 
 
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     names = args.model or [n for n in MODELS if (BUILD / n).is_dir()]
     if not names:
-        print(f"nothing built under {BUILD}: run make -C lab train-linker (or train-cronista, train-cross)")
+        print(f"nothing built under {BUILD}: run make -C lab train-linker (or train-cronista, train-cross, ...)")
         return 1
     for name in names:
         pins = hand_over(MODELS[name], BUILD / name, PRODUCT / name)

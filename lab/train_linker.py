@@ -896,6 +896,7 @@ def main(argv: list[str] | None = None) -> int:
         "subject_at": round(subject_at, 4),
         "subject_at_full": round(subject_at_full, 4),
         "calibration": served["calibration"],
+        "calibration_long": served["calibration_long"],
         "offer_at": served["offer_at"],
         "hint_at": served["hint_at"],
         "decides": served["decides"],

@@ -1,12 +1,14 @@
 """Save a screenshot of the decision timeline (/ui) for the README: docs/timeline.png.
 
-    python scripts/timeline_screenshot.py [OUT.png]
+    python scripts/timeline_screenshot.py [OUT.png] [--chain CHAIN.png]
 
 Starts ``evomem-mcp --transport http`` on a fresh database in a temporary folder, writes a
-short story through the MCP tools (the ledger moving from Postgres to SQLite, and two
-decisions around it), and opens ``/ui?q=ledger`` with every version shown in a headless
+short story through the MCP tools (the ledger moving from Postgres to SQLite, a report built on
+the Postgres decision, now flagged for review, and backups that implement the SQLite move), and
+opens ``/ui`` without a query (the chains changed last) with every version shown, in a headless
 Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by selenium: ``make test-deps``
-and the test extra install both).
+and the test extra install both). ``--chain OUT.png`` also saves the SQLite decision's own page,
+with the decisions built on it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp import Client
 
@@ -26,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 
 
-async def story(url: str) -> None:
+async def story(url: str) -> str:
+    """The story; the id of the decision in force for the ledger (the SQLite move)."""
+
     async def remember(client: Client, **args: object) -> str:
         out = await client.call_tool("remember", args)
         if out.is_error:
@@ -36,6 +41,13 @@ async def story(url: str) -> None:
     async with Client(url) as c:
         pg = await remember(c, raw_text="We use Postgres for the ledger", tags=["ledger", "db"], author="alice")
         await remember(
+            c,
+            raw_text="Monthly ledger reports read from a Postgres read replica",
+            tags=["ledger", "reports"],
+            author="dave",
+            relations={"depends_on": [pg]},
+        )
+        sqlite = await remember(
             c,
             raw_text="We moved the ledger to SQLite because Postgres was overkill for one writer",
             supersedes=pg,
@@ -53,12 +65,31 @@ async def story(url: str) -> None:
             tags=["ledger", "ops"],
             author="carol",
             scope="production",
-            relations={"related": [pg]},
+            relations={"implements": [sqlite]},
         )
+        return sqlite
+
+
+def shoot(chrome: Any, url: str, out: Path, width: int = 1100) -> None:
+    """``url`` as shown in a viewport ``width`` wide and as tall as the page (no scroll bar, no blank)."""
+    chrome.get(url)
+    time.sleep(0.3)
+    metrics = {"width": width, "height": 400, "deviceScaleFactor": 1, "mobile": False}
+    chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    height = int(chrome.execute_script("return document.documentElement.scrollHeight"))
+    chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**metrics, "height": height + 16})
+    time.sleep(0.3)
+    chrome.save_screenshot(str(out))
 
 
 def main() -> int:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "docs" / "timeline.png")
+    args = sys.argv[1:]
+    chain_out = None
+    if "--chain" in args:
+        at = args.index("--chain")
+        chain_out = Path(args[at + 1])
+        del args[at : at + 2]
+    out = Path(args[0] if args else ROOT / "docs" / "timeline.png")
     browser, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if browser is None or driver_path is None:
         print("install chromium and chromium-driver (apt-get install -y chromium chromium-driver)", file=sys.stderr)
@@ -83,16 +114,17 @@ def main() -> int:
             if url is None:
                 print(log.read_text(errors="replace"), file=sys.stderr)
                 return 1
-            asyncio.run(story(url))
+            sqlite = asyncio.run(story(url))
             options = webdriver.ChromeOptions()
             options.binary_location = browser
-            for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1100,980"):
+            for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1100,1080"):
                 options.add_argument(arg)
             chrome = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
             try:
-                chrome.get(url.removesuffix("/mcp") + "/ui?q=ledger&view=all")
-                time.sleep(0.5)
-                chrome.save_screenshot(str(out))
+                base = url.removesuffix("/mcp")
+                shoot(chrome, base + "/ui?view=all", out)
+                if chain_out is not None:
+                    shoot(chrome, f"{base}/ui/chain/{sqlite}", chain_out)
             finally:
                 chrome.quit()
         finally:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from evomem.domain import dependencies as deps
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 from evomem.domain.errors import (
     Conflict,
     CycleError,
@@ -50,7 +51,7 @@ from evomem.domain.model import (
     new_id,
     now_ms,
 )
-from evomem.domain.recall import Successor
+from evomem.domain.recall import Successor, scope_match
 
 SCHEMA_VERSION = 1  # what ``stats`` reports: this store has one shape
 
@@ -105,6 +106,43 @@ class MemoryStore:
             older = [n for n in self._members(node.chain_root) if n.version <= node.version]
             older.sort(key=lambda n: -n.version)
             return [replace(n) for n in older[: max(0, depth) + 1]]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """Every head in force that passes the filters, newest first, then one page of them (no
+        index, no scan bound: the plain reading of the port)."""
+        with self._lock:
+            heads = sorted(
+                (
+                    n
+                    for n in self._nodes.values()
+                    if n.namespace == query.namespace
+                    and n.is_head
+                    and n.status == Status.ACTIVE
+                    and (query.before is None or n.id < query.before)
+                    and scope_match(n.scope, query.scope) is not None
+                    and set(query.tags) <= set(n.tags)
+                ),
+                key=lambda n: n.id,
+                reverse=True,
+            )
+            page = [replace(n) for n in heads[: query.limit]]
+            return RecentPage(page, page[-1].id if len(heads) > query.limit else None)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        with self._lock:
+            node = self._nodes.get(node_id)
+            if node is None:
+                return []
+            chain = {n.id for n in self._members(node.chain_root)}
+            found = [
+                n
+                for n in self._nodes.values()
+                if n.namespace == node.namespace
+                and n.status == Status.ACTIVE
+                and n.chain_root != node.chain_root
+                and chain.intersection(deps.targets(n.relations))
+            ]
+            return [replace(n) for n in sorted(found, key=lambda n: n.id, reverse=True)[: max(0, limit)]]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """Word counts, not BM25 (see the module's docstring)."""

@@ -806,3 +806,20 @@ def test_the_linking_table_shows_the_pep_linkers_time_decision_and_embedding(tmp
     peps = {"peps": {"peps": 5, "gold_edges": 4, "still_valid_peps": 3, "linkers": {"pair": pair}}}
     row = next(x for x in _linking_table(tmp_path, peps=peps) if x.startswith("| peps (5) | blind | pair |"))
     assert row.endswith("| 6.5 / 11.3 | 1.4 / 2.3 | 59.0 / 65.0 |")
+
+
+def test_a_main_question_without_a_single_decision_in_force_is_left_out_of_the_wording_metrics() -> None:
+    """A scenario set whose questions ask about a set of dependencies has no ``gold_note``: the
+    wording metrics count the questions that have one and do not fail on the others (the linking
+    bench crashed at its report on such a set)."""
+    from bench.quality import wording_metrics
+
+    scenario = {
+        "questions": [
+            {"id": "q1", "kind": "main", "wording": "direct", "gold_note": 1},
+            {"id": "q2", "kind": "main", "wording": "direct"},
+        ]
+    }
+    run = ScenarioRun(items={"q1": [], "q2": []}, returned={"q1": [1], "q2": [0]})
+    got = wording_metrics([scenario], [run], [["correct", "correct"]])
+    assert got["all"]["questions"] == 1 and got["all"]["hits"] == 1

@@ -160,3 +160,52 @@ def test_a_premise_without_a_product_name_is_read_by_the_words_of_the_versions(t
         assert 0.5 <= old.confidence < 0.95
         held = service.check("The Heron standup is at 10:30.")
         assert held.verdict == "in_force" and held.confidence < 0.95
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_chains_tied_to_a_statement_by_its_option_alone_do_not_flag_it(tmp_path: Path, wiring: str) -> None:
+    """Two decisions on other things than the statement's subject ("payroll exports", "payroll
+    stock counts") that chose its option, one since replaced: nothing says which the statement is
+    about, so neither flags it (tying such chains by the option alone flagged true premises as
+    often as it caught replaced ones on the development sets)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Payroll exports are signed off by Northwind Audit.").node.id
+        service.remember("From March, Halvorsen & Co sign off the payroll exports.", supersedes=first)
+        service.remember("We picked Northwind Audit for the payroll stock counts.")
+        out = service.check("The payroll review uses Northwind Audit.")
+        assert out.verdict == "unknown", out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_lowercase_option_is_read_after_the_statements_verb(tmp_path: Path, wiring: str) -> None:
+    """A statement "... uses fortnightly" has no name to read as the option, so what follows the verb is, and its
+    words tell the versions apart, though the version in force holds more of the statement."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Retro cadence: fortnightly.").node.id
+        now = service.remember("The team retro on Fridays is now weekly; the whole team agreed.", supersedes=first)
+        old = service.check("The team retro on Fridays uses fortnightly.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert old.option == "fortnightly"
+        held = service.check("The team retro on Fridays uses weekly.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now.node.id], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_every_version_names_does_not_say_which_holds(tmp_path: Path, wiring: str) -> None:
+    """The version in force names the old option only to say why it left ("Snyk seats cost ..."):
+    words every version holds tell nothing, so a tie on the rest is no answer, never in force."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Dependency scanning in CI: Snyk on every PR.").node.id
+        service.remember(
+            "PR dependency check is OSV-Scanner plus Dependabot alerts. Snyk seats were $40k.", supersedes=first
+        )
+        out = service.check("The dependency scanning uses Snyk.")
+        assert out.verdict != "in_force", out
+
+
+def test_the_option_a_statement_names_in_lowercase_is_what_follows_its_verb() -> None:
+    from evomem.domain.premise import complement
+
+    assert complement("The volunteer DBS renewal uses every three years.") == "every three years"
+    assert complement("the ledger runs on the self-hosted cluster") == "self-hosted cluster"
+    assert complement("Pepper's vet appointment, 3pm") is None  # no verb that says what is used

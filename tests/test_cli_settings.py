@@ -72,6 +72,7 @@ SERVICE_ENV = {
     "EVOMEM_DATABASE_PASSWORD_FILE": "/run/secrets/db-password",
     "EVOMEM_DATABASE_POOL": "16",
     "EVOMEM_EMBEDDING_MODEL_DIR": "/models/minilm",
+    "EVOMEM_EMBEDDER": "static",
     "EVOMEM_LINKER": "scored",
     "EVOMEM_LINKER_API_KEY": "sk-secret",
     "EVOMEM_CRONISTA_BACKEND": "triton",
@@ -180,6 +181,7 @@ def test_the_database_password_comes_from_a_file(tmp_path: Path) -> None:
 def test_every_service_setting_has_an_env_variable() -> None:
     s = Settings.from_env(SERVICE_ENV)
     assert (s.store.sqlite_driver, s.vectors.model_dir) == ("sqlite3", "/models/minilm")
+    assert (s.vectors.embedder, Settings().vectors.embedder) == ("static", "minilm")
     assert s.store.database_url is not None and "pg-secret" in s.store.database_url.get_secret_value()
     assert Settings().database_url() is None
     assert (s.store.database_role, s.store.database_pool) == ("evomem_rw", 16)
@@ -275,6 +277,7 @@ def test_triton_limits_name_the_variable_and_the_bounds(name: str, value: str, b
         ("EVOMEM_LINKER_STRUCTURED", "grammar, json_schema, none"),
         ("EVOMEM_CRONISTA_BACKEND", "lite, onnx, triton"),
         ("EVOMEM_EMBEDDING_BACKEND", "onnx, triton"),
+        ("EVOMEM_EMBEDDER", "minilm, static"),
         ("EVOMEM_SQLITE_DRIVER", "sqlean, sqlite3"),
         ("EVOMEM_LOG_FORMAT", "text, json"),
     ],

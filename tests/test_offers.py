@@ -112,3 +112,45 @@ def test_the_offer_cut_off_reaches_every_pair_linker_the_settings_build() -> Non
     off = Settings(db=":memory:", vectors="off", offer_min_p=0.7)
     assert offerer_for(off).offer_at == 0.7  # type: ignore[union-attr]
     assert linker_for("pair", Settings(db=":memory:", vectors="off")).offer_at == shipped_pair_model().offer_at  # type: ignore[attr-defined]
+
+
+def test_a_pair_of_long_documents_reads_the_long_calibration() -> None:
+    """``PairModel.prob``: the same raw score means what its regime's calibration says; a file
+    without a long calibration reads the one it has for both."""
+    from evomem.domain.linkers.pair_features import FEATURES
+    from evomem.domain.linkers.pair_model import PairModel
+
+    base = {"kind": "lr", "link_at": 1.0, "abstain_at": 1.0, "intercept": 0.0}
+    weights = dict(weights=(0.0,) * len(FEATURES), mean=(0.0,) * len(FEATURES), scale=(1.0,) * len(FEATURES))
+    short_cal = ((0.0, 0.0), (1.0, 0.9))
+    long_cal = ((0.0, 0.0), (1.0, 0.2))
+    model = PairModel(**base, **weights, calibration=short_cal, calibration_long=long_cal)  # raw = sigmoid(0) = 0.5
+    row = [0.0] * len(FEATURES)
+    assert abs(model.prob(row) - 0.45) < 1e-9
+    for flag in ("note_long", "cand_long"):
+        long_row = list(row)
+        long_row[FEATURES.index(flag)] = 1.0
+        assert abs(model.prob(long_row) - 0.1) < 1e-9, flag
+    older = PairModel(**base, **weights, calibration=short_cal)
+    long_row[FEATURES.index("cand_long")] = 1.0
+    assert abs(older.prob(long_row) - 0.45) < 1e-9
+
+
+def test_an_offer_whose_note_keeps_part_of_the_decision_says_it_may_be_partial(tmp_path: Path) -> None:
+    """The reason names what changes and, when the note says that some of it stands ("only",
+    "except", "still"), that it may be a partial change; a plain change says nothing of the kind."""
+    s = service(tmp_path, offer_min_p=0.0)
+    try:
+        s.remember(LEDGER)
+        partial = s.remember("Only the EU tenants' ledger moves from PostgreSQL to SQLite; the rest stays put.")
+        (why,) = [w for w in partial.decision.why][:1]  # type: ignore[union-attr]
+        assert "SQLite" in why and "may be a partial change" in why, why
+    finally:
+        s.close()
+    plain = service(tmp_path / "b", offer_min_p=0.0)
+    try:
+        plain.remember(LEDGER)
+        (why,) = [w for w in plain.remember(MOVED).decision.why][:1]  # type: ignore[union-attr]
+        assert "partial" not in why, why
+    finally:
+        plain.close()

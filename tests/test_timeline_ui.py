@@ -8,7 +8,9 @@ that a failure. ``EVOMEM_UI_SCREENSHOT=docs/timeline.png`` saves the embedded pa
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.anyio
 HOSTILE = '<script>window.__pwned = 1</script> the ledger logs <img src=x onerror="window.__pwned = 2"> to Loki'
 WAIT_S = 20
 UNKNOWN_ID = "01J9ZK3V8W5Q6R7S8T9V0W1X2Y"
+BACKUPS = "Nightly backups copy the ledger's SQLite file to the NAS"
 
 
 @pytest.fixture
@@ -171,6 +174,32 @@ async def test_embedded_ui_answers_with_the_page_and_its_guards(http_server: Htt
     assert bad.status_code == 400 and "invalid" in bad.text.lower() and "Traceback" not in bad.text
     missing = httpx2.get(f"{base}/ui/chain/{UNKNOWN_ID}", timeout=30)
     assert missing.status_code == 404 and "not_found" in missing.text
+    # No query: the chains changed last, newest first, with the count of what the view hides.
+    listing = httpx2.get(f"{base}/ui", timeout=30)
+    assert listing.status_code == 200 and "changed last, newest first" in listing.text
+    assert "1 superseded version hidden" in listing.text and f'data-chain="{old}"' in listing.text
+    assert listing.text.index(f'id="v-{new}"') < listing.text.index(f'id="v-{old}"')
+    nothing = httpx2.get(f"{base}/ui", params={"tag": "nothing-here"}, timeout=30)
+    assert nothing.status_code == 200 and "No decision matches" in nothing.text and "data-chain" not in nothing.text
+    cursor = httpx2.get(f"{base}/ui", params={"before": "not-an-id"}, timeout=30)
+    assert cursor.status_code == 400 and "before" in cursor.text and "Traceback" not in cursor.text
+
+
+async def test_the_listing_pages_twenty_chains_at_a_time(http_server: HttpServer) -> None:  # noqa: F811
+
+    async with Client(http_server.url) as client:
+        for i in range(21):
+            out = await client.call_tool("remember", {"raw_text": f"Service {i} logs to Loki at level info"})
+            assert not out.is_error, out.content
+    base = _base(http_server.url)
+    first = httpx2.get(f"{base}/ui", timeout=30)
+    assert first.status_code == 200 and first.text.count('<section class="chain"') == 20
+    assert "Service 20 logs" in first.text and "Service 0 logs" not in first.text  # newest first
+    more = re.search(r'<a id="more" href="([^"]+)"', first.text)
+    assert more is not None and "before=" in more.group(1)
+    second = httpx2.get(base + html.unescape(more.group(1)), timeout=30)
+    assert second.status_code == 200 and second.text.count('<section class="chain"') == 1
+    assert "Service 0 logs" in second.text and 'id="more"' not in second.text and "← newest" in second.text
 
 
 # ---------------------------------------------------------------------------- in Chromium
@@ -227,6 +256,47 @@ async def test_embedded_timeline_in_chromium(browser: Any, http_server: HttpServ
     assert [v[0] for v in _versions(browser, old)] == [new, old]
 
 
+async def test_embedded_listing_and_dependencies_in_chromium(browser: Any, http_server: HttpServer) -> None:  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    async with Client(http_server.url) as client:
+        old, new = await _story(client, author="alice")
+        built = await client.call_tool("remember", {"raw_text": BACKUPS, "relations": {"depends_on": [new]}})
+        assert not built.is_error, built.content
+    backups = built.structured_content["id"]
+    base = _base(http_server.url)
+    # No query: the chains changed last, newest first; the ledger's chain in order, the replaced
+    # version hidden and counted until every version is asked for.
+    browser.get(f"{base}/ui")
+    summary = _wait(browser, "#summary").text
+    assert "3 chains changed last, newest first; 1 superseded version hidden" in summary, summary
+    sections = browser.find_elements(By.CSS_SELECTOR, "section.chain")
+    assert sections[0].get_attribute("data-chain") == backups  # written last
+    assert _versions(browser, old) == [(new, "2", "in force", True), (old, "1", "superseded", False)]
+    browser.find_element(By.ID, "view-all").click()
+    assert _versions(browser, old) == [(new, "2", "in force", True), (old, "1", "superseded", True)]
+    # Filters hold without a query too.
+    browser.get(f"{base}/ui?tag=ledger")
+    _wait(browser, "#summary")
+    assert [s.get_attribute("data-chain") for s in browser.find_elements(By.CSS_SELECTOR, "section.chain")] == [old]
+    # The dependent's page links to its dependency (outgoing), and the dependency's page lists
+    # the dependent (incoming), whichever version's page it is.
+    browser.get(f"{base}/ui/chain/{backups}")
+    _wait(browser, "li.focus")
+    link = browser.find_element(By.CSS_SELECTOR, f"li.focus .relation a[href*='{new}']")
+    assert "depends_on" in browser.find_element(By.CSS_SELECTOR, "li.focus .relation").text
+    link.click()
+    _wait(browser, f"li.focus#v-{new}")
+    incoming = browser.find_element(By.CSS_SELECTOR, f'#dependents li.dependent[data-id="{backups}"]')
+    assert "depended on by" in incoming.text and "Nightly backups" in incoming.text
+    assert incoming.get_attribute("data-kind") == "depends_on"
+    browser.get(f"{base}/ui/chain/{old}")
+    _wait(browser, "li.focus")
+    browser.find_element(By.CSS_SELECTOR, f'#dependents li.dependent[data-id="{backups}"] a').click()
+    _wait(browser, f"li.focus#v-{backups}")
+    assert "no decision in force depends on" in browser.find_element(By.ID, "dependents").text
+
+
 async def _team_story(team_gateway: TeamGateway) -> tuple[str, str]:
     headers = {"Authorization": f"Bearer {team_gateway.token('alice')}"}
     async with (
@@ -255,6 +325,13 @@ async def test_gateway_ui_refuses_a_call_without_the_tools_token(team_gateway: T
     other = httpx2.get(f"{base}/ui", params={"q": "ledger", "namespace": "team-a"}, headers=bob, timeout=30)
     assert other.status_code == 403 and "Postgres" not in other.text
     assert httpx2.get(f"{base}/ui/chain/{old}", headers=bob, timeout=30).status_code in (403, 404)
+    # The listing without a query, through the gateway's storage service, under the same rules.
+    listed = httpx2.get(f"{base}/ui", params={"namespace": "team-a"}, headers=headers, timeout=30)
+    assert listed.status_code == 200 and f'data-chain="{old}"' in listed.text
+    assert "1 superseded version hidden" in listed.text
+    assert httpx2.get(f"{base}/ui", params={"namespace": "team-a"}, headers=bob, timeout=30).status_code == 403
+    page = httpx2.get(f"{base}/ui/chain/{old}", headers=headers, timeout=30)
+    assert page.status_code == 200 and 'id="dependents"' in page.text
     # A sign-in with a token the gate does not know sets no cookie.
     wrong = httpx2.post(f"{base}/ui/login", data={"token": "tok-nobody-" + "n" * 30}, timeout=30)
     assert wrong.status_code == 401 and "set-cookie" not in wrong.headers

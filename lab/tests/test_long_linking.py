@@ -41,6 +41,9 @@ calibrated and selective (issue 30: the decides gate, the scope gate, ``offer_at
 calibrated probability, the model retrained with dev-j, dev-k, dev-l and replays without embeddings):
 the one link (a declaration) stays; with vectors off 12 abstentions became none and 4 nones became
 abstentions, with vectors on 18 abstentions became none; the other listings' probabilities moved.
+Recorded again in the sixth session of 2026-12-06 when an offer's reason says that its note keeps part
+of the decision ("only", "still", "except": "may be a partial change"): 11 reasons gained it; no
+decision, listing, probability or target moved.
 The other tests check each speed-up against what it replaced.
 """
 

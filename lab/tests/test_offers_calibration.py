@@ -72,3 +72,27 @@ def test_the_cut_offs_keep_offers_off_notes_that_replace_nothing() -> None:
     assert offers.share_offered_on_nothing(notes, prob, cut["offer_at"])["s"] <= offers.OFFER_SHARE
     assert offers.recall_if_confirmed(notes, pairs, prob, cut["offer_at"]) > 0.8
     assert cut["offer_at"] <= cut["hint_at"] <= cut["link_at"]
+
+
+def test_long_documents_get_their_own_calibration_when_there_are_enough_of_them() -> None:
+    """Two regimes with the same raw scores and different truths (short notes right as often as x,
+    long records as x cubed): each pair reads its own regime's calibration, and with too few long
+    true pairs the long regime falls back to the pooled one."""
+    rng = random.Random(11)
+    pairs: list[offers.Pair] = []
+    for k in range(6000):
+        x = rng.random()
+        long = k % 3 == 0
+        truth = x**3 if long else x
+        pairs.append(offers.Pair("s", k, k % 5, True, k, x, int(rng.random() < truth), 0.9, 0.9, True, 1.0, long))
+    short, long = offers.regime_calibrations(pairs, range(len(pairs)))
+    assert long, "enough long true pairs: a calibration of their own"
+    for x in (0.5, 0.8):
+        assert abs(offers.apply(short, x) - x) < 0.08
+        assert abs(offers.apply(long, x) - x**3) < 0.08
+    few = [i for i, p in enumerate(pairs) if not p.long or (p.label == 1 and i < 200) or p.label == 0]
+    few = [i for i in few if not pairs[i].long or pairs[i].label == 0 or i < 200]
+    assert sum(pairs[i].long and pairs[i].label for i in few) < offers.MIN_LONG_TRUE
+    pooled, none = offers.regime_calibrations(pairs, few)
+    assert none == []
+    assert pooled

@@ -35,6 +35,7 @@ LOG_FORMATS = ("text", "json")
 LINKER_STRUCTURED = ("grammar", "json_schema", "none")
 CRONISTA_BACKENDS = ("lite", "onnx", "triton")
 EMBEDDING_BACKENDS = ("onnx", "triton")
+EMBEDDERS = ("minilm", "static")
 SQLITE_DRIVERS = ("sqlean", "sqlite3")
 PREFIX = "EVOMEM_"
 
@@ -152,8 +153,18 @@ class VectorSettings(_Section):
         "where storage embeds: onnx (in process) or triton (EVOMEM_TRITON_URL; in process when Triton cannot answer)",
         EMBEDDING_BACKENDS,
     )
+    embedder: _choice(*EMBEDDERS) = _var(
+        "EMBEDDER",
+        "minilm",
+        "the embedding model: minilm (all-MiniLM-L6-v2, int8 ONNX) or static (a token table distilled from it,"
+        " numpy only; SQLite store, onnx backend)",
+        EMBEDDERS,
+    )
     model_dir: str | None = _var(
-        "EMBEDDING_MODEL_DIR", None, "a folder with model.onnx and tokenizer.json instead of the packaged model"
+        "EMBEDDING_MODEL_DIR",
+        None,
+        "a folder with model.onnx and tokenizer.json (static: model.safetensors, tokenizer.json, pins.json)"
+        " instead of the packaged model",
     )
 
 

@@ -33,6 +33,7 @@ from evomem.app.ports import AuditLog, Storage
 from evomem.app.premise import CheckOutcome, ReviewOutcome
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX, AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 from evomem.domain.errors import EvoMemError, Forbidden, InvalidArgument, NotFound
 from evomem.domain.model import Extraction, ExtractionState, LinkProvenance, MemoryNode, Stats, is_valid_id, now_ms
 from evomem.domain.recall import RecallAnswer, RecallQuery
@@ -152,6 +153,16 @@ class ScopedStorage:
 
     def recall_nodes(self, query: RecallQuery) -> RecallAnswer:
         return self._storage.recall_nodes(query)
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        page = self._storage.recent_heads(query)
+        page.heads = [n for n in page.heads if self._may(n.namespace)]
+        return page
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        if self.get(node_id) is None:
+            return []
+        return [n for n in self._storage.dependents(node_id, limit) if self._may(n.namespace)]
 
     def remember_context(self, query: ContextQuery) -> RememberContext:
         context = self._storage.remember_context(query)
@@ -333,6 +344,16 @@ class GuardedService:
     ) -> tuple[MemoryNode, MemoryNode | None, list[MemoryNode]]:
         require_role(self.principal, "get_node")
         return self.service.get_node(node_id, include_history=include_history, history_depth=history_depth)
+
+    def recent(self, namespace: object = None, **filters: Any) -> RecentPage:
+        """The timeline's listing: a read like recall, in one of the principal's namespaces."""
+        require_role(self.principal, "recall")
+        return self.service.recent(self._namespace(namespace), **filters)
+
+    def dependents(self, node_id: object) -> list[MemoryNode]:
+        """A read like get_node: a node of another namespace answers as one that does not exist."""
+        require_role(self.principal, "get_node")
+        return self.service.dependents(node_id)
 
     def check(
         self, statement: object = None, *, node_id: object = None, scope: object = None, namespace: object = None

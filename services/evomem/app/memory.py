@@ -1,4 +1,5 @@
-"""The application service: remember, recall, get_node, forget, supersede, unlink, stats.
+"""The application service: remember, recall, get_node, forget, supersede, unlink, stats (and the
+timeline's reads: recent, dependents).
 
 Written only against the ports, so the same code runs in the embedded process (``LocalStorage``
 over SQLite in-process) and in the gateway (``GrpcStorage``: one storage round trip for each
@@ -18,13 +19,14 @@ from concurrent.futures import wait
 from dataclasses import dataclass, field, replace
 
 from evomem.app import incidents, premise
-from evomem.app.notes import MAX_REASON_CHARS, NoteLimits, NoteRules
+from evomem.app.notes import NoteLimits, NoteRules, offered_note
 from evomem.app.ports import ExtractionJob, Extractor, JobQueue, Linker, Storage, Store, Vectors
 from evomem.app.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
 from evomem.app.recall import K_MAX as K_MAX
 from evomem.app.recall import LazyPool, check_history_depth, check_k
 from evomem.domain import text as textrules
 from evomem.domain.audit import AuditEntry
+from evomem.domain.browse import DEPENDENTS_MAX, RecentPage, RecentQuery, check_recent
 from evomem.domain.errors import MODEL_LOADING, Conflict, CycleError, InvalidArgument, NotFound, Purged
 from evomem.domain.linkers.decision_text import search_text
 from evomem.domain.model import (
@@ -109,34 +111,10 @@ class ServiceConfig:
     hint_min_p: Callable[[], float] = field(default=lambda: 0.0)
 
 
-def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
-    """The linker's short reason for each of ``listed`` ("" where it gave none), cut to a few words."""
-    why = dict(zip((c for c, _ in decision.candidates), decision.why, strict=False))
-    return tuple((why.get(c) or "")[:MAX_REASON_CHARS] for c in listed)
-
-
-def _confidences(decision: LinkDecision, listed: Sequence[str]) -> tuple[float, ...]:
-    """The linker's confidence in each of ``listed`` (its link's for a target it did not list)."""
-    conf = {c: p for c, p in decision.candidates}
-    if decision.proposal is not None:
-        conf.setdefault(decision.proposal.target_id, decision.proposal.confidence)
-    return tuple(min(max(float(conf.get(c, 0.0)), 0.0), 1.0) for c in listed)
-
-
 def _hinted(successor: Successor, at: float) -> bool:
     """Whether a possible successor is shown: its offer's probability (the weakest step's, along
     a chain of offers) reaches ``at``; one stored without a probability is not."""
     return successor.confidence is not None and successor.confidence >= at
-
-
-def _offered(note: NewNote, decision: LinkDecision, listed: Sequence[str]) -> NewNote:
-    """``note`` listing ``listed`` as its possible_supersedes, with the linker's reasons and confidences."""
-    return replace(
-        note,
-        possible_supersedes=tuple(listed),
-        possible_supersedes_why=_reasons(decision, listed),
-        possible_supersedes_confidence=_confidences(decision, listed),
-    )
 
 
 class MemoryService:
@@ -277,14 +255,14 @@ class MemoryService:
                 if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
                     offered = (decision.proposal.target_id,)
                 if decision.kind in (LinkKind.LINK, LinkKind.ABSTAIN) and offered:
-                    note = _offered(note, decision, offered[:MAX_OFFERED])
+                    note = offered_note(note, decision, offered[:MAX_OFFERED])
             elif decision.kind is LinkKind.LINK and decision.proposal is not None:
                 proposal = decision.proposal
                 target = proposal.target_id
                 link = LinkProvenance(proposal.method, proposal.confidence, proposal.by, proposal.evidence)
             elif decision.kind is LinkKind.ABSTAIN and decision.candidates:
                 listed = tuple(c for c, _ in decision.candidates)
-                note = _offered(note, decision, listed)
+                note = offered_note(note, decision, listed)
                 warnings.append(
                     "possible_supersedes: this note may replace "
                     + ", ".join(listed)
@@ -574,6 +552,26 @@ class MemoryService:
     ) -> premise.CheckOutcome:
         """Is a decision (``node_id``) or a ``statement`` still in force? (``app.premise.check``)"""
         return premise.check(self, statement, node_id=node_id, scope=scope, namespace=namespace)
+
+    def recent(
+        self,
+        namespace: object = None,
+        *,
+        scope: object = None,
+        tags: object = None,
+        limit: int = 20,
+        before: object = None,
+    ) -> RecentPage:
+        """The chains changed last: one page of heads in force, newest first, filtered like recall."""
+        cursor = None if before in (None, "") else self.rules.node_id(before, "before")
+        scope_, tags_ = textrules.clean_label(scope, "scope"), textrules.clean_tags(tags)
+        return self.storage.recent_heads(
+            check_recent(RecentQuery(self._namespace(namespace), scope_, tags_, limit, cursor))
+        )
+
+    def dependents(self, node_id: object) -> list[MemoryNode]:
+        """The decisions in force that depend on or implement ``node_id``'s chain, newest first."""
+        return self.storage.dependents(self._existing(self.rules.node_id(node_id)).id, DEPENDENTS_MAX)
 
     def stats(self, namespace: object = None) -> Stats:
         return self.storage.stats(textrules.clean_label(namespace, "namespace"))

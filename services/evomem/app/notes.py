@@ -9,6 +9,7 @@ what the storage service applies, once, to a note that arrives from another proc
                                                   # labels, tags, ids, relations and an extraction from the text
     rules.check_result(extraction, state, error)  # a worker's extraction result, then
     rules.check_fields(node, extraction)          # its fields are spans of the node's text
+    offered_note(note, decision, listed)          # the note listing a linker's possible_supersedes
 
 Every refusal is a domain error with the code ``remember`` gives for the same input, and what
 ``remember`` cleans (control characters) is cleaned the same way.
@@ -23,7 +24,15 @@ from dataclasses import dataclass, replace
 
 from evomem.domain import text as textrules
 from evomem.domain.errors import InvalidArgument, InvalidId, NamespaceMismatch, NotFound, Purged
-from evomem.domain.model import Extraction, ExtractionState, LinkProvenance, MemoryNode, NewNote, is_valid_id
+from evomem.domain.model import (
+    Extraction,
+    ExtractionState,
+    LinkDecision,
+    LinkProvenance,
+    MemoryNode,
+    NewNote,
+    is_valid_id,
+)
 from evomem.domain.remember import NoteWrite
 
 MAX_RELATION_TYPES = 16
@@ -237,3 +246,30 @@ class NoteRules:
     def check_fields(node: MemoryNode, extraction: Extraction | None) -> Extraction | None:
         """Every field of ``extraction`` is a span of ``node``'s text (a forged answer is refused)."""
         return None if extraction is None else textrules.check_extraction(node.raw_text, extraction)
+
+
+# ---------------------------------------------------------------------------- offers
+
+
+def _reasons(decision: LinkDecision, listed: Sequence[str]) -> tuple[str, ...]:
+    """The linker's short reason for each of ``listed`` ("" where it gave none), cut to a few words."""
+    why = dict(zip((c for c, _ in decision.candidates), decision.why, strict=False))
+    return tuple((why.get(c) or "")[:MAX_REASON_CHARS] for c in listed)
+
+
+def _confidences(decision: LinkDecision, listed: Sequence[str]) -> tuple[float, ...]:
+    """The linker's confidence in each of ``listed`` (its link's for a target it did not list)."""
+    conf = {c: p for c, p in decision.candidates}
+    if decision.proposal is not None:
+        conf.setdefault(decision.proposal.target_id, decision.proposal.confidence)
+    return tuple(min(max(float(conf.get(c, 0.0)), 0.0), 1.0) for c in listed)
+
+
+def offered_note(note: NewNote, decision: LinkDecision, listed: Sequence[str]) -> NewNote:
+    """``note`` listing ``listed`` as its possible_supersedes, with the linker's reasons and confidences."""
+    return replace(
+        note,
+        possible_supersedes=tuple(listed),
+        possible_supersedes_why=_reasons(decision, listed),
+        possible_supersedes_confidence=_confidences(decision, listed),
+    )

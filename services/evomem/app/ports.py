@@ -13,8 +13,9 @@ one. What implements them:
 - ``Linker``: ``domain.linkers`` (heuristic, scored, pair, cascade); ``adapters.llm_linker.LLMLinker``
   (OpenAI-compatible HTTP); ``adapters.grpc.clients.GrpcLinker`` (the linker service).
 - ``Vectors``: ``adapters.vectors.semantic.SemanticIndex`` (ONNX embedder over sqlite-vec).
-- ``Embedder`` / ``EmbeddingModel``: ``adapters.models.embedding.OnnxEmbedder``, ``adapters.models.triton``'s
-  ``TritonEmbedder`` and ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
+- ``Embedder`` / ``EmbeddingModel``: ``adapters.models.embedding.OnnxEmbedder``,
+  ``adapters.models.static.StaticEmbedder``, ``adapters.models.triton``'s ``TritonEmbedder`` and
+  ``FallbackEmbedder``; ``SemanticIndex`` is one too, through its cache.
 - ``JobQueue`` / ``JobSource``: ``adapters.redis_queue`` (Redis Streams).
 - ``AuditLog``: every ``Store`` and ``Storage``.
 - ``Archive``: ``SQLiteStore`` and ``PostgresStore``: a store read and written whole, ids kept
@@ -29,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 
 # The linkers' ports are defined with the linkers (the domain depends on nothing outside it), listed here.
 from evomem.domain.linkers.contracts import Embedder as Embedder
@@ -71,6 +73,19 @@ class Records(AuditLog, Protocol):
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         """``node_id`` and up to ``depth`` earlier versions, newest first."""
+        ...
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """The heads in force of ``query.namespace`` newest first (the chains changed last), older
+        than ``query.before``, filtered by scope and tags like recall: one page of ``query.limit``
+        and the cursor of the next (``evomem.domain.browse.take_recent``). An index read in id
+        order that stops after one page."""
+        ...
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        """The active nodes that depend on or implement (``relations``) ``node_id`` or any other
+        version of its chain, newest first, at most ``limit``; the chain's own versions excluded,
+        [] for an unknown id. (The reverse of ``relations``; ``needs_review`` follows the same edges.)"""
         ...
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:

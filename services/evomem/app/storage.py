@@ -21,6 +21,7 @@ from evomem.app.candidates import find_candidates
 from evomem.app.ports import Store, Vectors
 from evomem.app.recall import LazyPool, recall_nodes
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -115,6 +116,12 @@ class LocalStorage:
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         return self.store.chain(node_id, depth)
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        return self.store.recent_heads(query)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        return self.store.dependents(node_id, limit)
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         return self.store.link(node_id, supersedes, link)

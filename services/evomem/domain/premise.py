@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -27,7 +27,7 @@ from evomem.domain.linkers.scored import RELATION_SCORE, ScoredLinker, option_ki
 from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.scope import is_default, normalise
-from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import DECISION_CUE, LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 
@@ -102,11 +102,15 @@ def judge(
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
     read = _by_reading(statement, scope, chains)
     if read.verdict is Verdict.UNKNOWN:
-        lex = lexical(statement, chains)
+        # No name to read as its option ("... uses every three years"): what follows its verb is.
+        said = complement(statement) if read.option is None else None
+        lex = lexical(statement, chains, _option_words(said or read.option))
+        if lex is not None:
+            lex.option = said or read.option
         return lex if lex is not None and not read.readings else read
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used])
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option))
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -118,6 +122,12 @@ def judge(
         return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
     read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
     return read
+
+
+def _option_words(option: str | None) -> set[str]:
+    """The words of an option the statement names in lowercase ("fortnightly", "every three
+    years"), which tell a chain's versions apart as its names do (``named_words`` has those)."""
+    return set() if option is None or named_words(f"x {option}") else _words(option)
 
 
 DISAGREE = "its subject and option say one thing, the words of the versions another"
@@ -158,15 +168,15 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
         nodes = [head, *past]
         head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
         reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
+        at = next(
+            (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
+            None,
+        )
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
-            at = next(
-                (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
-                None,
-            )
             left = any(m.key == option.key for m in c.facts.prev)
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
@@ -249,15 +259,34 @@ def named_words(text: str) -> set[str]:
     return out
 
 
-def lexical(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]]) -> Judgement | None:
+_COMPLEMENT = re.compile(r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>[^.;!?\n]+?)\s*[.;!?]*\s*$", re.I)
+
+
+def complement(statement: str) -> str | None:
+    """What a one-clause statement says is used, after its last decision verb ("The volunteer
+    DBS renewal uses every three years" -> "every three years"); None when it has no such verb
+    or says more than one clause."""
+    cues = list(DECISION_CUE.finditer(statement))
+    if not cues:
+        return None
+    m = _COMPLEMENT.match(statement[cues[-1].end() :])
+    return m.group("phrase") if m else None
+
+
+def lexical(
+    statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], option_words: Iterable[str] = ()
+) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
     (``superseded``). A single version that holds the statement is in force. None: no chain is
-    plainly about it, or the words do not tell."""
+    plainly about it, or the words do not tell. ``option_words``: the words of the statement's
+    option (a name, or what it says is used: "every three years"), which tell versions apart as
+    names do."""
     said = _words(statement)
     if len(said) < 2:
         return None
-    named = named_words(statement) & said
+    option = set(option_words) & said
+    named = named_words(statement) & said | option
     scored: list[tuple[float, Reading]] = []
     for head, past in chains:
         versions = [head, *past]
@@ -266,7 +295,7 @@ def lexical(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNo
         share = len(said & union) / len(said)
         if share < TOPICAL:
             continue
-        reading = _within(said, named, versions, held)
+        reading = _within(said, option or named, versions, held)
         if reading is not None:
             scored.append((share, reading))
     if not scored:
@@ -298,7 +327,9 @@ def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: l
     telling = named - set.intersection(*held)  # the names that tell its versions apart
     says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
     if says[0]:
-        if telling or shares[0] >= max(shares[1:]):
+        # Names every version holds tell nothing, nor does a tie on the share of words: the head
+        # that says it must hold the telling names, or plainly more of the statement.
+        if telling or shares[0] > max(shares[1:]) or (not named and shares[0] >= max(shares[1:])):
             return Reading(head, "words", "supports", named=head)
         return None
     older = [i for i in range(1, len(versions)) if says[i]]

@@ -175,6 +175,42 @@ class GetChainResponse(_message.Message):
     nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
     def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
 
+class ListRecentHeadsRequest(_message.Message):
+    __slots__ = ("namespace", "scope", "tags", "limit", "before")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    scope: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    limit: int
+    before: str
+    def __init__(self, namespace: _Optional[str] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., before: _Optional[str] = ...) -> None: ...
+
+class ListRecentHeadsResponse(_message.Message):
+    __slots__ = ("heads", "more")
+    HEADS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    heads: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    more: str
+    def __init__(self, heads: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., more: _Optional[str] = ...) -> None: ...
+
+class ListDependentsRequest(_message.Message):
+    __slots__ = ("node_id", "limit")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    limit: int
+    def __init__(self, node_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListDependentsResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
+
 class ForgetNodeRequest(_message.Message):
     __slots__ = ("node_id", "purge")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]

@@ -65,6 +65,16 @@ class StorageServiceStub:
                 request_serializer=evomem_dot_v1_dot_storage__pb2.GetChainRequest.SerializeToString,
                 response_deserializer=evomem_dot_v1_dot_storage__pb2.GetChainResponse.FromString,
                 _registered_method=True)
+        self.ListRecentHeads = channel.unary_unary(
+                '/evomem.v1.StorageService/ListRecentHeads',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.ListRecentHeadsRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.ListRecentHeadsResponse.FromString,
+                _registered_method=True)
+        self.ListDependents = channel.unary_unary(
+                '/evomem.v1.StorageService/ListDependents',
+                request_serializer=evomem_dot_v1_dot_storage__pb2.ListDependentsRequest.SerializeToString,
+                response_deserializer=evomem_dot_v1_dot_storage__pb2.ListDependentsResponse.FromString,
+                _registered_method=True)
         self.LinkNodes = channel.unary_unary(
                 '/evomem.v1.StorageService/LinkNodes',
                 request_serializer=evomem_dot_v1_dot_storage__pb2.LinkNodesRequest.SerializeToString,
@@ -149,6 +159,20 @@ class StorageServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetChain(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRecentHeads(self, request, context):
+        """The timeline's reads: the chains changed last (heads in force, newest first, one page), and
+        the active nodes that depend on or implement a chain (the reverse of relations).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDependents(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -243,6 +267,16 @@ def add_StorageServiceServicer_to_server(servicer, server):
                     servicer.GetChain,
                     request_deserializer=evomem_dot_v1_dot_storage__pb2.GetChainRequest.FromString,
                     response_serializer=evomem_dot_v1_dot_storage__pb2.GetChainResponse.SerializeToString,
+            ),
+            'ListRecentHeads': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRecentHeads,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ListRecentHeadsRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.ListRecentHeadsResponse.SerializeToString,
+            ),
+            'ListDependents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDependents,
+                    request_deserializer=evomem_dot_v1_dot_storage__pb2.ListDependentsRequest.FromString,
+                    response_serializer=evomem_dot_v1_dot_storage__pb2.ListDependentsResponse.SerializeToString,
             ),
             'LinkNodes': grpc.unary_unary_rpc_method_handler(
                     servicer.LinkNodes,
@@ -453,6 +487,60 @@ class StorageService:
             '/evomem.v1.StorageService/GetChain',
             evomem_dot_v1_dot_storage__pb2.GetChainRequest.SerializeToString,
             evomem_dot_v1_dot_storage__pb2.GetChainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRecentHeads(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/ListRecentHeads',
+            evomem_dot_v1_dot_storage__pb2.ListRecentHeadsRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.ListRecentHeadsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDependents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/evomem.v1.StorageService/ListDependents',
+            evomem_dot_v1_dot_storage__pb2.ListDependentsRequest.SerializeToString,
+            evomem_dot_v1_dot_storage__pb2.ListDependentsResponse.FromString,
             options,
             channel_credentials,
             insecure,

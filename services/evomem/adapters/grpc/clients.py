@@ -20,6 +20,7 @@ import grpc
 from evomem.adapters.grpc import audit_convert, convert
 from evomem.adapters.grpc.errors import from_rpc_error
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery
 from evomem.domain.model import (
     Extraction,
     ExtractionState,
@@ -56,6 +57,8 @@ RETRIED: dict[str, tuple[str, ...]] = {
         "GetNode",
         "GetHeads",
         "GetChain",
+        "ListRecentHeads",
+        "ListDependents",
         "ListPendingExtractions",
         "GetStats",
         "ListAudit",
@@ -177,6 +180,17 @@ class GrpcStorage(_Client):
         request = storage_pb2.GetChainRequest(node_id=node_id, depth=max(0, depth))
         resp = self._call(self._stub.GetChain, request)
         return [convert.node_from_pb(n) for n in resp.nodes]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        request = storage_pb2.ListRecentHeadsRequest(
+            namespace=query.namespace, scope=query.scope, tags=query.tags, limit=query.limit, before=query.before
+        )
+        resp = self._call(self._stub.ListRecentHeads, request)
+        return RecentPage([convert.node_from_pb(n) for n in resp.heads], resp.more if resp.HasField("more") else None)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        request = storage_pb2.ListDependentsRequest(node_id=node_id, limit=max(0, limit))
+        return [convert.node_from_pb(n) for n in self._call(self._stub.ListDependents, request).nodes]
 
     def link(self, node_id: str, supersedes: str, link: LinkProvenance) -> MemoryNode:
         req = storage_pb2.LinkNodesRequest(node_id=node_id, supersedes=supersedes, link=convert.link_to_pb(link))

@@ -6,7 +6,7 @@ two writers flagging one node at once both leave their entry."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from evomem.domain import dependencies as deps
@@ -44,8 +44,21 @@ def one(conn: Any, sql: str, args: tuple[Any, ...]) -> dict[str, Any] | None:
 
 
 def graph(conn: Any, namespace: str) -> list[deps.Dependent]:
+    return _decoded(_rows(conn, _GRAPH, (namespace,)))
+
+
+def naming(conn: Any, namespace: str, ids: Sequence[str]) -> list[deps.Dependent]:
+    """The part of ``graph`` whose relations mention one of ``ids`` (a text match on the stored
+    JSON, so only those rows are decoded): the candidates to depend on them."""
+    if not ids:
+        return []
+    patterns = ["%" + json.dumps(i) + "%" for i in ids]
+    return _decoded(_rows(conn, _GRAPH + " AND relations LIKE ANY(%s)", (namespace, patterns)))
+
+
+def _decoded(rows: Iterable[dict[str, Any]]) -> list[deps.Dependent]:
     out = []
-    for row in _rows(conn, _GRAPH, (namespace,)):
+    for row in rows:
         named = deps.targets({k: tuple(v) for k, v in json.loads(row["relations"]).items()})
         if named:
             out.append(deps.Dependent(row["id"], row["chain_root"], named, _flag(row)))

@@ -33,6 +33,7 @@ from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
 from evomem.domain.model import (
     Extraction,
@@ -166,6 +167,35 @@ class PostgresStore:
             ).fetchall()
 
         return [row_to_node(r) for r in self._read(read)]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """As ``SQLiteStore.recent_heads``: from the partial index ``nodes_heads_recent``."""
+
+        def read(c: Any) -> RecentPage:
+            page = take_recent(_heads_newest_first(c, query.namespace, query.before, query.limit + 1), query)
+            sql = f"SELECT {NODE_SQL} FROM nodes WHERE namespace = %s AND id = ANY(%s)"
+            rows = c.execute(sql, (query.namespace, [h.id for h in page.heads])).fetchall() if page.heads else []
+            full = {n.id: n for n in map(row_to_node, rows)}
+            page.heads = [full[h.id] for h in page.heads if h.id in full]
+            return page
+
+        return self._read(read, query.namespace)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        def read(c: Any) -> list[MemoryNode]:
+            row = c.execute("SELECT namespace, chain_root FROM nodes WHERE id = %s", (node_id,)).fetchone()
+            if row is None:
+                return []
+            chain = c.execute("SELECT id FROM nodes WHERE namespace = %s AND chain_root = %s", (row[0], row[1]))
+            ids = [r[0] for r in chain.fetchall()]
+            found = dependents_of(ids, reviews.naming(c, row[0], ids))[: max(0, limit)]
+            if not found:
+                return []
+            sql = f"SELECT {NODE_SQL} FROM nodes WHERE namespace = %s AND id = ANY(%s)"
+            nodes = {n.id: n for n in map(row_to_node, c.execute(sql, (row[0], found)).fetchall())}
+            return [nodes[i] for i in found if i in nodes]
+
+        return self._read(read)
 
     def search(self, terms: Iterable[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` for ``terms`` (``search.py``)."""
@@ -500,3 +530,20 @@ class PostgresStore:
     def check_invariants(self) -> list[str]:
         """Every broken chain invariant, as text. Empty means healthy."""
         return self._read(chains.broken_invariants)
+
+
+def _heads_newest_first(c: Any, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
+    """The heads in force of ``namespace`` below ``before`` by id, newest first, as sketches (id,
+    scope, tags), ``batch`` rows per statement, as long as the caller reads (inside its transaction)."""
+    cursor = before
+    while True:
+        below, args = ("", (namespace, batch)) if cursor is None else ("AND id < %s ", (namespace, cursor, batch))
+        sql = (
+            "SELECT id, scope, tags FROM nodes WHERE namespace = %s AND superseded_by IS NULL AND status = 'active' "
+            f"{below}ORDER BY id DESC LIMIT %s"
+        )
+        rows = c.execute(sql, args).fetchall()
+        yield from (head_sketch(namespace, *r) for r in rows)
+        if len(rows) < batch:
+            return
+        cursor, batch = rows[-1][0], min(batch * 2, 500)

@@ -10,16 +10,22 @@ so they open it alike, here: the library of ``driver`` (one SQLite library per p
 timeout, WAL (switched with a busy retry, below) and ``synchronous = NORMAL`` for files,
 ``foreign_keys`` and ``secure_delete`` on, and sqlite-vec loaded where it can be.
 
-``:memory:`` becomes a private shared-cache in-memory database, kept alive by one
-connection for as long as the ``Connections`` is open.
+``:memory:`` becomes a private database file in a temporary folder (in RAM, on ``/dev/shm``, where
+there is one), opened like any file and deleted at ``close``. It was a shared-cache in-memory
+database, and there a reader and a writer on two threads (the deferred vector write, a search on the
+pool thread) meet on table locks, which answer SQLITE_LOCKED at once, without the busy handler:
+"database table is locked" reached a caller's ``supersede`` in the linker's training replays.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import tempfile
 import threading
 import time
-import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +34,7 @@ from typing import Any
 from evomem.adapters.sqlite import driver
 
 BUSY_TIMEOUT_MS = 15_000
+_RAM_DIR = "/dev/shm"  # where a ":memory:" database's scratch file goes, when the folder exists
 
 
 def enable_wal(conn: Any, busy_timeout_ms: int) -> None:
@@ -65,16 +72,21 @@ class Connections:
         what: str = "database",
     ) -> None:
         self.uri = False
+        self._scratch: str | None = None  # the temporary folder of a ":memory:" database
         if path == ":memory:":
-            path = f"file:evomem-{uuid.uuid4().hex}?mode=memory&cache=shared"
-            self.uri = True
+            self._scratch = tempfile.mkdtemp(prefix="evomem-memory-", dir=_RAM_DIR if os.path.isdir(_RAM_DIR) else None)
+            path = os.path.join(self._scratch, "memory.db")
+            # removed at close, or when this object is collected, or at exit, whichever comes first
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self._scratch, True)
         elif path.startswith("file:"):
             self.uri = True
         else:
             path = str(Path(path).expanduser())
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.memory = self.uri and "mode=memory" in path
+        # nothing outlives the process: a ":memory:" scratch file or an in-memory URI of the caller's
+        self.memory = self._scratch is not None or (self.uri and "mode=memory" in path)
+        self._in_ram_uri = self.uri and "mode=memory" in path
         self.busy_timeout_ms = busy_timeout_ms
         self.row_factory = row_factory
         self.what = what
@@ -103,7 +115,7 @@ class Connections:
             conn.row_factory = self.row_factory
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if not self.memory:
+            if not self._in_ram_uri:
                 enable_wal(conn, self.busy_timeout_ms)
                 conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -136,7 +148,7 @@ class Connections:
         """Copy the WAL into the database file and truncate it. False if a reader or a writer
         blocked it. A TRUNCATE checkpoint waits for them with the busy handler: ``timeout_ms``
         bounds that wait (the connection's busy timeout otherwise), restored afterwards."""
-        if self.memory:
+        if self._in_ram_uri:
             return True
         conn = self.get()
         if timeout_ms is not None:
@@ -160,3 +172,5 @@ class Connections:
             with contextlib.suppress(Exception):
                 conn.close()
         self._local = threading.local()
+        if self._scratch is not None:
+            self._cleanup()

@@ -4,6 +4,7 @@
     refuse_merge_cycle(conn, namespace, chains, head_id)  # a link merging two chains: CycleError
     flag_dependents(conn, namespace, replaced, chain)     # the chain's head was replaced: flag
     clear(conn, node_id)                                  # a review: the flag is gone
+    naming(conn, namespace, ids)                          # the dependents that may name ids
 
 The graph is the namespace's active notes that name dependencies (a partial index holds exactly
 those, ``nodes_dependent``); the rules are ``evomem.domain.dependencies``'.
@@ -12,7 +13,7 @@ those, ``nodes_dependent``); the rules are ``evomem.domain.dependencies``'.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite.audit import record_change
@@ -43,8 +44,23 @@ def _flag(row: sqlite3.Row) -> ReviewFlag | None:
 
 
 def graph(conn: sqlite3.Connection, namespace: str) -> list[deps.Dependent]:
+    return _decoded(conn.execute(_GRAPH, (namespace,)))
+
+
+def naming(conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> list[deps.Dependent]:
+    """The part of ``graph`` whose relations mention one of ``ids`` (a text match on the stored
+    JSON, so only those rows are decoded): the candidates to depend on them."""
+    out: dict[str, deps.Dependent] = {}
+    for start in range(0, len(ids), 200):
+        quoted = [json.dumps(i) for i in ids[start : start + 200]]
+        sql = _GRAPH + " AND (" + " OR ".join(["instr(relations, ?) > 0"] * len(quoted)) + ")"
+        out.update((d.node_id, d) for d in _decoded(conn.execute(sql, (namespace, *quoted))))
+    return list(out.values())
+
+
+def _decoded(rows: Iterable[sqlite3.Row]) -> list[deps.Dependent]:
     out = []
-    for row in conn.execute(_GRAPH, (namespace,)):
+    for row in rows:
         named = deps.targets({k: tuple(v) for k, v in json.loads(row["relations"]).items()})
         if named:
             out.append(deps.Dependent(row["id"], row["chain_root"], named, _flag(row)))

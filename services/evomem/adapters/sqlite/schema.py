@@ -223,6 +223,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX nodes_needs_review ON nodes(namespace) WHERE needs_review_replaced IS NOT NULL;
         """,
     ),
+    (
+        "0009_heads_recent",
+        """
+        -- The heads in force of a namespace by id (ULIDs sort by time): the chains changed last,
+        -- newest first, one page at a time (the timeline's listing, Store.recent_heads).
+        CREATE INDEX nodes_heads_recent ON nodes(namespace, id) WHERE superseded_by IS NULL AND status = 'active';
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

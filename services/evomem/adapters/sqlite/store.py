@@ -32,6 +32,7 @@ from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
+from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
 from evomem.domain.errors import Conflict, NotFound, Purged
 from evomem.domain.model import (
     Extraction,
@@ -137,6 +138,40 @@ class SQLiteStore:
             (row["chain_root"], row["version"], max(0, depth) + 1),
         ).fetchall()
         return [row_to_node(r) for r in rows]
+
+    def recent_heads(self, query: RecentQuery) -> RecentPage:
+        """Heads read by id from ``nodes_heads_recent`` as far as the filters need (id, scope and
+        tags only), then the page's nodes in full."""
+        page = take_recent(self._heads_newest_first(query.namespace, query.before, query.limit + 1), query)
+        full = self.get_many(h.id for h in page.heads)
+        page.heads = [full[h.id] for h in page.heads if h.id in full]
+        return page
+
+    def _heads_newest_first(self, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
+        """The heads in force of ``namespace`` below ``before`` by id, newest first, as sketches
+        (id, scope, tags), ``batch`` rows per statement, as long as the caller reads."""
+        conn = self._conn()
+        cursor = before or "~"  # above every ULID
+        sql = (
+            "SELECT id, scope, tags FROM nodes INDEXED BY nodes_heads_recent WHERE namespace = ? "
+            "AND superseded_by IS NULL AND status = 'active' AND id < ? ORDER BY id DESC LIMIT ?"
+        )
+        while True:
+            rows = conn.execute(sql, (namespace, cursor, batch)).fetchall()
+            yield from (head_sketch(namespace, *r) for r in rows)
+            if len(rows) < batch:
+                return
+            cursor, batch = rows[-1][0], min(batch * 2, 500)
+
+    def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
+        conn = self._conn()
+        row = conn.execute("SELECT namespace, chain_root FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        if row is None:
+            return []
+        chain = [r[0] for r in conn.execute("SELECT id FROM nodes WHERE chain_root = ?", (row["chain_root"],))]
+        found = dependents_of(chain, reviews.naming(conn, row["namespace"], chain))[: max(0, limit)]
+        nodes = self.get_many(found)
+        return [nodes[i] for i in found if i in nodes]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first:

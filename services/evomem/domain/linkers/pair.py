@@ -35,8 +35,9 @@ whose Decision section is short against a record whose is long); ``none`` otherw
 
 **Calibrated offers** (a model file with ``offer_at``: the shipped one since 2026-12-06). What the
 agent reads is the model's probability through its calibration (``PairModel.calibration``, isotonic,
-fitted out of fold on hand-written development notes by ``lab/offers.py``): the probability that the
-note replaces that decision. Before any pair is scored, ``_gate`` drops what cannot be a
+fitted out of fold on hand-written development notes by ``lab/offers.py``; a pair of long documents
+reads ``calibration_long`` when the file has one): the probability that the note replaces that
+decision. Before any pair is scored, ``_gate`` drops what cannot be a
 replacement: a note that decides nothing (a question, a reminder, a report: the ``decides`` model
 over its words, learned from data) gets no offer, a candidate that decides nothing is never offered,
 and a candidate whose scope differs from the note's (listed because a scope was inferred from a text)
@@ -431,12 +432,16 @@ class PairLinker:
     ) -> str:
         """A few words on why a candidate is listed (remember's answer shows them): the
         probability, what changes as read from the two texts, and any reason it may not be a
-        replacement (another scope, a restatement)."""
+        replacement (another scope, a restatement, a partial change)."""
         f = dict(zip(FEATURES, row, strict=True))
         parts = [f"p={p:.2f}"]
         if node is not None:
-            changed = changes(self._read(text), self._read(node.raw_text))
+            note = self._read(text)
+            changed = changes(note, self._read(node.raw_text))
             parts.append(changed or "names no new option: may restate it")
+            kept = dt.KEEP.search(note.part) if changed and note.keep else None
+            if kept is not None:  # "only", "except", "still", "stays": some of it may stand
+                parts.append(f'says "{kept.group(0).lower()}": may be a partial change')
             if not scope_compatible(scope, node.scope):
                 parts.append(f"another scope: the note is {scope or 'unscoped'}, it is {node.scope or 'unscoped'}")
         if f["explicit_ref"]:

@@ -80,6 +80,14 @@ def calibrate(points: Sequence[tuple[float, float]], raw: float) -> float:
     return y0 if x1 <= x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
 
 
+_NOTE_LONG, _CAND_LONG = FEATURES.index("note_long"), FEATURES.index("cand_long")
+
+
+def is_long(x: Sequence[float]) -> bool:
+    """Whether the pair of feature row ``x`` is in the long documents' regime."""
+    return bool(x[_NOTE_LONG] or x[_CAND_LONG])
+
+
 def logit(p: float) -> float:
     """The log-odds of ``p``, clipped to [1e-6, 1 - 1e-6]."""
     p = min(max(p, 1e-6), 1 - 1e-6)
@@ -120,6 +128,10 @@ class PairModel:
     # calibration: (raw probability, probability that the pair is a replacement) points, raw
     # increasing, fitted out of fold on development data (``lab/offers.py``); () reads raw as is
     calibration: tuple[tuple[float, float], ...] = ()
+    # the same for long documents (the note or the candidate ``note_long``/``cand_long``): records of
+    # one domain look alike, and the short notes' calibration claimed too much on them; () uses
+    # ``calibration``
+    calibration_long: tuple[tuple[float, float], ...] = ()
     offer_at: float | None = None  # calibrated p from which a candidate is offered (None: the older rules)
     hint_at: float = 1.01  # calibrated p from which recall marks a hit "may be replaced by"
     decides: DecidesModel | None = None  # whether a note decides anything (``decides.py``)
@@ -148,6 +160,7 @@ class PairModel:
             features=tuple(data["features"]),
             meta=data.get("training"),
             calibration=tuple((float(a), float(b)) for a, b in data.get("calibration", ())),
+            calibration_long=tuple((float(a), float(b)) for a, b in data.get("calibration_long", ())),
             offer_at=float(data["offer_at"]) if data.get("offer_at") is not None else None,
             hint_at=float(data.get("hint_at", 1.01)),
             decides=DecidesModel.from_dict(data["decides"]) if data.get("decides") else None,
@@ -155,12 +168,13 @@ class PairModel:
 
     def prob(self, x: Sequence[float]) -> float:
         """The probability that the pair of feature row ``x`` (``FEATURES`` order) is a
-        replacement: the model's output through its calibration."""
-        return self.calibrated(self.raw(x))
+        replacement: the model's output through its calibration (the long documents' own when
+        the note or the candidate is long and the file has one)."""
+        return self.calibrated(self.raw(x), long=is_long(x))
 
-    def calibrated(self, raw: float) -> float:
-        """``raw`` through the calibration (``calibrate``)."""
-        return calibrate(self.calibration, raw)
+    def calibrated(self, raw: float, *, long: bool = False) -> float:
+        """``raw`` through the calibration (``calibrate``) of its regime."""
+        return calibrate(self.calibration_long if long and self.calibration_long else self.calibration, raw)
 
     def raw(self, x: Sequence[float]) -> float:
         """The model's own output for feature row ``x``, before calibration."""

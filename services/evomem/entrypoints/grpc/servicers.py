@@ -18,6 +18,7 @@ from evomem.app.recall import check_history_depth, check_query
 from evomem.app.storage import LocalStorage
 from evomem.domain import text as textrules
 from evomem.domain.audit import AUDIT_PAGE_MAX
+from evomem.domain.browse import DEPENDENTS_MAX, RecentQuery, check_recent
 from evomem.domain.errors import InvalidArgument, NotFound
 from evomem.domain.model import ExtractionState
 from evomem.domain.remember import ContextQuery
@@ -109,6 +110,31 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
         depth = check_history_depth(request.depth)  # 0 to HISTORY_DEPTH_MAX earlier versions
         nodes = self.storage.chain(self.rules.node_id(request.node_id), depth)
         return storage_pb2.GetChainResponse(nodes=[convert.node_to_pb(n) for n in nodes])
+
+    @servicer_method
+    def ListRecentHeads(
+        self, request: storage_pb2.ListRecentHeadsRequest, context: Ctx
+    ) -> storage_pb2.ListRecentHeadsResponse:
+        query = check_recent(
+            RecentQuery(
+                namespace=self.rules.namespace(request.namespace),
+                scope=textrules.clean_label(request.scope, "scope") if request.HasField("scope") else None,
+                tags=textrules.clean_tags(list(request.tags)),
+                limit=request.limit,
+                before=request.before if request.HasField("before") else None,
+            )
+        )
+        page = self.storage.recent_heads(query)
+        return storage_pb2.ListRecentHeadsResponse(heads=[convert.node_to_pb(n) for n in page.heads], more=page.more)
+
+    @servicer_method
+    def ListDependents(
+        self, request: storage_pb2.ListDependentsRequest, context: Ctx
+    ) -> storage_pb2.ListDependentsResponse:
+        if not 0 <= request.limit <= DEPENDENTS_MAX:
+            raise InvalidArgument(f"limit must be from 0 to {DEPENDENTS_MAX}, got {request.limit}")
+        nodes = self.storage.dependents(self.rules.node_id(request.node_id), request.limit)
+        return storage_pb2.ListDependentsResponse(nodes=[convert.node_to_pb(n) for n in nodes])
 
     @servicer_method
     def ForgetNode(self, request: storage_pb2.ForgetNodeRequest, context: Ctx) -> storage_pb2.ForgetNodeResponse:

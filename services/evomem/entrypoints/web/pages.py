@@ -7,7 +7,9 @@ nonce, so a note that slips a tag through still runs nothing.
 
 A chain is drawn like ``git log --graph``: the version in force on top, each earlier version
 below it on one line of dots. The search page shows the heads recall answers with their
-history; the "current only" view hides the superseded versions and says how many it hides.
+history, or without a query the chains changed last (a page, then "more"); the "current only"
+view hides the superseded versions and says how many it hides. A chain's page also lists the
+decisions built on it ("depended on by", "implemented by"), each a link.
 """
 
 from __future__ import annotations
@@ -57,9 +59,12 @@ class Filters:
     scope: str = ""
     tag: str = ""
     view: str = "current"
+    before: str = ""  # the listing's cursor (no query): chains older than this head
 
     def params(self, **changed: str) -> dict[str, str]:
         values = {"q": self.q, "namespace": self.namespace, "scope": self.scope, "tag": self.tag, "view": self.view}
+        if self.before and not self.q:
+            values["before"] = self.before
         values.update(changed)
         if values.get("view") == "current":
             values.pop("view")
@@ -77,6 +82,17 @@ class ChainView:
     matched: set[str] = field(default_factory=set)
     maybe_replaced_by: list[MemoryNode] = field(default_factory=list)
     scope_match: str | None = None
+    dependents: list[tuple[str, MemoryNode]] = field(default_factory=list)  # (depends_on | implements, node)
+
+
+@dataclass(slots=True)
+class Listing:
+    """What the search page lists: chains (recall's, or without a query the chains changed last),
+    recall's notes, and the cursor of the next page (``more``: the listing only)."""
+
+    chains: list[ChainView] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    more: str | None = None
 
 
 STYLE = """
@@ -106,6 +122,9 @@ border-color:var(--old)}.forgotten .badge.status{color:var(--gone);border-color:
 .focus{background:#fff8c5;border-radius:6px}.hidden-count{padding:0 12px 8px 40px}
 body.current .superseded,body.current .forgotten{display:none}body.all .hidden-count{display:none}
 details{margin:2px 0}.maybe{padding:0 12px}summary{cursor:pointer;color:var(--muted)}a{color:#0969da}
+.incoming{margin:18px 0;border:1px solid var(--line);border-radius:8px}.incoming>h2{font-size:14px;margin:0;
+padding:8px 12px;background:var(--bg);border-bottom:1px solid var(--line);border-radius:8px 8px 0 0}
+.incoming ul{margin:0;padding:8px 12px 8px 28px}.pager{margin:12px 0;font-weight:600}
 """
 
 SCRIPT = """
@@ -247,15 +266,22 @@ def _when(ms: int) -> str:
     return shown.replace("T", " ")[:16] + " UTC" if shown else ""
 
 
+def _title(node: MemoryNode) -> str:
+    """A version's subject in one line: its summary, or the change, or the first words of its text."""
+    if node.purged:
+        return "(purged)"
+    lines = (node.summary or node.change or node.raw_text).strip().splitlines()
+    title = lines[0] if lines else ""
+    return title if len(title) <= 120 else title[:120].rstrip() + " …"
+
+
 def chain_section(chain: ChainView) -> str:
     """One chain: a title (its subject: the head's summary or first words), the graph of its
     versions newest first, and the count of versions the current view hides."""
     if not chain.versions:
         return ""
     head = chain.versions[0]
-    title = (head.summary or head.change or head.raw_text).strip().splitlines()[0] if not head.purged else "(purged)"
-    if len(title) > 120:
-        title = title[:120].rstrip() + " …"
+    title = _title(head)
     older = head.version - 1  # what the current view hides: every version before the head
     count = f"{head.version} version{'s' if head.version != 1 else ''}"
     extra = ""
@@ -306,6 +332,24 @@ def search_form(filters: Filters, namespaces: Sequence[str]) -> str:
     )
 
 
+def _summary(filters: Filters, chains: Sequence[ChainView], recent: bool) -> str:
+    """The line above the chains: how many, and how many superseded versions the current view hides."""
+    hidden = sum(c.versions[0].version - 1 for c in chains if c.versions)
+    total = f"{len(chains)} chain{'s' if len(chains) != 1 else ''}"
+    if recent:
+        total += " changed last, newest first" + (" (older page)" if filters.before else "")
+    if filters.view == "current":
+        other = url("/ui", **filters.params(view="all"))
+        summary = (
+            f"{total}; {hidden} superseded version{'s' if hidden != 1 else ''} "
+            f'hidden (<a href="{esc(other)}">show every version</a>)'
+        )
+    else:
+        other = url("/ui", **filters.params(view="current"))
+        summary = f'{total}, every version (<a href="{esc(other)}">current only</a>)'
+    return f'<p class="notice" data-hidden="{hidden}"><span id="summary">{summary}</span></p>'
+
+
 def search_page(
     filters: Filters,
     namespaces: Sequence[str],
@@ -316,50 +360,64 @@ def search_page(
     error: str | None = None,
     who: str | None = None,
     counts: Mapping[str, int] | None = None,
+    more: str | None = None,
 ) -> str:
-    """The search page: the form, then each chain recall answered with, or a hint."""
+    """The search page: the form, then each chain recall answered with; without a query, the
+    chains changed last (newest first, ``more``: the cursor of the next page) and the namespaces."""
     parts = [search_form(filters, namespaces)]
+    recent = not filters.q
     if error is not None:
         parts.append(f'<p class="notice error" role="alert">{esc(error)}</p>')
     for n in notes:
         parts.append(f'<p class="notice">{esc(n)}</p>')
-    if not filters.q:
-        if error is None:
-            parts.append(
-                '<p class="notice">Search the decisions: each result is a chain, the version in force on top '
-                "and the versions it replaced below it. Open a chain to see all of it.</p>"
-            )
-        if counts:
-            rows = "".join(
-                f'<li><a href="{esc(url("/ui", namespace=ns))}">{esc(ns)}</a> '
-                f'<span class="muted">{n} note{"s" if n != 1 else ""}</span></li>'
-                for ns, n in sorted(counts.items())
-            )
-            parts.append(f"<h2>Namespaces</h2><ul>{rows}</ul>")
-    elif error is None:
-        hidden = sum(c.versions[0].version - 1 for c in chains if c.versions)
-        current = filters.view == "current"
-        total = f"{len(chains)} chain{'s' if len(chains) != 1 else ''}"
-        if current:
-            other = url("/ui", **filters.params(view="all"))
-            summary = (
-                f'<span id="summary">{total} in force; {hidden} superseded version{"s" if hidden != 1 else ""} '
-                f'hidden (<a href="{esc(other)}">show every version</a>)</span>'
-            )
-        else:
-            other = url("/ui", **filters.params(view="current"))
-            summary = f'<span id="summary">{total}, every version (<a href="{esc(other)}">current only</a>)</span>'
-        parts.append(f'<p class="notice" data-hidden="{hidden}">{summary}</p>')
+    if error is None:
+        parts.append(_summary(filters, chains, recent))
         if not chains:
-            parts.append('<p class="notice">No decision matches.</p>')
+            narrowed = filters.q or filters.scope or filters.tag or filters.before
+            empty = "No decision matches." if narrowed else "Nothing is remembered in this namespace yet."
+            parts.append(f'<p class="notice">{esc(empty)}</p>')
         parts.extend(chain_section(c) for c in chains)
-    return layout(filters.q or "search", "".join(parts), nonce=nonce, view=filters.view, who=who)
+        pager = []
+        if recent and filters.before:
+            pager.append(f'<a href="{esc(url("/ui", **filters.params(before="")))}">← newest</a>')
+        if recent and more:
+            pager.append(f'<a id="more" href="{esc(url("/ui", **filters.params(before=more)))}">more →</a>')
+        if pager:
+            parts.append(f'<p class="pager">{" · ".join(pager)}</p>')
+    if recent and counts:
+        rows = "".join(
+            f'<li><a href="{esc(url("/ui", namespace=ns))}">{esc(ns)}</a> '
+            f'<span class="muted">{n} note{"s" if n != 1 else ""}</span></li>'
+            for ns, n in sorted(counts.items())
+        )
+        parts.append(f"<h2>Namespaces</h2><ul>{rows}</ul>")
+    return layout(filters.q or "recent decisions", "".join(parts), nonce=nonce, view=filters.view, who=who)
+
+
+KIND_LABELS = {"depends_on": "depended on by", "implements": "implemented by"}
+
+
+def dependents_section(chain: ChainView) -> str:
+    """The decisions built on this chain (any of its versions): who depends on or implements it,
+    each a link to its own chain, with its ``needs_review`` flag when it has one."""
+    if not chain.dependents:
+        items = '<li class="muted">no decision in force depends on or implements this one</li>'
+    else:
+        items = "".join(
+            f'<li class="dependent" data-kind="{esc(kind)}" data-id="{esc(node.id)}">'
+            f'<span class="muted">{esc(KIND_LABELS.get(kind, kind))}</span> {chain_link(node.id)} {esc(_title(node))}'
+            + (' <span class="flag">needs review</span>' if node.needs_review is not None else "")
+            + "</li>"
+            for kind, node in chain.dependents
+        )
+    return f'<section class="incoming" id="dependents"><h2>Built on this decision</h2><ul>{items}</ul></section>'
 
 
 def chain_page(chain: ChainView, *, nonce: str, who: str | None = None) -> str:
     head = chain.versions[0]
     back = '<p><a href="/ui">← search</a></p>'
-    return layout(f"chain {_short(head.chain_root)}", back + chain_section(chain), nonce=nonce, who=who)
+    content = back + chain_section(chain) + dependents_section(chain)
+    return layout(f"chain {_short(head.chain_root)}", content, nonce=nonce, who=who)
 
 
 def error_page(message: str, *, nonce: str, who: str | None = None) -> str:

@@ -3,8 +3,11 @@
 Routes, added to the HTTP app of both wirings by ``evomem.entrypoints.mcp.http_app``:
 
 - ``GET /ui``                  search (recall), filtered by namespace, scope and tag; each result
-                               a chain, drawn like a git log graph (``pages``)
-- ``GET /ui/chain/{node_id}``  one whole chain, the version asked for highlighted
+                               a chain, drawn like a git log graph (``pages``). Without a query:
+                               the chains changed last, newest first, a page at a time (``before``:
+                               the cursor of the "more" link), under the same filters
+- ``GET /ui/chain/{node_id}``  one whole chain, the version asked for highlighted, and the
+                               decisions built on it (who depends on or implements any version)
 - ``POST /ui/login``           a token in the form's body -> an HttpOnly, SameSite=Strict cookie
 - ``POST /ui/logout``          the cookie cleared
 
@@ -21,9 +24,9 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs
 
 import anyio.to_thread
@@ -32,11 +35,16 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from evomem.app import incidents
 from evomem.app.access import GuardedService, Principal
+from evomem.app.memory import MemoryService
 from evomem.app.recall import HISTORY_DEPTH_MAX
+from evomem.domain.browse import dependency_kinds
 from evomem.domain.errors import EvoMemError
 from evomem.domain.model import MemoryNode
 from evomem.entrypoints.web import pages
 from evomem.security.ratelimit import UI_COOKIE
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 log = logging.getLogger("evomem.ui")
 
@@ -70,6 +78,32 @@ def _status(exc: EvoMemError) -> int:
     return 400
 
 
+class Verifier(Protocol):
+    """Turns a token into its principal (``evomem.security.tokens.TokenVerifier``)."""
+
+    def principal(self, token: str) -> Principal | None: ...
+
+
+class SignIn(Protocol):
+    """What the page needs of the gate (``evomem.security.gate.Gate``): the tools' token verifier."""
+
+    @property
+    def verifier(self) -> Verifier: ...
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Routes(Protocol):
+    """Where the routes go: the MCP server's HTTP app (``MCPServer.custom_route``)."""
+
+    def custom_route(self, path: str, methods: list[str]) -> Callable[[Handler], Handler]: ...
+
+
+#: The service as one viewer may read it: the service itself (no gate), or guarded as a principal.
+Reads = MemoryService | GuardedService
+
+
 @dataclass(frozen=True)
 class Viewer:
     """Who is looking: ``principal`` None without a gate (one local user)."""
@@ -85,7 +119,12 @@ class Timeline:
     """The page's handlers over ``service`` (the ``MemoryService`` getter the tools use), behind
     ``gate`` (None: open) and ``security`` (the SDK's Host/Origin checks, or None)."""
 
-    def __init__(self, service: Callable[[], Any], gate: Any = None, security: Any = None) -> None:
+    def __init__(
+        self,
+        service: Callable[[], MemoryService],
+        gate: SignIn | None = None,
+        security: TransportSecuritySettings | None = None,
+    ) -> None:
         self.service = service
         self.gate = gate
         self.security = security
@@ -104,11 +143,11 @@ class Timeline:
             if found is not None:
                 return found
         cookie = request.cookies.get(COOKIE)
-        if cookie:
+        if cookie and self.gate is not None:
             return self.gate.verifier.principal(cookie)
         return None
 
-    def _scoped(self, viewer: Viewer) -> Any:
+    def _scoped(self, viewer: Viewer) -> Reads:
         base = self.service()
         if viewer.principal is None:
             return base
@@ -156,19 +195,29 @@ class Timeline:
             scope=q.get("scope", "").strip()[:100],
             tag=q.get("tag", "").strip()[:100],
             view="all" if q.get("view") == "all" else "current",
+            before=q.get("before", "").strip()[:40],
         )
         nonce = secrets.token_urlsafe(16)
         try:
-            namespaces, counts, chains, notes = await anyio.to_thread.run_sync(self._search, viewer, filters)
+            namespaces, counts, listing = await anyio.to_thread.run_sync(self._search, viewer, filters)
         except EvoMemError as exc:
             page = pages.search_page(
                 filters, [], [], nonce=nonce, error=incidents.for_caller(exc, logger=log), who=viewer.name
             )
             return self._html(page, nonce, _status(exc))
-        page = pages.search_page(filters, namespaces, chains, nonce=nonce, notes=notes, who=viewer.name, counts=counts)
+        page = pages.search_page(
+            filters,
+            namespaces,
+            listing.chains,
+            nonce=nonce,
+            notes=listing.notes,
+            who=viewer.name,
+            counts=counts,
+            more=listing.more,
+        )
         return self._html(page, nonce)
 
-    def _namespaces(self, viewer: Viewer, service: Any) -> tuple[list[str], dict[str, int]]:
+    def _namespaces(self, viewer: Viewer, service: Reads) -> tuple[list[str], dict[str, int]]:
         """The namespaces the caller may pick (theirs, or every one the store counts) and the
         notes in each, where the store says."""
         principal = viewer.principal
@@ -177,15 +226,13 @@ class Timeline:
         counts = dict(service.stats().namespaces)
         return sorted(counts), counts
 
-    def _search(
-        self, viewer: Viewer, filters: pages.Filters
-    ) -> tuple[list[str], dict[str, int], list[pages.ChainView], list[str]]:
+    def _search(self, viewer: Viewer, filters: pages.Filters) -> tuple[list[str], dict[str, int], pages.Listing]:
         service = self._scoped(viewer)
         namespaces, counts = self._namespaces(viewer, service)
         if filters.namespace and filters.namespace not in namespaces:
             namespaces.append(filters.namespace)
         if not filters.q:
-            return namespaces, counts, [], []
+            return namespaces, counts, self._recent(service, filters)
         out = service.recall(
             filters.q,
             k=RESULTS,
@@ -207,7 +254,27 @@ class Timeline:
                     scope_match=resolved.scope_match,
                 )
             )
-        return namespaces, counts, chains, list(out.notes)
+        return namespaces, counts, pages.Listing(chains, list(out.notes))
+
+    @staticmethod
+    def _recent(service: Reads, filters: pages.Filters) -> pages.Listing:
+        """No query: the chains changed last (one page, ``RESULTS``), each with its earlier versions
+        (read only for a chain that has some), and the cursor of the next page."""
+        page = service.recent(
+            filters.namespace or None,
+            scope=filters.scope or None,
+            tags=[filters.tag] if filters.tag else None,
+            limit=RESULTS,
+            before=filters.before or None,
+        )
+        chains = []
+        for head in page.heads:
+            versions = [head]
+            if head.version > 1:
+                _, _, history = service.get_node(head.id, include_history=True, history_depth=HISTORY_DEPTH_MAX)
+                versions += history
+            chains.append(pages.ChainView(versions=versions, older_not_shown=max(0, head.version - len(versions))))
+        return pages.Listing(chains, [], more=page.more)
 
     async def chain(self, request: Request) -> Response:
         viewer = await self._viewer(request)
@@ -229,7 +296,14 @@ class Timeline:
         first: MemoryNode = head if head is not None else node
         top, _, history = service.get_node(first.id, include_history=True, history_depth=HISTORY_DEPTH_MAX)
         versions = [top, *history]
-        return pages.ChainView(versions=versions, older_not_shown=max(0, top.version - len(versions)), focus=node.id)
+        ids = [v.id for v in versions]
+        built_on = [(dependency_kinds(d, ids) or ["depends_on"], d) for d in service.dependents(top.id)]
+        return pages.ChainView(
+            versions=versions,
+            older_not_shown=max(0, top.version - len(versions)),
+            focus=node.id,
+            dependents=[(kind, d) for kinds, d in built_on for kind in kinds],
+        )
 
     # ------------------------------------------------------------------ sign in / out
 
@@ -276,7 +350,13 @@ class Timeline:
         return response
 
 
-def add_ui_routes(server: Any, service: Callable[[], Any], *, gate: Any = None, security: Any = None) -> Timeline:
+def add_ui_routes(
+    server: Routes,
+    service: Callable[[], MemoryService],
+    *,
+    gate: SignIn | None = None,
+    security: TransportSecuritySettings | None = None,
+) -> Timeline:
     """The timeline's routes on ``server``'s HTTP app (``server.custom_route``)."""
     timeline = Timeline(service, gate, security)
     server.custom_route("/ui", methods=["GET"])(timeline.search)
