@@ -71,6 +71,7 @@ class Recorder:
         dm = linker.model.decides
         nodes = [c for c in candidates if c.status == "active"]
         info: dict[str, Any] = {
+            "offer_at": linker.offer_at or 0.0,  # this linker's cut-off (EVOMEM_OFFER_MIN_P or the model's)
             "scope": scope,
             "note_p_decides": None if dm is None else round(dm.p(text), 3),
             "note_decides": True if dm is None else dm.decides(text),
@@ -93,7 +94,7 @@ class Recorder:
         return info
 
 
-def stage(call: Mapping[str, Any] | None, gold_id: str, offer_at: float) -> str:
+def stage(call: Mapping[str, Any] | None, gold_id: str) -> str:
     if call is None or "error" in call:
         return "not_candidate"
     cand = call["cands"].get(gold_id)
@@ -105,7 +106,7 @@ def stage(call: Mapping[str, Any] | None, gold_id: str, offer_at: float) -> str:
         return "cand_decides"
     if not cand["scope_ok"]:
         return "scope"
-    return "offered" if cand["p"] >= offer_at else "below_offer"
+    return "offered" if cand["p"] >= call["offer_at"] else "below_offer"
 
 
 async def run(sets: Mapping[str, Sequence[Mapping[str, Any]]], progress: bool) -> dict[str, Any]:
@@ -126,8 +127,7 @@ async def run(sets: Mapping[str, Sequence[Mapping[str, Any]]], progress: bool) -
                         if g not in ids:
                             continue
                         call = rec.calls.get(note["text"]) or rec.calls.get(note["text"].strip())
-                        offer_at = _offer_at()
-                        s = stage(call, ids[g], offer_at)
+                        s = stage(call, ids[g])
                         counts[s] += 1
                         gold_text = next(n["text"] for n in scenario["notes"] if n["i"] == g)
                         cand = (call or {}).get("cands", {}).get(ids[g], {})
@@ -148,17 +148,6 @@ async def run(sets: Mapping[str, Sequence[Mapping[str, Any]]], progress: bool) -
                         )
             out[name] = dict(counts)
     return {"counts": out, "rows": rows}
-
-
-_OFFER_AT: list[float] = []
-
-
-def _offer_at() -> float:
-    if not _OFFER_AT:
-        from evomem.adapters.models.pair_weights import shipped_pair_model
-
-        _OFFER_AT.append(float(shipped_pair_model().offer_at or 0.0))
-    return _OFFER_AT[0]
 
 
 async def _replay_ids(memory: Any, scenario: Mapping[str, Any], replay: Any) -> dict[int, str]:

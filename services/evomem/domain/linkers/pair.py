@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 from evomem.domain.linkers import decision_text as dt
 from evomem.domain.linkers.history import Lookup, versions_from
 from evomem.domain.linkers.pair_features import FEATURES, MAX_LISTED, listed, pair_features, plausible_ranked
-from evomem.domain.linkers.pair_model import PairModel, logit, sigmoid
+from evomem.domain.linkers.pair_model import PairModel, is_long, logit, sigmoid
 from evomem.domain.linkers.pair_reading import Reading, declares, read
 from evomem.domain.linkers.vocabulary import CUE_WORDS
 from evomem.domain.model import LinkDecision, LinkProposal, MemoryNode
@@ -313,8 +313,7 @@ class PairLinker:
 
     def _link_at(self, row: Sequence[float]) -> float:
         """The link threshold of this pair's regime: long documents have their own."""
-        long = row[FEATURES.index("note_long")] or row[FEATURES.index("cand_long")]
-        return self.link_at_long if long else self.link_at
+        return self.link_at_long if is_long(row) else self.link_at
 
     # ------------------------------------------------------------------ scoring
 
