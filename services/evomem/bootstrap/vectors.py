@@ -111,7 +111,7 @@ def build_vectors(settings: Settings, store: Store) -> Vectors | None:
         t = settings.triton
         model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
         embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
-    return SemanticIndex(embedder, vector_table(store, embedder.name), min_similarity=VECTOR_MIN_SIMILARITY)
+    return SemanticIndex(embedder, vector_table(store, embedder.name), min_similarity=MIN_SIMILARITY["minilm"])
 
 
 def vector_table(store: Store, model: str, dim: int = 384) -> VectorTable:
