@@ -104,6 +104,46 @@ def test_hints_follow_their_cut_off_and_can_be_switched_off(tmp_path: Path) -> N
             s.close()
 
 
+def test_a_successor_among_the_results_is_shown_from_its_own_cut_off(tmp_path: Path) -> None:
+    """Recall shows a possible successor that is itself a result from ``among_results``, one that
+    is not from ``alone``: the same offer, read with and without the other note in the answer."""
+    from dataclasses import replace
+
+    from evomem.domain.recall import HintCutoffs
+
+    s = service(tmp_path, hint_min_p=0.0)
+    try:
+        s.remember(LEDGER)
+        moved = s.remember(MOVED)
+        ((_, p),) = moved.decision.candidates  # type: ignore[union-attr]
+
+        def successors(cut: HintCutoffs, query: str) -> list[str]:
+            s.config = replace(s.config, hint_min_p=lambda: cut)
+            hits = s.recall(query, k=5).results
+            old = next(entry for entry, _ in hits if entry.head.raw_text == LEDGER)
+            return [y.node.id for y in old.maybe_replaced_by]
+
+        both = "ledger PostgreSQL SQLite"  # finds both notes: the successor is a result
+        assert successors(HintCutoffs(alone=1.01, among_results=p), both) == [moved.node.id]
+        assert successors(HintCutoffs(alone=p, among_results=1.01), both) == []
+        s.forget(moved.node.id)  # a successor that is not active is never shown
+        assert successors(HintCutoffs(alone=0.5, among_results=0.5), both) == []
+    finally:
+        s.close()
+
+
+def test_the_shipped_hint_cut_offs_reach_recall() -> None:
+    from evomem.bootstrap.linkers import hint_floor
+    from evomem.domain.recall import HintCutoffs
+
+    model = shipped_pair_model()
+    shown = model.hint_at if model.hint_at_shown is None else model.hint_at_shown
+    assert hint_floor(Settings(db=":memory:", vectors="off"))() == HintCutoffs(model.hint_at, shown)
+    assert model.offer_at is not None and model.offer_at <= shown <= model.hint_at
+    assert hint_floor(Settings(db=":memory:", vectors="off", hint_min_p=0.7))() == HintCutoffs(0.7, 0.7)
+    assert hint_floor(Settings(db=":memory:", vectors="off", recall_hints=False))().shows_all is False
+
+
 def test_the_offer_cut_off_reaches_every_pair_linker_the_settings_build() -> None:
     from evomem.bootstrap.linkers import linker_for, offerer_for
 

@@ -190,7 +190,8 @@ class LinkerSettings(_Section):
     hint_min_p: Annotated[float | None, AfterValidator(_between(0, 1))] = _var(
         "HINT_MIN_P",
         None,
-        "the probability from which recall shows maybe_replaced_by (default: the pair model's, above the offers')",
+        "the probability from which recall shows maybe_replaced_by (default: the pair model's hint_at, and its "
+        "hint_at_shown for a successor that is itself a result)",
     )
     cross_encoder: bool = _var(
         "LINKER_CROSS_ENCODER",

@@ -40,7 +40,7 @@ from evomem.domain.model import (
     NewNote,
     Stats,
 )
-from evomem.domain.recall import RecallQuery, Resolved, Successor
+from evomem.domain.recall import HintCutoffs, RecallQuery, Resolved
 from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext
 from evomem.domain.scope import infer_note_scope
 
@@ -106,15 +106,9 @@ class ServiceConfig:
     vectors: bool = False  # search and embed by meaning too (hybrid); storage says when it cannot
     vectors_required: bool = False  # recall logs each time the vector half is skipped (gateway: vectors on)
     dedupe_window_ms: int = 120_000  # without a key, an identical active note this recent is returned, not copied
-    # recall shows a possible successor whose offer's probability reaches this (0: all; above 1: none);
+    # recall shows a possible successor whose offer's probability reaches these (``HintCutoffs``);
     # asked when there is one to show, so the model's ``hint_at`` is not read at start (``hint_floor``)
-    hint_min_p: Callable[[], float] = field(default=lambda: 0.0)
-
-
-def _hinted(successor: Successor, at: float) -> bool:
-    """Whether a possible successor is shown: its offer's probability (the weakest step's, along
-    a chain of offers) reaches ``at``; one stored without a probability is not."""
-    return successor.confidence is not None and successor.confidence >= at
+    hint_min_p: Callable[[], HintCutoffs] = field(default=HintCutoffs)
 
 
 class MemoryService:
@@ -467,9 +461,9 @@ class MemoryService:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
             )
-        at = self.config.hint_min_p() if any(entry.maybe_replaced_by for entry, _ in answer.results) else 0.0
-        for entry, _ in answer.results if at > 0 else ():
-            entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if _hinted(s, at)]
+        cut = self.config.hint_min_p() if any(entry.maybe_replaced_by for entry, _ in answer.results) else HintCutoffs()
+        for entry, _ in answer.results if not cut.shows_all else ():
+            entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if cut.shown(s)]
         return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     # ------------------------------------------------------------------ get / forget / link

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from evomem.app.ports import Embedder, Linker, Store
 from evomem.domain.linkers.lazy import LazyLinker
+from evomem.domain.recall import HintCutoffs
 from evomem.settings import Settings
 
 
@@ -89,22 +90,23 @@ def offerer_for(
     return pair_linker(store, embedder, offer_at=offer_at)
 
 
-def hint_floor(settings: Settings) -> Callable[[], float]:
-    """The probability from which recall shows a hit's possible successor: the setting, else
-    the shipped pair model's ``hint_at``, read at the first recall that has a successor to show
-    (not at start: the embedded server builds its pair linker lazily too); above 1 (none shown)
-    with ``recall_hints`` off."""
+def hint_floor(settings: Settings) -> Callable[[], HintCutoffs]:
+    """The probabilities from which recall shows a hit's possible successor: the setting (for a
+    successor among the results and not alike), else the shipped pair model's ``hint_at`` and
+    ``hint_at_shown``, read at the first recall that has a successor to show (not at start: the
+    embedded server builds its pair linker lazily too); above 1 (none shown) with ``recall_hints`` off."""
     if not settings.linker.recall_hints:
-        return lambda: HINTS_OFF
+        return lambda: HintCutoffs.both(HINTS_OFF)
     given = settings.linker.hint_min_p
     if given is not None:
-        return lambda: given
+        return lambda: HintCutoffs.both(given)
 
     @functools.cache
-    def shipped() -> float:
+    def shipped() -> HintCutoffs:
         from evomem.adapters.models.pair_weights import shipped_pair_model
 
-        return shipped_pair_model().hint_at
+        model = shipped_pair_model()
+        return HintCutoffs(model.hint_at, model.hint_at if model.hint_at_shown is None else model.hint_at_shown)
 
     return shipped
 

@@ -25,7 +25,10 @@ Pure functions over hits and nodes; the store only supplies them.
    re-ranked on a guess; a successor that is itself a result is referenced by its rank. The
    likeliest successors come first, by the confidence their linker gave and where it listed
    the head (a newer note that replaces nothing may still list an old decision as a distant
-   guess, ahead of the version that does replace it), newest first among equals.
+   guess, ahead of the version that does replace it), newest first among equals. A successor
+   is shown when its offer's probability reaches a cut-off (``HintCutoffs``), a lower one when it
+   is itself a result: two notes that answer the same question are on one subject, and there an
+   offer is right more often than the same offer read without the question.
 """
 
 from __future__ import annotations
@@ -70,6 +73,30 @@ class Successor:
     def likelihood(self) -> tuple[float, int]:
         """Higher is likelier: the confidence (none stored counts below any), then listed earlier."""
         return (-1.0 if self.confidence is None else self.confidence, -self.position)
+
+
+@dataclass(frozen=True, slots=True)
+class HintCutoffs:
+    """The probabilities from which recall shows a possible successor: ``alone`` when it is not one
+    of the answer's results, ``among_results`` when it is (0 and 0: every successor, one stored
+    without a probability included; above 1: none)."""
+
+    alone: float = 0.0
+    among_results: float = 0.0
+
+    @classmethod
+    def both(cls, at: float) -> HintCutoffs:
+        return cls(at, at)
+
+    @property
+    def shows_all(self) -> bool:
+        return self.alone <= 0 and self.among_results <= 0
+
+    def shown(self, successor: Successor) -> bool:
+        """Whether ``successor`` is shown: its offer's probability (the weakest step's, along a
+        chain of offers) reaches the cut-off for where it stands; one stored without a probability is not."""
+        at = self.among_results if successor.result is not None else self.alone
+        return successor.confidence is not None and successor.confidence >= at
 
 
 @dataclass(slots=True)

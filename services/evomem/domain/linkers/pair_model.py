@@ -134,6 +134,9 @@ class PairModel:
     calibration_long: tuple[tuple[float, float], ...] = ()
     offer_at: float | None = None  # calibrated p from which a candidate is offered (None: the older rules)
     hint_at: float = 1.01  # calibrated p from which recall marks a hit "may be replaced by"
+    # the same when the possible successor is itself a result of that recall (both answer one
+    # question: an offer at a given p is right more often there; ``lab/recall_hints.py``); None: ``hint_at``
+    hint_at_shown: float | None = None
     decides: DecidesModel | None = None  # whether a note decides anything (``decides.py``)
     # the trees as one compiled function (``_compile_trees``), made by the first ``prob``
     _walk: list[Callable[[Sequence[float]], float]] = field(default_factory=list, repr=False, compare=False)
@@ -163,6 +166,7 @@ class PairModel:
             calibration_long=tuple((float(a), float(b)) for a, b in data.get("calibration_long", ())),
             offer_at=float(data["offer_at"]) if data.get("offer_at") is not None else None,
             hint_at=float(data.get("hint_at", 1.01)),
+            hint_at_shown=float(data["hint_at_shown"]) if data.get("hint_at_shown") is not None else None,
             decides=DecidesModel.from_dict(data["decides"]) if data.get("decides") else None,
         )
 
