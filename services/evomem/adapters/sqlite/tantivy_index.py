@@ -153,7 +153,7 @@ class TantivyWords:
 
     name = "tantivy"
 
-    def __init__(self, db: Connections, *, commit_after_s: float = COMMIT_AFTER_S) -> None:
+    def __init__(self, db: Connections, *, commit_after_s: float | None = None) -> None:
         self._db = db
         self.folder = index_folder(db)
         self._schema = build_schema()
@@ -164,7 +164,7 @@ class TantivyWords:
         self._pruned = 0
         self._tail_lock = threading.Lock()  # the tail, and which searcher goes with it
         self._writer_lock = threading.Lock()  # the writer: adds, deletes, commits
-        self._commit_after_s = commit_after_s
+        self._commit_after_s = COMMIT_AFTER_S if commit_after_s is None else commit_after_s
         self._avg_n = 0  # the average field lengths the tail is scored with (``_count_lengths``)
         self._avg = dict.fromkeys(FTS_COLUMNS, 1.0)
         conn = db.get()
