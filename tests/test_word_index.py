@@ -46,7 +46,7 @@ def store(tmp_path: Path, slow_commits: None) -> Iterator[SQLiteStore]:
 
 
 def words(store: SQLiteStore) -> tantivy_index.TantivyWords:
-    index = store._words  # noqa: SLF001 - the adapter behind the port, to tell the tail from a commit
+    index = store._words  # the adapter behind the port: the tail or a commit
     assert isinstance(index, tantivy_index.TantivyWords)
     return index
 
@@ -109,7 +109,7 @@ def test_purge_takes_the_text_out_of_the_index_before_forget_returns(store: SQLi
     keep = store.insert(NewNote(raw_text="The VPN certificate rotates every ninety days."))
     gone = store.insert(NewNote(raw_text="The VPN root password is hunter2."))
     words(store).flush()
-    rowid = store._conn().execute("SELECT rowid FROM nodes WHERE id = ?", (gone.id,)).fetchone()[0]  # noqa: SLF001
+    rowid = store._conn().execute("SELECT rowid FROM nodes WHERE id = ?", (gone.id,)).fetchone()[0]
     assert rowid in words(store).indexed_rowids()
     store.forget(gone.id, purge=True)
     assert rowid not in words(store).indexed_rowids()  # committed without it: no commit thread ran
@@ -163,7 +163,9 @@ def test_writes_made_while_no_index_was_open_are_caught_up(tmp_path: Path) -> No
         store.close()
 
 
-def test_a_missing_or_broken_index_is_rebuilt_from_the_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_or_broken_index_is_rebuilt_from_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "w.db"
     store = SQLiteStore(db, word_index="tantivy")
     ids = [store.insert(NewNote(raw_text=f"runbook {i} for the billing queue")).id for i in range(5)]
