@@ -10,7 +10,7 @@ What it keeps, and how:
   remove_diacritics`` (split on non-alphanumerics, lowercased, ASCII-folded, English stemmer)
   and boosted by ``FTS_WEIGHTS`` at query time: BM25 per field, summed (Tantivy's ranking, not
   FTS5's, so the order of close hits differs). The query is the OR of the terms, in the namespace.
-- **The log** (``words.LOG_SQL``): every write of the store logs the rowids whose words may have
+- **The log** (``LOG_SQL``): every write of the store logs the rowids whose words may have
   changed, in its own transaction. A write reads the log into the *tail* (the nodes changed since
   the index's last commit) before it returns, so a note is searchable the moment ``remember``
   returns; a thread commits the tail (``COMMIT_EVERY`` nodes or ``COMMIT_AFTER_S``), since a
@@ -47,7 +47,6 @@ from urllib.parse import unquote, urlparse
 import tantivy
 
 from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
-from evomem.adapters.sqlite.words import LOG_SQL, log_position
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -80,6 +79,27 @@ BATCH = 2000
 META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
+
+
+#: The log of the nodes whose words may have changed, and the triggers that fill it. Status is
+#: logged too: a forgotten or purged note leaves the index, and one restored comes back.
+LOG_SQL = (
+    "CREATE TABLE IF NOT EXISTS words_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS words_log_insert AFTER INSERT ON nodes BEGIN "
+    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
+    "CREATE TRIGGER IF NOT EXISTS words_log_update AFTER UPDATE OF raw_text, change, trigger, "
+    "alternatives_tried, consequences, summary, tags, namespace, status, purged_at ON nodes BEGIN "
+    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
+    "CREATE TRIGGER IF NOT EXISTS words_log_delete AFTER DELETE ON nodes BEGIN "
+    "INSERT INTO words_log(node_rowid) VALUES (old.rowid); END",
+)
+
+
+def log_position(conn: sqlite3.Connection) -> int:
+    """The last sequence number ``words_log`` gave out (0: none yet). AUTOINCREMENT never gives
+    one out twice, even after the rows below it were pruned."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'words_log'").fetchone()
+    return int(row[0]) if row else 0
 
 
 class IndexBusy(RuntimeError):

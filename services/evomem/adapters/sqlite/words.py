@@ -10,7 +10,7 @@
   triggers inside each write transaction; nothing to do after a write.
 - ``tantivy``: a Tantivy index in a folder beside the file (``<db>.words/``), SQLite staying the
   source of truth (``tantivy_index.py``). The store's triggers write the rowid of every node whose
-  words may have changed to ``words_log`` (``LOG_SQL``); the index reads that log after each
+  words may have changed to ``words_log`` (``tantivy_index.LOG_SQL``); the index reads that log after each
   write and at open, and records in its own commits how far it has read (its watermark).
 
 The log's triggers are created when a store first opens with ``tantivy`` and stay in the file:
@@ -35,26 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORD_INDEXES = ("fts5", "tantivy")
-
-#: The log of the nodes whose words may have changed, and the triggers that fill it. Status is
-#: logged too: a forgotten or purged note leaves the index, and one restored comes back.
-LOG_SQL = (
-    "CREATE TABLE IF NOT EXISTS words_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS words_log_insert AFTER INSERT ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
-    "CREATE TRIGGER IF NOT EXISTS words_log_update AFTER UPDATE OF raw_text, change, trigger, "
-    "alternatives_tried, consequences, summary, tags, namespace, status, purged_at ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
-    "CREATE TRIGGER IF NOT EXISTS words_log_delete AFTER DELETE ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (old.rowid); END",
-)
-
-
-def log_position(conn: sqlite3.Connection) -> int:
-    """The last sequence number ``words_log`` gave out (0: none yet). AUTOINCREMENT never gives
-    one out twice, even after the rows below it were pruned."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'words_log'").fetchone()
-    return int(row[0]) if row else 0
 
 
 class WordIndex(Protocol):
