@@ -248,3 +248,48 @@ def test_the_setting_chooses_the_index_and_says_when_tantivy_is_missing(
     with pytest.raises(ConfigError, match=r"evomem-mcp\[tantivy\]"):
         open_store(settings, "")
     assert os.path.exists(tmp_path / "s.db")
+
+
+def test_many_writes_at_once_are_committed_straight(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """More than ``BIG_GAP`` new log entries (an import, another process's writes) are indexed and
+    committed by the search that finds them, not scored from the tail."""
+    monkeypatch.setattr(tantivy_index, "BIG_GAP", 3)
+    tail = store.insert(NewNote(raw_text="Backups are copied to a second region."))
+    other = SQLiteStore(store.path)  # fts5: its writes reach the index through the log only
+    try:
+        ids = [other.insert(NewNote(raw_text=f"backup job {i} runs hourly")).id for i in range(6)]
+    finally:
+        other.close()
+    assert sorted(found(store, "backup")) == sorted([tail.id, *ids])
+    assert len(words(store).indexed_rowids()) == 7 and not words(store)._tail
+
+
+def test_writers_and_searchers_on_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writes, searches and the committer (every 10 ms here) on several threads: every note is
+    found by its own word once its write returned, and the index ends with all of them."""
+    import threading
+
+    monkeypatch.setattr(tantivy_index, "COMMIT_AFTER_S", 0.01)
+    store = SQLiteStore(tmp_path / "t.db", word_index="tantivy")
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(25):
+                node = store.insert(NewNote(raw_text=f"worker{t}x{i} wrote note {i} about queues"))
+                assert found(store, f"worker{t}x{i}") == [node.id]
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert not errors, errors[0]
+        assert len(store.search(["queues"], namespace="default", limit=200)) == 100
+        words(store).flush()
+        assert len(words(store).indexed_rowids()) == 100
+    finally:
+        store.close()

@@ -68,6 +68,8 @@ COMMIT_AFTER_S = 1.0
 #: ``search`` first fetches this many times ``limit`` hits, then ``WIDEN`` times as many, then all.
 OVERFETCH = 4
 WIDEN = 8
+#: A write or search that finds more than this many new log entries indexes and commits them at once.
+BIG_GAP = 5000
 #: The log rows below the watermark are deleted once this many have gathered.
 PRUNE_EVERY = 1000
 #: Rebuilds and catch-ups of at least this many notes draw a progress bar on stderr.
@@ -258,19 +260,23 @@ class TantivyWords:
         """The log after ``watermark`` (rows written while no index read it) indexed and
         committed. Returns the new watermark."""
         end = log_position(conn)
-        if end <= watermark:
-            return watermark
-        bar = Progress(end - watermark, "word index: catching up") if end - watermark >= PROGRESS_FROM else None
-        seq = watermark
+        if end > watermark:
+            self._index_log(conn, watermark, end)
+            self._commit(end)
+        return max(end, watermark)
+
+    def _index_log(self, conn: sqlite3.Connection, start: int, end: int) -> None:
+        """The log's entries in ``(start, end]`` written to the writer (not committed), a batch
+        at a time; a progress bar when they are many."""
+        bar = Progress(end - start, "word index: catching up") if end - start >= PROGRESS_FROM else None
+        seq = start
         while seq < end:
             entries = read_log(conn, seq, min(end, seq + BATCH))
-            for rowid, pending in self._read_pending(conn, entries).items():
+            for rowid, pending in self._read_pending(conn, entries, scored=False).items():
                 self._apply(rowid, pending)
             seq = min(end, seq + BATCH)
             if bar is not None:
                 bar.step(len(entries))
-        self._commit(end)
-        return end
 
     # ------------------------------------------------------------------ writes
 
@@ -290,6 +296,9 @@ class TantivyWords:
         end = log_position(conn)
         if end <= self._tail_seq:
             return
+        if end - self._tail_seq > BIG_GAP:  # an import, or another process's many writes
+            self._commit_gap(conn, end)
+            return
         with self._tail_lock:
             start = self._tail_seq
             if end <= start:
@@ -301,7 +310,27 @@ class TantivyWords:
         if full:
             self._wake.set()
 
-    def _read_pending(self, conn: sqlite3.Connection, entries: list[tuple[int, int]]) -> dict[int, Pending]:
+    def _commit_gap(self, conn: sqlite3.Connection, end: int) -> None:
+        """Index the log up to ``end`` straight into the writer and commit, the tail with it:
+        more than ``BIG_GAP`` entries would not be worth scoring in Python."""
+        with self._writer_lock:
+            with self._tail_lock:
+                start, items = self._tail_seq, list(self._tail.items())
+            if end <= start:
+                return
+            for rowid, pending in items:  # older than the log's entries after ``start``
+                self._apply(rowid, pending)
+            self._index_log(conn, start, end)
+            self._commit(end)
+            with self._tail_lock:
+                for rowid, pending in items:
+                    if self._tail.get(rowid) is pending:
+                        del self._tail[rowid]
+                self._tail_seq = max(self._tail_seq, end)
+
+    def _read_pending(
+        self, conn: sqlite3.Connection, entries: list[tuple[int, int]], *, scored: bool = True
+    ) -> dict[int, Pending]:
         last = {rowid: seq for seq, rowid in entries}  # a node logged twice: its last entry
         rows: dict[int, Any] = {}
         wanted = list(last)
@@ -309,7 +338,7 @@ class TantivyWords:
             chunk = wanted[start : start + 500]
             sql = f"SELECT {NODE_FIELDS} FROM nodes WHERE rowid IN ({','.join('?' * len(chunk))})"
             rows.update((r[0], r) for r in conn.execute(sql, chunk))
-        return {rowid: self._pending(seq, rows.get(rowid)) for rowid, seq in last.items()}
+        return {rowid: self._pending(seq, rows.get(rowid), scored=scored) for rowid, seq in last.items()}
 
     def _pending(self, seq: int, row: Any, *, scored: bool = True) -> Pending:
         if row is None or row[2] == "forgotten" or row[3] is not None:
