@@ -12,7 +12,8 @@ Design points (docs/ARCHITECTURE.md has the long form):
 - ``secure_delete`` is on, so purged text is zeroed in the file, not merely unlinked.
 
 ``SQLiteStore`` holds the connections and the transactions; the work is done by the modules
-beside it, on a connection: ``schema`` (the migrations), ``search`` (BM25, pruned by MaxScore),
+beside it, on a connection: ``schema`` (the migrations), ``words`` (the word index ``search``
+asks: FTS5, ``search``'s BM25 pruned by MaxScore, or Tantivy beside the file, ``tantivy_index``),
 ``chains`` (the writes that change chains), ``purge`` (erasing a purged note, from the file
 too) and ``audit`` (the link audit and the write audit log).
 """
