@@ -494,7 +494,8 @@ class TantivyWords:
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             sql = (
-                f"SELECT rowid, id, chain_root FROM nodes WHERE rowid IN ({','.join('?' * len(chunk))}) "
+                # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
+                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({','.join('?' * len(chunk))}) "
                 f"AND namespace = ? AND {status} AND purged_at IS NULL"
             )
             keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
