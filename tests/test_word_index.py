@@ -125,6 +125,25 @@ def test_namespaces_are_kept_apart(store: SQLiteStore) -> None:
     assert found(store, "kafka", namespace="team-a") == [a.id] and found(store, "kafka", namespace="nobody") == []
 
 
+def test_a_namespace_of_nearly_every_note_is_filtered_on_the_rows(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace holding >= 90 % of the index is searched without the namespace clause (the
+    rows' filter drops the others' notes, over-fetching as needed); a small one with it."""
+    mine = [store.insert(NewNote(raw_text=f"nightly export {i} to the warehouse")).id for i in range(40)]
+    theirs = [store.insert(NewNote(raw_text="export export export warehouse", namespace="x")).id for _ in range(3)]
+    words(store).flush()
+    asked: list[str | None] = []
+    query = words(store)._query
+    monkeypatch.setattr(words(store), "_query", lambda tokens, ns: asked.append(ns) or query(tokens, ns))
+    best = found(store, "export", "warehouse")  # 20 asked: the others' notes would rank first
+    assert len(best) == 20 and set(best) <= set(mine)
+    assert sorted(found(store, "export", namespace="x")) == sorted(theirs)
+    hits = store.search(["export"], namespace="default", limit=2)  # the others' notes rank first
+    assert len(hits) == 2 and {h.node_id for h in hits} <= set(mine)
+    assert asked == [None, "x", None]  # 40 of 44 documents (the meta one too): broad
+
+
 def test_a_memory_store_keeps_its_index_in_ram() -> None:
     store = SQLiteStore(":memory:", word_index="tantivy")
     try:
