@@ -312,3 +312,43 @@ def test_writers_and_searchers_on_threads(tmp_path: Path, monkeypatch: pytest.Mo
         assert len(words(store).indexed_rowids()) == 100
     finally:
         store.close()
+
+
+def test_an_index_ahead_of_a_restored_file_is_rebuilt(tmp_path: Path) -> None:
+    """A file restored from a backup beside a newer index: the index's watermark is past the log,
+    so it is rebuilt, and a rowid given out again does not answer for the lost note's words."""
+    import shutil
+
+    db = tmp_path / "w.db"
+    store = SQLiteStore(db, word_index="tantivy")
+    kept = store.insert(NewNote(raw_text="Secrets live in Vault."))
+    store.checkpoint()
+    store.close()
+    shutil.copyfile(db, tmp_path / "backup.db")
+    store = SQLiteStore(db, word_index="tantivy")
+    store.insert(NewNote(raw_text="Zebra is the codename of the new billing engine."))
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(tmp_path / "backup.db", db)
+    restored = SQLiteStore(db, word_index="tantivy")
+    try:
+        assert words(restored).indexed_rowids() == {1}  # rebuilt: the lost note's document is gone
+        assert found(restored, "zebra") == [] and found(restored, "vault") == [kept.id]
+        again = restored.insert(NewNote(raw_text="Giraffe is the codename now."))
+        assert found(restored, "giraffe") == [again.id] and found(restored, "zebra") == []
+    finally:
+        restored.close()
+
+
+def test_an_import_into_the_store_is_searchable(tmp_path: Path) -> None:
+    source = SQLiteStore(tmp_path / "a.db")
+    note = source.insert(NewNote(raw_text="Incident reviews happen every Thursday."))
+    records = list(source.export_records())
+    source.close()
+    target = SQLiteStore(tmp_path / "b.db", word_index="tantivy")
+    try:
+        target.import_records(records)
+        assert found(target, "incident") == [note.id]
+    finally:
+        target.close()
