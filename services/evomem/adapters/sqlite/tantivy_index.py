@@ -229,6 +229,8 @@ class TantivyWords:
                     return watermark
             elif not reason:
                 reason = "no watermark"
+            if meta is not None:  # readable: another process may be using it (IndexBusy), not ours to wipe
+                take_writer(index, self.folder).wait_merging_threads()
             log.warning("word index %s: %s; rebuilding it from the store", self.folder, reason)
         return self._rebuild(conn)
 
