@@ -116,6 +116,51 @@ def test_purge_takes_the_text_out_of_the_index_before_forget_returns(store: SQLi
     assert found(store, "hunter2") == [] and found(store, "vpn") == [keep.id]
 
 
+def segments(folder: Path) -> set[str]:
+    return {p.name.split(".")[0] for p in folder.iterdir() if p.suffix == ".term"}
+
+
+def test_a_purged_notes_segment_is_rewritten_and_its_files_dropped(store: SQLiteStore, tmp_path: Path) -> None:
+    """A delete only marks a document; ``erase_purged`` (the committer runs it) rewrites the
+    segment that held a purged note, so the files that hold its words are deleted."""
+    folder = tmp_path / "w.db.words"
+    ids = [store.insert(NewNote(raw_text=f"release {i} ships on Friday")).id for i in range(5)]
+    gone = store.insert(NewNote(raw_text="The staging password is swordfish."))
+    words(store).flush()  # one commit: one segment holds all six
+    before = segments(folder)
+    store.forget(gone.id, purge=True)
+    assert found(store, "swordfish") == []
+    assert words(store).erase_purged() == 5  # the five others, added again
+    after = segments(folder)
+    assert before and not before & after  # the old segment's files are gone
+    assert sorted(found(store, "release")) == sorted(ids)
+    store.forget(ids[0])  # forgetting is not purging: nothing to rewrite
+    words(store).flush()
+    assert words(store).erase_purged() == 0 and sorted(found(store, "release")) == sorted(ids[1:])
+
+
+def test_the_committer_rewrites_a_purged_notes_segment_on_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    monkeypatch.setattr(tantivy_index, "COMMIT_AFTER_S", 0.05)
+    store = SQLiteStore(tmp_path / "c.db", word_index="tantivy")
+    try:
+        keep = store.insert(NewNote(raw_text="Logs are kept for thirty days."))
+        gone = store.insert(NewNote(raw_text="The admin token is abc123xyz."))
+        words(store).flush()
+        before = segments(tmp_path / "c.db.words")
+        store.forget(gone.id, purge=True)
+        deadline = time.monotonic() + 10
+        while before & segments(tmp_path / "c.db.words") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not before & segments(tmp_path / "c.db.words")
+        assert found(store, "logs") == [keep.id] and found(store, "abc123xyz") == []
+    finally:
+        store.close()
+
+
 def test_namespaces_are_kept_apart(store: SQLiteStore) -> None:
     a = store.insert(NewNote(raw_text="Kafka carries the audit events.", namespace="team-a"))
     b = store.insert(NewNote(raw_text="Kafka was dropped for NATS.", namespace="team-b"))

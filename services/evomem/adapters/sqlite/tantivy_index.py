@@ -26,8 +26,10 @@ What it keeps, and how:
   crash between SQLite's commit and the index's loses only the tail, which the log still holds);
   an index that is missing, unreadable, of another ``FORMAT``, ahead of the log or behind a
   pruned part of it is rebuilt from SQLite (a progress bar from ``PROGRESS_FROM`` notes).
-- **Purge**: the note's document is deleted and committed before ``forget`` returns. Tantivy
-  marks it deleted; its terms leave the segment files when Tantivy merges that segment.
+- **Purge**: the note's document is deleted and committed before ``forget`` returns. A delete
+  only marks a document, so the committer then rewrites the segment that held it
+  (``erase_purged``: its other documents added again from SQLite, a commit per
+  ``REWRITE_BATCH``); with no live document left, Tantivy drops the segment's files.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import shutil
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -47,6 +49,7 @@ from urllib.parse import unquote, urlparse
 import tantivy
 
 from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
+from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -79,31 +82,12 @@ PROGRESS_FROM = 20_000
 #: The tail is scored with the average field lengths of about this many of the newest notes.
 AVERAGE_OVER = 500
 WRITER_HEAP = 64_000_000
+#: ``erase_purged`` rewrites a segment this many documents per commit.
+REWRITE_BATCH = 20_000
 BATCH = 2000
 META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
-
-
-#: The log of the nodes whose words may have changed, and the triggers that fill it. Status is
-#: logged too: a forgotten or purged note leaves the index, and one restored comes back.
-LOG_SQL = (
-    "CREATE TABLE IF NOT EXISTS words_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS words_log_insert AFTER INSERT ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
-    "CREATE TRIGGER IF NOT EXISTS words_log_update AFTER UPDATE OF raw_text, change, trigger, "
-    "alternatives_tried, consequences, summary, tags, namespace, status, purged_at ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (new.rowid); END",
-    "CREATE TRIGGER IF NOT EXISTS words_log_delete AFTER DELETE ON nodes BEGIN "
-    "INSERT INTO words_log(node_rowid) VALUES (old.rowid); END",
-)
-
-
-def log_position(conn: sqlite3.Connection) -> int:
-    """The last sequence number ``words_log`` gave out (0: none yet). AUTOINCREMENT never gives
-    one out twice, even after the rows below it were pruned."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'words_log'").fetchone()
-    return int(row[0]) if row else 0
 
 
 class IndexBusy(RuntimeError):
@@ -150,6 +134,7 @@ class Pending:
     namespace: str | None
     doc: Any
     terms: dict[str, Counter[str]]
+    purged: bool = False  # its segment is rewritten (``erase_purged``): the words leave the files
 
 
 class Progress:
@@ -186,6 +171,7 @@ class TantivyWords:
         self._tail_seq = 0  # the log is read into the tail up to here
         self._committed = 0  # the watermark of the index's last commit
         self._pruned = 0
+        self._erase: list[tuple[Any, set[int]]] = []  # (searcher, segments) holding purged words
         self._tail_lock = threading.Lock()  # the tail, and which searcher goes with it
         self._writer_lock = threading.Lock()  # the writer: adds, deletes, commits
         self._commit_after_s = COMMIT_AFTER_S if commit_after_s is None else commit_after_s
@@ -346,7 +332,7 @@ class TantivyWords:
 
     def _pending(self, seq: int, row: Any, *, scored: bool = True) -> Pending:
         if row is None or row[2] == "forgotten" or row[3] is not None:
-            return Pending(seq, None, None, {})
+            return Pending(seq, None, None, {}, purged=row is not None and row[3] is not None)
         texts = {f: row[4 + i] or "" for i, f in enumerate(FTS_COLUMNS)}
         doc = tantivy.Document(rowid=int(row[0]), namespace=row[1], **{f: t for f, t in texts.items() if t})
         terms = {f: Counter(self._analyzer.analyze(t)) for f, t in texts.items() if t and scored}
@@ -379,6 +365,7 @@ class TantivyWords:
                 upto, items = self._tail_seq, list(self._tail.items())
             if upto <= self._committed:
                 return
+            self._note_purged_segments([r for r, p in items if p.purged])
             for rowid, pending in items:
                 self._apply(rowid, pending)
             self._commit(upto)
@@ -399,11 +386,54 @@ class TantivyWords:
         while not self._stop.is_set():
             self._wake.wait(self._commit_after_s)
             self._wake.clear()
-            if self._tail and not self._stop.is_set():
-                try:
+            if self._stop.is_set():
+                return
+            try:
+                if self._tail:
                     self._commit_tail()
-                except Exception:
-                    log.exception("word index: commit failed; retrying")
+                if self._erase:
+                    self.erase_purged()
+            except Exception:
+                log.exception("word index: commit failed; retrying")
+
+    # ------------------------------------------------------------------ erasing purged words
+
+    def _note_purged_segments(self, rowids: list[int]) -> None:
+        """Before a commit deletes purged nodes' documents: which segments hold them (in the
+        searcher of the last commit, kept for ``erase_purged``). A delete only marks a document;
+        its words stay in the segment's files until the segment is dropped."""
+        if not rowids:
+            return
+        searcher = self._index.searcher()
+        query = tantivy.Query.term_set_query(self._schema, "rowid", rowids)
+        hits = searcher.search(query, max(len(rowids) * 4, 10), count=False).hits
+        segments = {addr.segment_ord for _, addr in hits}
+        if segments:
+            self._erase.append((searcher, segments))  # the committer's next round rewrites them
+
+    def erase_purged(self) -> int:
+        """Rewrite every segment that held a purged node's document: its live documents are
+        deleted and added again from SQLite (into a new segment), so no live document is left in
+        it and Tantivy drops its files at the commit. Runs on the committer thread; the cost is
+        the segment's size (a store built at once may be one large segment). Returns the
+        documents added again."""
+        conn = self._db.get()
+        done = 0
+        while self._erase:
+            searcher, segments = self._erase.pop(0)
+            hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
+            addrs = [a for _, a in hits if a.segment_ord in segments]
+            rowids = [r for r in searcher.fast_field_values("rowid", addrs) if r is not None] if addrs else []
+            for start in range(0, len(rowids), REWRITE_BATCH):  # a commit each: others' commits between
+                entries = [(0, r) for r in rowids[start : start + REWRITE_BATCH]]
+                with self._writer_lock:
+                    for rowid, pending in self._read_pending(conn, entries, scored=False).items():
+                        self._apply(rowid, pending)  # the purged ones: deleted (again), not added
+                        done += pending.doc is not None
+                    self._commit(self._committed)  # the meta document moves out of the segment too
+            with self._writer_lock:
+                self._writer.garbage_collect_files()
+        return done
 
     def close(self) -> None:
         self._stop.set()
@@ -549,21 +579,3 @@ def take_writer(index: Any, folder: str | None) -> Any:
         if "lock" in str(exc).lower():
             raise IndexBusy(f"{folder} is held by another process") from None
         raise
-
-
-def log_covers(conn: sqlite3.Connection, watermark: int) -> bool:
-    """Whether the log still holds every entry after ``watermark``: not ahead of the log (an index
-    from another file, or a newer copy), and none of its rows after it pruned (an older copy)."""
-    end = log_position(conn)
-    if watermark > end:
-        return False
-    held = conn.execute("SELECT count(*) FROM words_log WHERE seq > ?", (watermark,)).fetchone()[0]
-    return int(held) == end - watermark
-
-
-def read_log(conn: sqlite3.Connection, after: int, upto: int) -> list[tuple[int, int]]:
-    """The log's (seq, node rowid) entries in ``(after, upto]``, in order."""
-    rows: Iterable[tuple[int, int]] = conn.execute(
-        "SELECT seq, node_rowid FROM words_log WHERE seq > ? AND seq <= ? ORDER BY seq", (after, upto)
-    )
-    return [(int(s), int(r)) for s, r in rows]

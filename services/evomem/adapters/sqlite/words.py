@@ -10,7 +10,7 @@
   triggers inside each write transaction; nothing to do after a write.
 - ``tantivy``: a Tantivy index in a folder beside the file (``<db>.words/``), SQLite staying the
   source of truth (``tantivy_index.py``). The store's triggers write the rowid of every node whose
-  words may have changed to ``words_log`` (``tantivy_index.LOG_SQL``); the index reads that log after each
+  words may have changed to ``words_log`` (``words_log.LOG_SQL``); the index reads that log after each
   write and at open, and records in its own commits how far it has read (its watermark).
 
 The log's triggers are created when a store first opens with ``tantivy`` and stay in the file:
