@@ -9,7 +9,8 @@ What it keeps, and how:
   namespace, and the FTS5 table's seven text fields, each analysed like FTS5's ``porter unicode61
   remove_diacritics`` (split on non-alphanumerics, lowercased, ASCII-folded, English stemmer)
   and boosted by ``FTS_WEIGHTS`` at query time: BM25 per field, summed (Tantivy's ranking, not
-  FTS5's, so the order of close hits differs). The query is the OR of the terms, in the namespace.
+  FTS5's, so the order of close hits differs). The query is the OR of the terms, in the namespace
+  (unless it holds ``NARROW_BELOW`` of the documents: then only the rows' filter checks it).
 - **The log** (``LOG_SQL``): every write of the store logs the rowids whose words may have
   changed, in its own transaction. A write reads the log into the *tail* (the nodes changed since
   the index's last commit) before it returns, so a note is searchable the moment ``remember``
