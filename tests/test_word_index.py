@@ -126,10 +126,12 @@ def test_a_purged_notes_segment_is_rewritten_and_its_files_dropped(store: SQLite
     folder = tmp_path / "w.db.words"
     ids = [store.insert(NewNote(raw_text=f"release {i} ships on Friday")).id for i in range(5)]
     gone = store.insert(NewNote(raw_text="The staging password is swordfish."))
-    words(store).flush()  # one commit: one segment holds all six
+    also = store.insert(NewNote(raw_text="The backup key is kept in a drawer."))
+    words(store).flush()  # one commit: one segment holds all seven
     before = segments(folder)
     store.forget(gone.id, purge=True)
-    assert found(store, "swordfish") == []
+    store.forget(also.id, purge=True)  # two purges queued: the segment is rewritten once
+    assert found(store, "swordfish") == [] and found(store, "drawer") == []
     assert words(store).erase_purged() == 5  # the five others, added again
     after = segments(folder)
     assert before and not before & after  # the old segment's files are gone

@@ -421,10 +421,13 @@ class TantivyWords:
         conn = self._db.get()
         done = 0
         while self._erase:
-            searcher, segments = self._erase.pop(0)
-            hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
-            addrs = [a for _, a in hits if a.segment_ord in segments]
-            rowids = [r for r in searcher.fast_field_values("rowid", addrs) if r is not None] if addrs else []
+            queued, self._erase = self._erase, []
+            wanted: set[int] = set()  # every purge queued since: one rewrite of each segment
+            for searcher, segments in queued:
+                hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
+                addrs = [a for _, a in hits if a.segment_ord in segments]
+                wanted.update(r for r in (searcher.fast_field_values("rowid", addrs) if addrs else []) if r is not None)
+            rowids = sorted(wanted)
             for start in range(0, len(rowids), REWRITE_BATCH):  # a commit each: others' commits between
                 entries = [(0, r) for r in rowids[start : start + REWRITE_BATCH]]
                 with self._writer_lock:
