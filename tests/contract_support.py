@@ -51,7 +51,8 @@ EXTRACTION = Extraction(
     summary="Moved the ledger to SQLite.",
     extractor="test/1",
 )
-STORES = ("sqlite", "memory", "postgres")  # the Store port
+# the Store port; "tantivy": SQLiteStore with EVOMEM_WORD_INDEX=tantivy (its word index beside the file)
+STORES = ("sqlite", "tantivy", "memory", "postgres")
 STORAGES = ("local", "grpc")  # the Storage port
 
 
@@ -100,9 +101,9 @@ def open_wiring(kind: str, tmp_path: Path) -> Iterator[Wiring]:
         with postgres_store() as pg:
             yield Wiring(kind, pg, pg)
         return
-    backing = SQLiteStore(tmp_path / f"contract-{kind}.db")
+    backing = SQLiteStore(tmp_path / f"contract-{kind}.db", word_index="tantivy" if kind == "tantivy" else "fts5")
     try:
-        if kind == "sqlite":
+        if kind in ("sqlite", "tantivy"):
             yield Wiring(kind, backing, backing)
         elif kind == "local":
             yield Wiring(kind, LocalStorage(backing), backing)

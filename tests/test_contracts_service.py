@@ -5,6 +5,7 @@ whole service, whose outcomes (ids aside) must be identical.
   in process;
 - ``services``: ``MemoryService(GrpcStorage)`` with ``GrpcExtractor`` and ``GrpcLinker``, each
   talking to a real server on port 0 (storage: ``StorageServicer(LocalStorage(SQLiteStore))``);
+- ``tantivy``: ``embedded`` with the store's word index on Tantivy (``EVOMEM_WORD_INDEX=tantivy``);
 - ``memory``: ``MemoryService.local(MemoryStore)`` (``tests/memory_store.py``): the ``Store``
   port is all the service needs;
 - ``postgres``: ``MemoryService.local(PostgresStore)``, the embedded wiring over a real
@@ -55,7 +56,7 @@ class ServiceWiring:
     worker: MemoryService  # same storage, extractor only: runs pending extractions (the worker's shape)
 
 
-@pytest.fixture(params=["embedded", "services", "memory", "postgres"])
+@pytest.fixture(params=["embedded", "services", "tantivy", "memory", "postgres"])
 def service_wiring(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServiceWiring]:
     with build_service_wiring(request.param, tmp_path) as w:
         yield w
@@ -76,7 +77,9 @@ class build_service_wiring:
                 store = cm.__enter__()
                 self._close.append(lambda: cm.__exit__(None, None, None))
             else:
-                store = MemoryStore() if self.kind == "memory" else SQLiteStore(self.tmp_path / f"{self.kind}.db")
+                words = "tantivy" if self.kind == "tantivy" else "fts5"
+                path = self.tmp_path / f"{self.kind}.db"
+                store = MemoryStore() if self.kind == "memory" else SQLiteStore(path, word_index=words)
                 self._close.append(store.close)
             return ServiceWiring(
                 self.kind,
@@ -281,6 +284,18 @@ def test_service_story_is_the_same_in_both_wirings(tmp_path: Path) -> None:
     assert [e[0] for e in a] == [e[0] for e in b]
     for x, y in zip(a, b, strict=True):
         assert x == y, f"step {x[0]!r} differs between the wirings"
+
+
+def test_service_story_is_the_same_on_the_tantivy_word_index(tmp_path: Path) -> None:
+    """The whole service with the store's words in Tantivy answers as with FTS5, every outcome,
+    error and message, but for recall's scores (Tantivy's BM25 is summed per field)."""
+    with build_service_wiring("embedded", tmp_path) as embedded:
+        a = service_story(embedded, scores=False)
+    with build_service_wiring("tantivy", tmp_path) as tantivy:
+        b = service_story(tantivy, scores=False)
+    assert [e[0] for e in a] == [e[0] for e in b]
+    for x, y in zip(a, b, strict=True):
+        assert x == y, f"step {x[0]!r} differs between FTS5 and Tantivy"
 
 
 def test_service_story_is_the_same_on_a_memory_store(tmp_path: Path) -> None:

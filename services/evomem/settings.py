@@ -37,6 +37,7 @@ CRONISTA_BACKENDS = ("lite", "onnx", "triton")
 EMBEDDING_BACKENDS = ("onnx", "triton")
 EMBEDDERS = ("minilm", "static")
 SQLITE_DRIVERS = ("sqlean", "sqlite3")
+WORD_INDEXES = ("fts5", "tantivy")
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.
@@ -142,6 +143,13 @@ class StoreSettings(_Section):
     )
     purge_retry_s: Annotated[int, AfterValidator(_between(1, 3600))] = _var(
         "PURGE_RETRY_S", 2, "a purge a reader kept from the file: seconds between retries of the checkpoint"
+    )
+    word_index: _choice(*WORD_INDEXES) = _var(
+        "WORD_INDEX",
+        "fts5",
+        "the SQLite store's word index: fts5 (in the file) or tantivy (a folder beside it, <db>.words; "
+        "pip install 'evomem-mcp[tantivy]')",
+        WORD_INDEXES,
     )
 
 

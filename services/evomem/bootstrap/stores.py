@@ -17,7 +17,14 @@ def open_store(settings: Settings, default_db: str) -> Store:
     url = settings.database_url()
     if url is None:
         select_driver(settings.store.sqlite_driver)  # one SQLite library per process, before any file
-        return SQLiteStore(settings.db_path(default_db), purge_retry_s=settings.store.purge_retry_s)
+        try:
+            return SQLiteStore(
+                settings.db_path(default_db),
+                purge_retry_s=settings.store.purge_retry_s,
+                word_index=settings.store.word_index,
+            )
+        except ImportError as exc:  # EVOMEM_WORD_INDEX=tantivy without the package
+            raise ConfigError(str(exc)) from None
     try:
         from evomem.adapters.postgres.store import PostgresStore
     except ImportError as exc:  # pragma: no cover - psycopg is imported lazily inside

@@ -12,7 +12,8 @@ Design points (docs/ARCHITECTURE.md has the long form):
 - ``secure_delete`` is on, so purged text is zeroed in the file, not merely unlinked.
 
 ``SQLiteStore`` holds the connections and the transactions; the work is done by the modules
-beside it, on a connection: ``schema`` (the migrations), ``search`` (BM25, pruned by MaxScore),
+beside it, on a connection: ``schema`` (the migrations), ``words`` (the word index ``search``
+asks: FTS5, ``search``'s BM25 pruned by MaxScore, or Tantivy beside the file, ``tantivy_index``),
 ``chains`` (the writes that change chains), ``purge`` (erasing a purged note, from the file
 too) and ``audit`` (the link audit and the write audit log).
 """
@@ -26,10 +27,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
-from evomem.adapters.sqlite import search as fulltext
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
+from evomem.adapters.sqlite.words import Fts5Words, WordIndex, open_words
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
@@ -62,7 +63,9 @@ class SQLiteStore:
         *,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         purge_retry_s: float = 2.0,
+        word_index: str = "fts5",
     ) -> None:
+        self._words: WordIndex = Fts5Words()
         self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, row_factory=driver.sqlite.Row, what="store")
         self.path = self._db.path
         self.busy_timeout_ms = busy_timeout_ms
@@ -70,6 +73,11 @@ class SQLiteStore:
         self._purges = PurgeFinisher(self._db, busy_timeout_ms=busy_timeout_ms, retry_s=purge_retry_s)
         with self._write() as conn:
             schema.migrate(conn)
+        try:
+            self._words = open_words(word_index, self._db)  # words.py: fts5, or tantivy beside the file
+        except BaseException:
+            self._db.close()
+            raise
         if self._purges.pending():  # a purge the last process could not finish (a reader, a crash)
             self._purges.start()
 
@@ -91,15 +99,27 @@ class SQLiteStore:
     def _conn(self) -> sqlite3.Connection:
         return self._db.get()
 
-    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._db.write()
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; once it commits, the word index reads what it changed."""
+        with self._db.write() as conn:
+            yield conn
+        self._words.after_write(conn)
+
+    @property
+    def word_index(self) -> str:
+        """Which word index answers ``search``: ``fts5`` or ``tantivy`` (``words.py``)."""
+        return self._words.name
 
     def schema_version(self) -> int:
         return schema.schema_version(self._conn())
 
     def close(self) -> None:
         self._purges.stop()
-        self._db.close()
+        try:
+            self._words.close()
+        finally:
+            self._db.close()
 
     # ------------------------------------------------------------------ reads
 
@@ -174,9 +194,10 @@ class SQLiteStore:
         return [nodes[i] for i in found if i in nodes]
 
     def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
-        """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first:
-        exact, pruned by MaxScore on a large store (``evomem.adapters.sqlite.search``)."""
-        return fulltext.search(self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only)
+        """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first, from
+        the word index: FTS5 (exact, pruned by MaxScore: ``evomem.adapters.sqlite.search``) or
+        Tantivy (``tantivy_index.py``)."""
+        return self._words.search(self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only)
 
     def possible_successors(
         self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True
@@ -370,6 +391,8 @@ class SQLiteStore:
             if purge:
                 erase_note(conn, node_id, now, vec_loaded=self.vec_loaded)  # text, tokens, vector
                 changed = True
+        if purge:
+            self._words.flush()  # the word index's commit without the note, before the answer
         # The old bytes leave the file only when the WAL is copied back and truncated; a
         # reader's snapshot keeps that from finishing. Then a background task retries.
         if purge and self.finish_purges() == 0 and self._purges.pending():

@@ -1,0 +1,585 @@
+"""A Tantivy word index beside the SQLite file (``EVOMEM_WORD_INDEX=tantivy``); SQLite stays the truth.
+
+    words = TantivyWords(conns)    # opens <db>.words/ (a ":memory:" store: an index in RAM)
+    words.search(conn, ["ledger", "queue"], namespace="default", limit=20, active_only=False)
+
+What it keeps, and how:
+
+- **One document per live node** (not forgotten, not purged): its ``rowid`` (the key), its
+  namespace, and the FTS5 table's seven text fields, each analysed like FTS5's ``porter unicode61
+  remove_diacritics`` (split on non-alphanumerics, lowercased, ASCII-folded, English stemmer)
+  and boosted by ``FTS_WEIGHTS`` at query time: BM25 per field, summed (Tantivy's ranking, not
+  FTS5's, so the order of close hits differs). The query is the OR of the terms, in the namespace
+  (unless it holds ``NARROW_BELOW`` of the documents: then only the rows' filter checks it).
+- **The log** (``LOG_SQL``): every write of the store logs the rowids whose words may have
+  changed, in its own transaction. A write reads the log into the *tail* (the nodes changed since
+  the index's last commit) before it returns, so a note is searchable the moment ``remember``
+  returns; a thread commits the tail (``COMMIT_EVERY`` nodes or ``COMMIT_AFTER_S``), since a
+  Tantivy commit syncs its files (~70 ms on this machine's disk: more than a whole remember).
+- **Search** = the committed index's best hits (those of nodes in the tail left out) merged with
+  the tail's nodes scored the same way in Python (BM25 with the index's document frequencies and
+  the average field lengths of recent notes), then the rows read from SQLite and filtered by
+  namespace and status as FTS5's search does; over-fetched (``OVERFETCH``, then ``WIDEN`` times,
+  then every match) until ``limit`` pass. A tail hit counts only when no hit left unfetched could
+  rank above it, so the merge is exact up to the tail's scoring.
+- **The watermark**: each commit holds a meta document with the log position it has indexed up
+  to, committed atomically with the documents. At open the index reads the log from there (a
+  crash between SQLite's commit and the index's loses only the tail, which the log still holds);
+  an index that is missing, unreadable, of another ``FORMAT``, ahead of the log or behind a
+  pruned part of it is rebuilt from SQLite (a progress bar from ``PROGRESS_FROM`` notes).
+- **Purge**: the note's document is deleted and committed before ``forget`` returns. A delete
+  only marks a document, so the committer then rewrites the segment that held it
+  (``erase_purged``: its other documents added again from SQLite, a commit per
+  ``REWRITE_BATCH``); with no live document left, Tantivy drops the segment's files.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import sys
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import tantivy
+
+from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
+from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
+from evomem.domain.model import SearchHit
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from evomem.adapters.sqlite.conn import Connections
+
+log = logging.getLogger(__name__)
+
+#: The index's layout (schema and analyser): an index of another format is rebuilt.
+FORMAT = 1
+WEIGHTS = dict(zip(FTS_COLUMNS, FTS_WEIGHTS, strict=True))
+ANALYZER = "evomem_words"
+#: Tantivy's BM25 constants.
+K1, B = 1.2, 0.75
+#: The committer commits the tail when it holds this many nodes, or its oldest is this old.
+COMMIT_EVERY = 512
+COMMIT_AFTER_S = 1.0
+#: ``search`` first fetches this many times ``limit`` hits, then ``WIDEN`` times as many, then all.
+OVERFETCH = 4
+WIDEN = 8
+#: ``search`` asks Tantivy for the namespace only when it holds less than this share of the documents.
+NARROW_BELOW = 0.9
+#: A write or search that finds more than this many new log entries indexes and commits them at once.
+BIG_GAP = 5000
+#: The log rows below the watermark are deleted once this many have gathered.
+PRUNE_EVERY = 1000
+#: Rebuilds and catch-ups of at least this many notes draw a progress bar on stderr.
+PROGRESS_FROM = 20_000
+#: The tail is scored with the average field lengths of about this many of the newest notes.
+AVERAGE_OVER = 500
+WRITER_HEAP = 64_000_000
+#: ``erase_purged`` rewrites a segment this many documents per commit.
+REWRITE_BATCH = 20_000
+BATCH = 2000
+META = 1  # the ``meta`` term of the one meta document
+
+NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
+
+
+class IndexBusy(RuntimeError):
+    """Another process holds the index's writer."""
+
+
+def index_folder(db: Connections) -> str | None:
+    """``<db>.words`` beside the store's file; None for a store in RAM."""
+    if db.memory:
+        return None
+    path = unquote(urlparse(db.path).path) if db.uri else db.path
+    return path + ".words"
+
+
+def analyzer() -> Any:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def build_schema() -> Any:
+    sb = tantivy.SchemaBuilder()
+    sb.add_integer_field("rowid", indexed=True, fast=True)
+    sb.add_text_field("namespace", tokenizer_name="raw")
+    for field in FTS_COLUMNS:
+        sb.add_text_field(field, tokenizer_name=ANALYZER)
+    sb.add_integer_field("meta", indexed=True)
+    sb.add_integer_field("watermark", stored=True)
+    sb.add_integer_field("format", stored=True)
+    return sb.build()
+
+
+@dataclass
+class Pending:
+    """A node whose words changed since the index's last commit: its new document (None: it
+    leaves the index) and its terms per field, to score it before it is committed."""
+
+    seq: int
+    namespace: str | None
+    doc: Any
+    terms: dict[str, Counter[str]]
+    purged: bool = False  # its segment is rewritten (``erase_purged``): the words leave the files
+
+
+class Progress:
+    """A progress bar on stderr (a line every tenth when stderr is not a terminal)."""
+
+    def __init__(self, total: int, what: str) -> None:
+        self.total, self.what, self.done, self.shown = max(total, 1), what, 0, -1
+        self.tty = sys.stderr.isatty()
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        share = min(100, self.done * 100 // self.total)
+        if share == self.shown or (not self.tty and share % 10):
+            return
+        self.shown = share
+        bar = "#" * (share // 4) + "." * (25 - share // 4)
+        end = "\r" if self.tty and share < 100 else "\n"
+        sys.stderr.write(f"{self.what} [{bar}] {share:3d}% ({self.done:,}/{self.total:,}){end}")
+        sys.stderr.flush()
+
+
+class TantivyWords:
+    """The ``WordIndex`` on Tantivy (module docstring). Thread-safe; one writer per index folder
+    (``IndexBusy`` in a second process)."""
+
+    name = "tantivy"
+
+    def __init__(self, db: Connections, *, commit_after_s: float | None = None) -> None:
+        self._db = db
+        self.folder = index_folder(db)
+        self._schema = build_schema()
+        self._analyzer = analyzer()
+        self._tail: dict[int, Pending] = {}
+        self._tail_seq = 0  # the log is read into the tail up to here
+        self._committed = 0  # the watermark of the index's last commit
+        self._pruned = 0
+        self._erase: list[tuple[Any, set[int]]] = []  # (searcher, segments) holding purged words
+        self._tail_lock = threading.Lock()  # the tail, and which searcher goes with it
+        self._writer_lock = threading.Lock()  # the writer: adds, deletes, commits
+        self._commit_after_s = COMMIT_AFTER_S if commit_after_s is None else commit_after_s
+        self._avg_n = 0  # the average field lengths the tail is scored with (``_count_lengths``)
+        self._avg = dict.fromkeys(FTS_COLUMNS, 1.0)
+        conn = db.get()
+        with db.write() as w:
+            for sql in LOG_SQL:
+                w.execute(sql)
+        watermark = self._open(conn)
+        self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
+        self._average_lengths(conn)
+        self._prune()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._committer, name="evomem-words", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self, conn: sqlite3.Connection) -> int:
+        """Open the folder's index (or rebuild it); the writer taken. Returns its watermark."""
+        if self.folder is None:
+            return self._rebuild(conn)
+        if os.path.isdir(self.folder) and tantivy.Index.exists(self.folder):
+            reason = ""
+            try:
+                index = tantivy.Index.open(self.folder)
+                index.register_tokenizer(ANALYZER, self._analyzer)
+                meta = read_meta(index)
+            except (OSError, ValueError, RuntimeError) as exc:
+                meta, reason = None, f"unreadable ({exc})"
+            if meta is not None:
+                watermark, fmt = meta
+                if fmt != FORMAT:
+                    reason = f"format {fmt}, not {FORMAT}"
+                elif not log_covers(conn, watermark):
+                    reason = f"its watermark {watermark} does not match the log ({log_position(conn)})"
+                else:
+                    self._index, self._writer = index, take_writer(index, self.folder)
+                    return watermark
+            elif not reason:
+                reason = "no watermark"
+            if meta is not None:  # readable: another process may be using it (IndexBusy), not ours to wipe
+                take_writer(index, self.folder).wait_merging_threads()
+            log.warning("word index %s: %s; rebuilding it from the store", self.folder, reason)
+        return self._rebuild(conn)
+
+    def _rebuild(self, conn: sqlite3.Connection) -> int:
+        """A new index of every live node, read in one snapshot with the log's position."""
+        if self.folder is None:
+            self._index = tantivy.Index(self._schema)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            os.makedirs(self.folder, exist_ok=True)
+            self._index = tantivy.Index(self._schema, path=self.folder)
+        self._index.register_tokenizer(ANALYZER, self._analyzer)
+        self._writer = take_writer(self._index, self.folder)
+        conn.execute("BEGIN")
+        try:
+            seq = log_position(conn)
+            total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+            bar = Progress(total, "word index: building") if total >= PROGRESS_FROM else None
+            for row in conn.execute(f"SELECT {NODE_FIELDS} FROM nodes"):
+                doc = self._pending(0, row, scored=False).doc
+                if doc is not None:
+                    self._writer.add_document(doc)
+                if bar is not None:
+                    bar.step()
+        finally:
+            conn.execute("COMMIT")
+        self._commit(seq)
+        return seq
+
+    def _catch_up_at_open(self, conn: sqlite3.Connection, watermark: int) -> int:
+        """The log after ``watermark`` (rows written while no index read it) indexed and
+        committed. Returns the new watermark."""
+        end = log_position(conn)
+        if end > watermark:
+            self._index_log(conn, watermark, end)
+            self._commit(end)
+        return max(end, watermark)
+
+    def _index_log(self, conn: sqlite3.Connection, start: int, end: int) -> None:
+        """The log's entries in ``(start, end]`` written to the writer (not committed), a batch
+        at a time; a progress bar when they are many."""
+        bar = Progress(end - start, "word index: catching up") if end - start >= PROGRESS_FROM else None
+        seq = start
+        while seq < end:
+            entries = read_log(conn, seq, min(end, seq + BATCH))
+            for rowid, pending in self._read_pending(conn, entries, scored=False).items():
+                self._apply(rowid, pending)
+            seq = min(end, seq + BATCH)
+            if bar is not None:
+                bar.step(len(entries))
+
+    # ------------------------------------------------------------------ writes
+
+    def after_write(self, conn: sqlite3.Connection) -> None:
+        """Read the log into the tail: what the write changed is searchable from now on. A
+        failure is logged, not raised (the write is committed; the next search retries)."""
+        try:
+            self._catch_up(conn)
+        except Exception:
+            log.exception("word index: reading the log failed; the next search retries")
+
+    def flush(self) -> None:
+        """Commit the tail now (a purge: the text leaves the index before ``forget`` returns)."""
+        self._commit_tail()
+
+    def _catch_up(self, conn: sqlite3.Connection) -> None:
+        end = log_position(conn)
+        if end <= self._tail_seq:
+            return
+        if end - self._tail_seq > BIG_GAP:  # an import, or another process's many writes
+            self._commit_gap(conn, end)
+            return
+        with self._tail_lock:
+            start = self._tail_seq
+            if end <= start:
+                return
+            pending = self._read_pending(conn, read_log(conn, start, end))
+            self._tail.update(pending)
+            self._tail_seq = end
+            full = len(self._tail) >= COMMIT_EVERY
+        if full:
+            self._wake.set()
+
+    def _commit_gap(self, conn: sqlite3.Connection, end: int) -> None:
+        """Index the log up to ``end`` straight into the writer and commit, the tail with it:
+        more than ``BIG_GAP`` entries would not be worth scoring in Python."""
+        with self._writer_lock:
+            with self._tail_lock:
+                start, items = self._tail_seq, list(self._tail.items())
+            if end <= start:
+                return
+            for rowid, pending in items:  # older than the log's entries after ``start``
+                self._apply(rowid, pending)
+            self._index_log(conn, start, end)
+            self._commit(end)
+            with self._tail_lock:
+                for rowid, pending in items:
+                    if self._tail.get(rowid) is pending:
+                        del self._tail[rowid]
+                self._tail_seq = max(self._tail_seq, end)
+
+    def _read_pending(
+        self, conn: sqlite3.Connection, entries: list[tuple[int, int]], *, scored: bool = True
+    ) -> dict[int, Pending]:
+        last = {rowid: seq for seq, rowid in entries}  # a node logged twice: its last entry
+        rows: dict[int, Any] = {}
+        wanted = list(last)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = f"SELECT {NODE_FIELDS} FROM nodes WHERE rowid IN ({','.join('?' * len(chunk))})"
+            rows.update((r[0], r) for r in conn.execute(sql, chunk))
+        return {rowid: self._pending(seq, rows.get(rowid), scored=scored) for rowid, seq in last.items()}
+
+    def _pending(self, seq: int, row: Any, *, scored: bool = True) -> Pending:
+        if row is None or row[2] == "forgotten" or row[3] is not None:
+            return Pending(seq, None, None, {}, purged=row is not None and row[3] is not None)
+        texts = {f: row[4 + i] or "" for i, f in enumerate(FTS_COLUMNS)}
+        doc = tantivy.Document(rowid=int(row[0]), namespace=row[1], **{f: t for f, t in texts.items() if t})
+        terms = {f: Counter(self._analyzer.analyze(t)) for f, t in texts.items() if t and scored}
+        if scored:
+            self._count_lengths({f: sum(c.values()) for f, c in terms.items()})
+        return Pending(seq, row[1], doc, terms)
+
+    def _count_lengths(self, lengths: dict[str, int]) -> None:
+        """Move the average field lengths towards a new note's (a mean of the last ~500)."""
+        n = self._avg_n
+        for f in FTS_COLUMNS:
+            self._avg[f] = max(1.0, (self._avg[f] * n + lengths.get(f, 0)) / (n + 1))
+        self._avg_n = min(n + 1, AVERAGE_OVER)
+
+    def _apply(self, rowid: int, pending: Pending) -> None:
+        self._writer.delete_documents_by_term("rowid", rowid)
+        if pending.doc is not None:
+            self._writer.add_document(pending.doc)
+
+    def _commit(self, watermark: int) -> None:
+        self._writer.delete_documents_by_term("meta", META)
+        self._writer.add_document(tantivy.Document(meta=META, watermark=watermark, format=FORMAT))
+        self._writer.commit()
+        self._index.reload()
+        self._committed = watermark
+
+    def _commit_tail(self) -> None:
+        with self._writer_lock:
+            with self._tail_lock:
+                upto, items = self._tail_seq, list(self._tail.items())
+            if upto <= self._committed:
+                return
+            self._note_purged_segments([r for r, p in items if p.purged])
+            for rowid, pending in items:
+                self._apply(rowid, pending)
+            self._commit(upto)
+            with self._tail_lock:  # a searcher taken from now on holds what the tail held
+                for rowid, pending in items:
+                    if self._tail.get(rowid) is pending:
+                        del self._tail[rowid]
+        if self._committed - self._pruned >= PRUNE_EVERY:
+            self._prune()
+
+    def _prune(self) -> None:
+        upto = self._committed
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM words_log WHERE seq <= ?", (upto,))
+        self._pruned = upto
+
+    def _committer(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._commit_after_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                if self._tail:
+                    self._commit_tail()
+                if self._erase:
+                    self.erase_purged()
+            except Exception:
+                log.exception("word index: commit failed; retrying")
+
+    # ------------------------------------------------------------------ erasing purged words
+
+    def _note_purged_segments(self, rowids: list[int]) -> None:
+        """Before a commit deletes purged nodes' documents: which segments hold them (in the
+        searcher of the last commit, kept for ``erase_purged``). A delete only marks a document;
+        its words stay in the segment's files until the segment is dropped."""
+        if not rowids:
+            return
+        searcher = self._index.searcher()
+        query = tantivy.Query.term_set_query(self._schema, "rowid", rowids)
+        hits = searcher.search(query, max(len(rowids) * 4, 10), count=False).hits
+        segments = {addr.segment_ord for _, addr in hits}
+        if segments:
+            self._erase.append((searcher, segments))  # the committer's next round rewrites them
+
+    def erase_purged(self) -> int:
+        """Rewrite every segment that held a purged node's document: its live documents are
+        deleted and added again from SQLite (into a new segment), so no live document is left in
+        it and Tantivy drops its files at the commit. Runs on the committer thread; the cost is
+        the segment's size (a store built at once may be one large segment). Returns the
+        documents added again."""
+        conn = self._db.get()
+        done = 0
+        while self._erase:
+            queued, self._erase = self._erase, []
+            wanted: set[int] = set()  # every purge queued since: one rewrite of each segment
+            for searcher, segments in queued:
+                hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
+                addrs = [a for _, a in hits if a.segment_ord in segments]
+                wanted.update(r for r in (searcher.fast_field_values("rowid", addrs) if addrs else []) if r is not None)
+            rowids = sorted(wanted)
+            for start in range(0, len(rowids), REWRITE_BATCH):  # a commit each: others' commits between
+                entries = [(0, r) for r in rowids[start : start + REWRITE_BATCH]]
+                with self._writer_lock:
+                    for rowid, pending in self._read_pending(conn, entries, scored=False).items():
+                        self._apply(rowid, pending)  # the purged ones: deleted (again), not added
+                        done += pending.doc is not None
+                    self._commit(self._committed)  # the meta document moves out of the segment too
+            with self._writer_lock:
+                self._writer.garbage_collect_files()
+        return done
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join()
+        try:
+            self._commit_tail()
+        finally:
+            with self._writer_lock:
+                self._writer.wait_merging_threads()  # releases the writer's lock
+                del self._writer
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool
+    ) -> list[SearchHit]:
+        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first."""
+        if limit < 1:
+            return []
+        self._catch_up(conn)
+        tokens = list(dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term)))
+        if not tokens:
+            return []
+        with self._tail_lock:
+            searcher, tail = self._index.searcher(), dict(self._tail)
+        total = max(searcher.num_docs, 1)
+        # A namespace of nearly every document is left to the rows' filter: intersecting its
+        # posting list doubled the search's cost at 1M notes, and the scores do not change.
+        narrow = searcher.doc_freq("namespace", namespace) < NARROW_BELOW * total
+        query = self._query(tokens, namespace if narrow else None)
+        fresh = self._score_tail(searcher, tail, tokens, namespace)
+        want = OVERFETCH * limit
+        while True:
+            hits = searcher.search(query, want, count=False).hits
+            rowids = searcher.fast_field_values("rowid", [a for _, a in hits]) if hits else []
+            found = [(s, r) for (s, _), r in zip(hits, rowids, strict=True) if r not in tail]
+            complete = len(hits) < want or want >= total
+            floor = -math.inf if complete else hits[-1][0]  # an unfetched hit scores at most this
+            merged = sorted(found + [x for x in fresh if x[0] >= floor], key=lambda x: (-x[0], x[1]))
+            out = self._rows(conn, merged, namespace, limit, active_only)
+            if len(out) >= limit or complete:
+                return out
+            want = min(want * WIDEN, total)
+
+    def _query(self, tokens: list[str], namespace: str | None) -> Any:
+        """The OR of every token in every field, boosted by the field's weight; in ``namespace``
+        (scored 0) unless it is None."""
+        schema, q = self._schema, tantivy.Query
+        should = [
+            (tantivy.Occur.Should, q.boost_query(q.term_query(schema, f, t), WEIGHTS[f]))
+            for t in tokens
+            for f in FTS_COLUMNS
+        ]
+        if namespace is None:
+            return q.boolean_query(should)
+        return q.boolean_query(
+            [
+                (tantivy.Occur.Must, q.const_score_query(q.term_query(schema, "namespace", namespace), 0.0)),
+                (tantivy.Occur.Must, q.boolean_query(should)),
+            ]
+        )
+
+    def _score_tail(
+        self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
+    ) -> list[tuple[float, int]]:
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field,
+        boosted, summed), with the committed index's document frequencies."""
+        docs = [(r, p) for r, p in tail.items() if p.namespace == namespace]
+        if not docs:
+            return []
+        n = max(searcher.num_docs, 1)
+        idf: dict[tuple[str, str], float] = {}
+        out = []
+        for rowid, pending in docs:
+            score = 0.0
+            for field, counts in pending.terms.items():
+                length = sum(counts.values())
+                norm = K1 * (1 - B + B * length / self._avg[field])
+                for token in tokens:
+                    tf = counts.get(token, 0)
+                    if not tf:
+                        continue
+                    if (field, token) not in idf:
+                        df = searcher.doc_freq(field, token)
+                        idf[(field, token)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                    score += WEIGHTS[field] * idf[(field, token)] * (K1 + 1) * tf / (tf + norm)
+            if score > 0:
+                out.append((score, rowid))
+        return out
+
+    def _rows(
+        self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool
+    ) -> list[SearchHit]:
+        """The ranked rowids' nodes that pass the namespace and status, in rank order."""
+        status = "status = 'active'" if active_only else "status != 'forgotten'"
+        keep: dict[int, tuple[str, str]] = {}
+        wanted = [r for _, r in ranked]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = (
+                # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
+                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({','.join('?' * len(chunk))}) "
+                f"AND namespace = ? AND {status} AND purged_at IS NULL"
+            )
+            keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
+        hits = [SearchHit(node_id=keep[r][0], chain_root=keep[r][1], score=s) for s, r in ranked if r in keep]
+        return hits[:limit]
+
+    def _average_lengths(self, conn: sqlite3.Connection) -> None:
+        """Each field's average length in tokens, from the ``AVERAGE_OVER`` newest live notes."""
+        rows = conn.execute(
+            f"SELECT {', '.join(FTS_COLUMNS)} FROM nodes WHERE status != 'forgotten' AND purged_at IS NULL "
+            "ORDER BY rowid DESC LIMIT ?",
+            (AVERAGE_OVER,),
+        ).fetchall()
+        for row in reversed(rows):
+            self._count_lengths({f: len(self._analyzer.analyze(row[i])) for i, f in enumerate(FTS_COLUMNS) if row[i]})
+
+    def indexed_rowids(self) -> set[int]:
+        """Every rowid the committed index holds (tests, diagnostics)."""
+        searcher = self._index.searcher()
+        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
+        addrs = [a for _, a in hits]
+        return {r for r in searcher.fast_field_values("rowid", addrs) if r is not None} if addrs else set()
+
+
+def read_meta(index: Any) -> tuple[int, int] | None:
+    """(watermark, format) of the index's last commit; None without a meta document."""
+    index.reload()
+    searcher = index.searcher()
+    hits = searcher.search(tantivy.Query.term_query(index.schema, "meta", META), 1).hits
+    if not hits:
+        return None
+    doc = searcher.doc(hits[0][1])
+    return int(doc["watermark"][0]), int(doc["format"][0])
+
+
+def take_writer(index: Any, folder: str | None) -> Any:
+    try:
+        return index.writer(heap_size=WRITER_HEAP, num_threads=1)
+    except ValueError as exc:
+        if "lock" in str(exc).lower():
+            raise IndexBusy(f"{folder} is held by another process") from None
+        raise
