@@ -221,3 +221,40 @@ def test_the_memory_store_puts_them_away_too() -> None:
     jwt = service.remember(JWT, supersedes=ids["sessions"]).node.id
     service.unlink(jwt)
     assert _flag(service, ids["cache"]) is None
+
+
+def test_the_part_of_the_graph_read_for_a_change_answers_as_the_whole_graph() -> None:
+    """``dependencies.reaching`` reads only the dependents a replaced chain can reach, a layer at a
+    time; ``stale`` on that part is ``stale`` on every dependent of the namespace (random graphs)."""
+    import random
+
+    from evomem.domain import dependencies as deps
+
+    rng = random.Random(5)
+    for _ in range(200):
+        chains = [f"c{i}" for i in range(12)]
+        versions = {c: [f"{c}v{j}" for j in range(rng.randint(1, 3))] for c in chains}
+        roots = {v: c for c, vs in versions.items() for v in vs}
+        graph = [
+            deps.Dependent(
+                versions[c][-1], c, tuple(rng.choice(versions[t]) for t in rng.sample(chains, rng.randint(0, 3)))
+            )
+            for c in chains
+            if rng.random() < 0.7
+        ]
+        asked: list[set[str]] = []
+
+        def dependents_of(
+            wanted: set[str],
+            graph: list[deps.Dependent] = graph,
+            roots: dict[str, str] = roots,
+            asked: list[set[str]] = asked,
+        ) -> list[deps.Dependent]:
+            asked.append(set(wanted))
+            return [d for d in graph if any(roots[t] in wanted for t in d.targets)]
+
+        replaced = rng.choice(chains)
+        part = deps.reaching(replaced, dependents_of)
+        assert deps.stale(replaced, part, roots) == deps.stale(replaced, graph, roots)
+        assert len(part) <= len(graph)
+        assert all(len(a & b) == 0 for i, a in enumerate(asked) for b in asked[i + 1 :])  # each chain asked once

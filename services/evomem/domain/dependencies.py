@@ -4,6 +4,7 @@ cycles they may not make, and what goes stale when a decision is replaced.
     targets(node.relations)                       # the ids a note depends on (both kinds)
     cycle(targets, goal, graph, roots)            # a path back into ``goal`` (a cycle), or None
     stale(replaced_chain, graph, roots)           # {node id: the dependency it reaches it through}
+    reaching(chain, dependents_of)                # the part of the graph ``stale`` reads for ``chain``
     flagged(flag, replaced, replaced_by, via, at) # a node's ``needs_review``, one more entry
     inherited(named, at)                          # a new note built on something already stale
     restored(flag, version)                       # an unlink put ``version`` back in force
@@ -18,7 +19,7 @@ Pure Python: no storage, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evomem.domain.model import ReviewFlag
@@ -100,6 +101,25 @@ def stale(replaced_chain: str, graph: Sequence[Dependent], roots: Mapping[str, s
                 following.append(node.chain_root)
         frontier = following
     return out
+
+
+def reaching(chain: str, dependents_of: Callable[[set[str]], Iterable[Dependent]]) -> list[Dependent]:
+    """The active nodes that depend on ``chain`` directly or through others, and those that name a
+    version of the chains found on the way: every node ``stale(chain, ...)`` can reach, so it answers
+    on this part as on the whole graph. ``dependents_of(chains)`` gives the active nodes that may name
+    a version of one of ``chains`` (a superset does no harm: ``stale`` follows ``roots``). Read a layer
+    at a time, so a write reads the dependents of what it replaced, not every dependent of the namespace."""
+    found: dict[str, Dependent] = {}
+    seen = {chain}
+    frontier = {chain}
+    for _ in range(MAX_HOPS):
+        if not frontier:
+            break
+        fresh = [d for d in dependents_of(frontier) if d.node_id not in found]
+        found.update((d.node_id, d) for d in fresh)
+        frontier = {d.chain_root for d in fresh} - seen
+        seen |= frontier
+    return list(found.values())
 
 
 def flagged(flag: ReviewFlag | None, replaced: str, replaced_by: str, via: str, at: int) -> ReviewFlag:

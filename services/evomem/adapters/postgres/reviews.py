@@ -75,6 +75,15 @@ def roots(conn: Any, namespace: str, ids: Iterable[str]) -> dict[str, str]:
     return {r[0]: r[1] for r in rows}
 
 
+def versions(conn: Any, namespace: str, chains: Iterable[str]) -> list[str]:
+    """The ids of every version of ``chains``."""
+    wanted = list(chains)
+    if not wanted:
+        return []
+    rows = conn.execute("SELECT id FROM nodes WHERE namespace = %s AND chain_root = ANY(%s)", (namespace, wanted))
+    return [r[0] for r in rows.fetchall()]
+
+
 def _read(conn: Any, namespace: str, extra: Iterable[str] = ()) -> tuple[list[deps.Dependent], dict[str, str]]:
     nodes = graph(conn, namespace)
     return nodes, roots(conn, namespace, [*extra, *(t for n in nodes for t in n.targets)])
@@ -105,8 +114,8 @@ def refuse_merge_cycle(conn: Any, namespace: str, chains: set[str], head_id: str
 
 
 def flag_dependents(conn: Any, namespace: str, replaced: str, chain_root: str) -> list[str]:
-    nodes, chain_of = _read(conn, namespace)
-    hit = deps.stale(chain_root, nodes, chain_of)
+    nodes = deps.reaching(chain_root, lambda chains: naming(conn, namespace, versions(conn, namespace, chains)))
+    hit = deps.stale(chain_root, nodes, roots(conn, namespace, (t for n in nodes for t in n.targets)))
     if not hit:
         return []
     head = one(

@@ -77,6 +77,17 @@ def roots(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def versions(conn: sqlite3.Connection, chains: Iterable[str]) -> list[str]:
+    """The ids of every version of ``chains``."""
+    wanted = list(chains)
+    out: list[str] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.extend(r[0] for r in conn.execute(f"SELECT id FROM nodes WHERE chain_root IN ({marks})", chunk))
+    return out
+
+
 def _read(conn: sqlite3.Connection, namespace: str, extra: Iterable[str] = ()) -> tuple[list, dict[str, str]]:
     nodes = graph(conn, namespace)
     return nodes, roots(conn, [*extra, *(t for n in nodes for t in n.targets)])
@@ -114,8 +125,8 @@ def flag_dependents(conn: sqlite3.Connection, namespace: str, replaced: str, cha
     """``replaced`` (the version that was in force in ``chain_root``) was replaced: every active node
     that depends on the chain, directly or not, is flagged with it and the chain's head now. The
     ids flagged."""
-    nodes, chain_of = _read(conn, namespace)
-    hit = deps.stale(chain_root, nodes, chain_of)
+    nodes = deps.reaching(chain_root, lambda chains: naming(conn, namespace, versions(conn, chains)))
+    hit = deps.stale(chain_root, nodes, roots(conn, (t for n in nodes for t in n.targets)))
     if not hit:
         return []
     head = conn.execute(
