@@ -8,9 +8,10 @@ Per size, the store of ``bench.datagen`` (built in batches, a progress bar, boun
 when it is already in the work folder, as ``bench.speed`` and ``bench.floors`` reuse it), then:
 
 - the served store, one fresh process per mode (``words``: ``--vectors off``; ``hybrid``: vectors on,
-  where the store has vectors): start-up (open the store and answer a first recall; the hybrid one
-  includes loading the model and the vectors' bits), then recall (k=5) and remember p50/p95 in-core,
-  and the process's peak RSS (``getrusage``). Remembers write into a copy of the store up to
+  where the store has vectors; ``tantivy``: words only with ``EVOMEM_WORD_INDEX=tantivy``, where the
+  package is installed, up to ``--tantivy-served-up-to``): start-up (open the store and answer a first
+  recall; the hybrid one includes loading the model and the vectors' bits), then recall (k=5) and
+  remember p50/p95 in-core, and the process's peak RSS (``getrusage``). Remembers write into a copy of the store up to
   ``--copy-up-to`` notes, into the store itself above it (a few dozen notes added to millions);
 - the floors, on the same file: the raw FTS5 bm25 query (k=50, recall's fan-out) and a bare FTS5
   insert (``bench.speed``), Tantivy over the same text (k=50, ``--tantivy-up-to``), the vector search
@@ -44,7 +45,8 @@ from bench import datagen
 from bench.speed import QUERIES, fts_floor, fts_insert_floor, new_notes, vectors_available
 from bench.stats import summary
 
-MODES = {"words": "off", "hybrid": "on"}
+#: mode -> (--vectors, EVOMEM_WORD_INDEX): words only on the FTS5 table, hybrid, words only on Tantivy
+MODES = {"words": ("off", "fts5"), "hybrid": ("on", "fts5"), "tantivy": ("off", "tantivy")}
 
 
 def _files(db: Path) -> list[Path]:
@@ -54,6 +56,7 @@ def _files(db: Path) -> list[Path]:
 def _drop(db: Path) -> None:
     for p in _files(db):
         p.unlink(missing_ok=True)
+    shutil.rmtree(Path(str(db) + ".words"), ignore_errors=True)  # a Tantivy word index beside it
 
 
 def _bytes(db: Path) -> int:
@@ -63,7 +66,7 @@ def _bytes(db: Path) -> int:
 # ---------------------------------------------------------------------------- the served store (child)
 
 
-def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
+def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int, word_index: str = "fts5") -> dict[str, Any]:
     """In a fresh process: open the store as the embedded server does, answer a first recall, then
     time recall and remember; peak RSS of this process at the end."""
     started = time.perf_counter()
@@ -71,7 +74,7 @@ def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int) -> dic
     from evomem.settings import Settings
 
     imported = time.perf_counter()
-    service = build_embedded(Settings(db=str(db), vectors=vectors))
+    service = build_embedded(Settings(db=str(db), vectors=vectors, word_index=word_index))
     opened = time.perf_counter()
     if service.vectors is not None:
         service.vectors.load_model()  # a hybrid recall needs the model: its loading is start-up
@@ -114,7 +117,8 @@ def peak_rss_kib() -> int:
 
 
 def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "bench.curve", "serve", str(db), "--vectors", MODES[mode]]
+    vectors, words = MODES[mode]
+    cmd = [sys.executable, "-m", "bench.curve", "serve", str(db), "--vectors", vectors, "--word-index", words]
     cmd += ["--rounds", str(rounds), "--remembers", str(remembers), "--seed", str(seed)]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -123,6 +127,14 @@ def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     out["process_s"] = round(time.perf_counter() - t, 1)
     return out
+
+
+def tantivy_available() -> bool:
+    try:
+        import tantivy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------------------- floors
@@ -233,12 +245,15 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[di
     size["served"] = {}
     floors: dict[str, Any] = {}
     size["floors"] = floors
-    for i, mode in enumerate(["words", "hybrid"] if hybrid else ["words"]):
+    # Tantivy last: its index (and the log triggers it adds to the file) stays beside a store served in place
+    tantivy = tantivy_available() and n <= args.tantivy_served_up_to
+    modes = ["words", *(["hybrid"] if hybrid else []), *(["tantivy"] if tantivy else [])]
+    for mode in modes:
         say(f"served, {mode}")
         db = workdir / f"curve-{n}-{mode}.db" if copy else base
         if copy:
             shutil.copyfile(base, db)
-        seed = n + 10 + i
+        seed = n + 10 + list(MODES).index(mode)
         if not copy:  # notes an earlier run wrote into this store: write other texts, not copies of them
             conn = sqlite3.connect(base)
             seed += conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] - n
@@ -283,9 +298,9 @@ def markdown(report: dict[str, Any]) -> str:
         "(other jobs were running): read medians and slopes, not single numbers.",
         "",
         "| notes | recall p50 / p95, words | recall p50 / p95, hybrid | remember p50 / p95, words | "
-        "remember p50 / p95, hybrid | start-up (open + first recall) words / hybrid | peak RSS words / hybrid | "
-        "database |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "remember p50 / p95, hybrid | recall / remember p50, words on Tantivy | "
+        "start-up (open + first recall) words / hybrid | peak RSS words / hybrid | database |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in report["sizes"]:
         w, h = s["served"].get("words"), s["served"].get("hybrid")
@@ -295,11 +310,13 @@ def markdown(report: dict[str, Any]) -> str:
         def pair(x: dict[str, Any] | None, op: str) -> str:
             return f"{x[op]['p50_ms']:.2f} / {x[op]['p95_ms']:.2f} ms" if x else "— (no vectors)"
 
+        t = s["served"].get("tantivy")
+        tv = f"{t['recall']['p50_ms']:.2f} / {t['remember']['p50_ms']:.2f} ms" if t else "—"
         start = f"{w['startup_ms'] / 1000:.2f} s / " + (f"{h['startup_ms'] / 1000:.2f} s" if h else "—")
         rss = f"{w['peak_rss_mib']:.0f} / " + (f"{h['peak_rss_mib']:.0f} MiB" if h else "— MiB")
         lines.append(
             f"| {s['notes']:,} | {pair(w, 'recall')} | {pair(h, 'recall')} | {pair(w, 'remember')} | "
-            f"{pair(h, 'remember')} | {start} | {rss} | {s['db_bytes'] / 1e6:,.0f} MB "
+            f"{pair(h, 'remember')} | {tv} | {start} | {rss} | {s['db_bytes'] / 1e6:,.0f} MB "
             f"({s['db_bytes_per_note']:.0f} B/note) |"
         )
     lines += [
@@ -337,7 +354,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "words: `--vectors off` (BM25 only); hybrid: BM25 + vectors (the default where the model is installed), "
-        "only at the sizes whose store has vectors. Start-up is measured in a fresh process after the imports: "
+        "only at the sizes whose store has vectors; words on Tantivy: `--vectors off` with `EVOMEM_WORD_INDEX=tantivy` "
+        "(its index built from the file when the process opens it, a first run's cost outside the timings), up to "
+        "`--tantivy-served-up-to`. Start-up is measured in a fresh process after the imports: "
         "open the store (`build_embedded`), load the embedding model (hybrid), answer the first recall (hybrid: "
         "reads every vector's bits into memory). Peak RSS is that process's, after all its calls.",
     ]
@@ -379,6 +398,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     line(ax, sv("hybrid", "recall"), "recall, hybrid", "-", "tab:purple")
     line(ax, sv("words", "remember"), "remember, words", "-", "tab:orange")
     line(ax, sv("hybrid", "remember"), "remember, hybrid", "-", "tab:red")
+    line(ax, sv("tantivy", "recall"), "recall, words on Tantivy", "-.", "tab:green")
+    line(ax, sv("tantivy", "remember"), "remember, words on Tantivy", "-.", "tab:olive")
     line(ax, fl("fts5_recall_k50"), "floor: raw FTS5 bm25 k=50", "--", "tab:blue")
     line(ax, fl("tantivy", "recall_k50"), "floor: Tantivy k=50", "--", "tab:green")
     line(ax, fl("fts5_insert"), "floor: raw FTS5 insert", "--", "tab:orange")
@@ -413,8 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--rounds", type=int, default=10)
         sp.add_argument("--remembers", type=int, default=100)
         sp.add_argument("--seed", type=int, default=11)
+        sp.add_argument("--word-index", choices=("fts5", "tantivy"), default="fts5")
         a = sp.parse_args(argv[1:])
-        print(json.dumps(serve(a.db, a.vectors, a.rounds, a.remembers, a.seed)))
+        print(json.dumps(serve(a.db, a.vectors, a.rounds, a.remembers, a.seed, a.word_index)))
         return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000,100000")
@@ -429,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vectors-up-to", type=int, default=1_000_000, help="stores above this size get no vectors")
     p.add_argument("--usearch-up-to", type=int, default=100_000, help="usearch HNSW floor up to this size")
     p.add_argument("--tantivy-up-to", type=int, default=10_000_000, help="Tantivy floor up to this size")
+    p.add_argument(
+        "--tantivy-served-up-to",
+        type=int,
+        default=1_000_000,
+        help="the store served with EVOMEM_WORD_INDEX=tantivy (its index built at open) up to this size",
+    )
     p.add_argument("--copy-up-to", type=int, default=1_000_000, help="remembers go into a copy up to this size")
     p.add_argument(
         "--keep", action="store_true", help="keep the sizes of an earlier OUT/NAME.json that this run does not measure"

@@ -87,5 +87,8 @@ def test_curve_measures_every_row_on_a_tiny_store(tmp_path: Path) -> None:
         assert size["db_bytes"] > 0 and "build_s" in size["load"]
         assert size["floors"]["fts5_recall_k50"]["n"] == len(curve.QUERIES)
         assert size["floors"]["tantivy"]["recall_k50"]["n"] == len(curve.QUERIES)
+        on_tantivy = size["served"]["tantivy"]  # the same store served with EVOMEM_WORD_INDEX=tantivy
+        assert on_tantivy["recall"]["n"] == len(curve.QUERIES) and on_tantivy["remember"]["n"] == 2
+    assert not list(tmp_path.rglob("*.words"))  # the copies' Tantivy indexes went with them
     assert (out / "cost_curve.png").stat().st_size > 0
     assert "| 600 |" in (out / "cost_curve.md").read_text()
