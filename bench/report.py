@@ -155,18 +155,25 @@ def floors(r: Path) -> str:
 
 
 def cost_curve(r: Path) -> str:
-    """``bench.curve``: the newer of make bench's (10k, 100k) and bench-full's (to 10M) runs, and its plot."""
-    runs = [p for p in (r / "full" / "cost_curve.md", r / "cost_curve.md") if p.exists()]
+    """``bench.curve``: bench-full's run (to 10M) with its plot and hand-written note, then make bench's
+    (10k, 100k), each when it exists."""
     title = "## The cost curve: 10k to 10M notes"
+    runs = [
+        (p, head) for p, head in ((r / "full" / "cost_curve.md", ""), (r / "cost_curve.md", "make bench")) if p.exists()
+    ]
     if not runs:
         return f"{title}\n\nNot run yet (`python -m bench.curve`).\n\n"
-    md = max(runs, key=lambda p: p.stat().st_mtime)
-    text = section(title[3:], md, CURVE_NOTE)
-    if md.with_suffix(".png").exists():
-        text += f"![the cost curve: ms against notes, floors dashed](../{md.with_suffix('.png').as_posix()})\n\n"
-    extra = md.with_name("cost_curve_note.md")  # what the run could not do (the 10M row's fate), written by hand
-    if extra.exists():
-        text += extra.read_text().strip() + "\n\n"
+    text = f"{title}\n\n{CURVE_NOTE}"
+    for md, head in runs:
+        body = section("x", md)[len("## x\n\n") :]
+        if head and len(runs) > 1:
+            text += f"### {head}'s run (10k and 100k notes)\n\n"
+        text += body
+        if md.with_suffix(".png").exists():
+            text += f"![the cost curve: ms against notes, floors dashed](../{md.with_suffix('.png').as_posix()})\n\n"
+        extra = md.with_name("cost_curve_note.md")  # what the run could not do (the 10M row's fate), written by hand
+        if extra.exists():
+            text += extra.read_text().strip() + "\n\n"
     return text
 
 
@@ -179,7 +186,8 @@ CURVE_NOTE = (
 )
 
 
-FLOORS_NOTE = """What adopting one would cost (not done here). Remember's candidate search is where it pays first: at
+FLOORS_NOTE = """What adopting one would cost (written before Tantivy became an opt-in word index:
+"Tantivy as the word index" below). Remember's candidate search is where it pays first: at
 100k notes it is most of a remember, at 1M it is 0.36 s where Tantivy answers in 18 ms. As a derived index
 beside SQLite (which stays the truth): each remember adds a document, but a Tantivy commit per note is
 too slow, so commits would be batched (every ~100 ms) and the notes after the last commit searched by
@@ -495,6 +503,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     text += floors(r)
     text += cost_curve(r)
+    text += section(
+        "Tantivy as the word index (`EVOMEM_WORD_INDEX=tantivy`)",
+        r / "word_index.md",
+        "Written by hand from the runs in `bench/results/word_index.json` (`python -m bench.curve serve` with "
+        "`EVOMEM_WORD_INDEX` set, `bench.quality` once per index); `make bench`'s cost curve serves each "
+        "size with Tantivy too (its table above).\n\n",
+    )
     text += section("Answer sizes: what a tool result costs an agent's context", r / "answers.md", ANSWERS_NOTE)
     text += section(
         "Start-up: the first tool result over stdio",
