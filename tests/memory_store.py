@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from evomem.domain import dependencies as deps
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.browse import RecentPage, RecentQuery
+from evomem.domain.browse import RecentPage, RecentQuery, with_histories
 from evomem.domain.errors import (
     Conflict,
     CycleError,
@@ -126,7 +126,8 @@ class MemoryStore:
                 reverse=True,
             )
             page = [replace(n) for n in heads[: query.limit]]
-            return RecentPage(page, page[-1].id if len(heads) > query.limit else None)
+            out = RecentPage(page, page[-1].id if len(heads) > query.limit else None)
+        return with_histories(out, query.history_depth, self.chain)
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
         with self._lock:

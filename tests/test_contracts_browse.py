@@ -102,5 +102,23 @@ def test_the_wire_refuses_bad_sizes_and_cursors(tmp_path: Path) -> None:
         raises_exactly(InvalidArgument, lambda: w.port.recent_heads(RecentQuery("default", limit=0)))
         raises_exactly(InvalidArgument, lambda: w.port.recent_heads(RecentQuery("default", limit=101)))
         raises_exactly(InvalidArgument, lambda: w.port.recent_heads(RecentQuery("default", before="nope")))
+        raises_exactly(InvalidArgument, lambda: w.port.recent_heads(RecentQuery("default", history_depth=51)))
         raises_exactly(InvalidArgument, lambda: w.port.dependents(UNKNOWN_ID, limit=1000))
         assert w.port.recent_heads(RecentQuery("default", limit=100)).heads == []
+
+
+def test_a_page_carries_its_heads_earlier_versions_when_asked(records: Wiring) -> None:
+    """``history_depth``: each head's earlier versions, newest first, read with the page (the
+    timeline's listing in one storage call); heads without any and depth 0 carry none."""
+    port = records.port
+    first = _write(records, note("We picked Postgres for the ledger."))
+    second = _write(records, note("We moved the ledger from Postgres to SQLite."), first.id)
+    third = _write(records, note("We moved the ledger from SQLite to DuckDB."), second.id)
+    alone = _write(records, note("The queue runs on Redis streams."))
+    page = port.recent_heads(RecentQuery("default", limit=10, history_depth=5))
+    assert _ids(page.heads) == [alone.id, third.id]
+    assert {k: _ids(v) for k, v in page.histories.items()} == {third.id: [second.id, first.id]}
+    assert page.histories[third.id][0].raw_text == second.raw_text  # whole nodes, as chain() reads them
+    one = port.recent_heads(RecentQuery("default", limit=10, history_depth=1))
+    assert {k: _ids(v) for k, v in one.histories.items()} == {third.id: [second.id]}
+    assert port.recent_heads(RecentQuery("default", limit=10)).histories == {}

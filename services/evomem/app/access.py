@@ -157,6 +157,8 @@ class ScopedStorage:
     def recent_heads(self, query: RecentQuery) -> RecentPage:
         page = self._storage.recent_heads(query)
         page.heads = [n for n in page.heads if self._may(n.namespace)]
+        kept = {n.id for n in page.heads}
+        page.histories = {k: v for k, v in page.histories.items() if k in kept}
         return page
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:

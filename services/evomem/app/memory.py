@@ -555,12 +555,14 @@ class MemoryService:
         tags: object = None,
         limit: int = 20,
         before: object = None,
+        history_depth: int = 0,
     ) -> RecentPage:
-        """The chains changed last: one page of heads in force, newest first, filtered like recall."""
+        """The chains changed last: one page of heads in force, newest first, filtered like recall;
+        with ``history_depth``, each head's earlier versions too (in the same storage call)."""
         cursor = None if before in (None, "") else self.rules.node_id(before, "before")
         scope_, tags_ = textrules.clean_label(scope, "scope"), textrules.clean_tags(tags)
         return self.storage.recent_heads(
-            check_recent(RecentQuery(self._namespace(namespace), scope_, tags_, limit, cursor))
+            check_recent(RecentQuery(self._namespace(namespace), scope_, tags_, limit, cursor, history_depth))
         )
 
     def dependents(self, node_id: object) -> list[MemoryNode]:

@@ -79,7 +79,8 @@ class Records(AuditLog, Protocol):
         """The heads in force of ``query.namespace`` newest first (the chains changed last), older
         than ``query.before``, filtered by scope and tags like recall: one page of ``query.limit``
         and the cursor of the next (``evomem.domain.browse.take_recent``). An index read in id
-        order that stops after one page."""
+        order that stops after one page. With ``query.history_depth``, each head's earlier versions
+        in ``histories`` (``browse.with_histories``): the timeline's page in one call."""
         ...
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:

@@ -3,6 +3,7 @@ built on one.
 
     check_recent(query)                 # RecentQuery's sizes and cursor, or InvalidArgument
     take_recent(heads, query)           # heads newest first -> one RecentPage (filters, cursor)
+    with_histories(page, depth, chain)  # each head's earlier versions, read with the page
     dependents_of(chain_ids, graph)     # the dependents (depends_on, implements) of one chain
 
 A chain changes when a version is added to it, so "changed last" is the newest head: node ids are
@@ -15,7 +16,7 @@ Python: the stores read the rows, this decides which are shown.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evomem.domain.dependencies import DEPENDENCY_KINDS, Dependent
@@ -31,28 +32,42 @@ RECENT_DEFAULT = 20
 RECENT_SCAN_MAX = 2000
 #: Dependents one node's page lists at most.
 DEPENDENTS_MAX = 200
+#: Earlier versions of each head a page may carry (recall's ``HISTORY_DEPTH_MAX``).
+RECENT_HISTORY_MAX = 50
 
 
 @dataclass(frozen=True, slots=True)
 class RecentQuery:
     """The chains of ``namespace`` whose version in force is newest, newest first: at most
     ``limit``, only heads older than ``before`` (a head id: the cursor of the page before),
-    filtered like recall by ``scope`` and ``tags``."""
+    filtered like recall by ``scope`` and ``tags``; with ``history_depth``, each head's earlier
+    versions (up to that many) read with the page, in the storage call that reads it."""
 
     namespace: str
     scope: str | None = None
     tags: tuple[str, ...] = ()
     limit: int = RECENT_DEFAULT
     before: str | None = None
+    history_depth: int = 0
 
 
 @dataclass(slots=True)
 class RecentPage:
     """One page: the heads in force, newest first, and ``more``: the ``before`` of the next page
-    (None: there is none)."""
+    (None: there is none); ``histories``: head id -> its earlier versions, newest first (asked with
+    ``history_depth``; only heads that have some)."""
 
     heads: list[MemoryNode] = field(default_factory=list)
     more: str | None = None
+    histories: dict[str, list[MemoryNode]] = field(default_factory=dict)
+
+
+def with_histories(page: RecentPage, depth: int, chain: Callable[[str, int], Sequence[MemoryNode]]) -> RecentPage:
+    """``page`` with each head's earlier versions, up to ``depth`` (``chain(node_id, depth)``: the node
+    and its earlier versions, newest first), for the heads that have some; as it is for depth 0."""
+    if depth:
+        page.histories = {h.id: list(chain(h.id, depth))[1:] for h in page.heads if h.version > 1}
+    return page
 
 
 def check_recent(query: RecentQuery) -> RecentQuery:
@@ -60,6 +75,9 @@ def check_recent(query: RecentQuery) -> RecentQuery:
         raise InvalidArgument(f"limit must be an integer from 1 to {RECENT_MAX}, got {query.limit!r}")
     if query.before is not None and not is_valid_id(query.before):
         raise InvalidArgument(f"before: not a node id: {query.before!r}")
+    depth = query.history_depth
+    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= RECENT_HISTORY_MAX:
+        raise InvalidArgument(f"history_depth must be an integer from 0 to {RECENT_HISTORY_MAX}, got {depth!r}")
     return query
 
 

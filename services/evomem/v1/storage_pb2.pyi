@@ -176,26 +176,38 @@ class GetChainResponse(_message.Message):
     def __init__(self, nodes: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
 
 class ListRecentHeadsRequest(_message.Message):
-    __slots__ = ("namespace", "scope", "tags", "limit", "before")
+    __slots__ = ("namespace", "scope", "tags", "limit", "before", "history_depth")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_DEPTH_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     scope: str
     tags: _containers.RepeatedScalarFieldContainer[str]
     limit: int
     before: str
-    def __init__(self, namespace: _Optional[str] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., before: _Optional[str] = ...) -> None: ...
+    history_depth: int
+    def __init__(self, namespace: _Optional[str] = ..., scope: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ..., before: _Optional[str] = ..., history_depth: _Optional[int] = ...) -> None: ...
+
+class HeadHistory(_message.Message):
+    __slots__ = ("head_id", "versions")
+    HEAD_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    head_id: str
+    versions: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
+    def __init__(self, head_id: _Optional[str] = ..., versions: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ...) -> None: ...
 
 class ListRecentHeadsResponse(_message.Message):
-    __slots__ = ("heads", "more")
+    __slots__ = ("heads", "more", "histories")
     HEADS_FIELD_NUMBER: _ClassVar[int]
     MORE_FIELD_NUMBER: _ClassVar[int]
+    HISTORIES_FIELD_NUMBER: _ClassVar[int]
     heads: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryNode]
     more: str
-    def __init__(self, heads: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., more: _Optional[str] = ...) -> None: ...
+    histories: _containers.RepeatedCompositeFieldContainer[HeadHistory]
+    def __init__(self, heads: _Optional[_Iterable[_Union[_common_pb2.MemoryNode, _Mapping]]] = ..., more: _Optional[str] = ..., histories: _Optional[_Iterable[_Union[HeadHistory, _Mapping]]] = ...) -> None: ...
 
 class ListDependentsRequest(_message.Message):
     __slots__ = ("node_id", "limit")

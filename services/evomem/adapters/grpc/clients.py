@@ -183,10 +183,19 @@ class GrpcStorage(_Client):
 
     def recent_heads(self, query: RecentQuery) -> RecentPage:
         request = storage_pb2.ListRecentHeadsRequest(
-            namespace=query.namespace, scope=query.scope, tags=query.tags, limit=query.limit, before=query.before
+            namespace=query.namespace,
+            scope=query.scope,
+            tags=query.tags,
+            limit=query.limit,
+            before=query.before,
+            history_depth=query.history_depth,
         )
         resp = self._call(self._stub.ListRecentHeads, request)
-        return RecentPage([convert.node_from_pb(n) for n in resp.heads], resp.more if resp.HasField("more") else None)
+        return RecentPage(
+            [convert.node_from_pb(n) for n in resp.heads],
+            resp.more if resp.HasField("more") else None,
+            {h.head_id: [convert.node_from_pb(n) for n in h.versions] for h in resp.histories},
+        )
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
         request = storage_pb2.ListDependentsRequest(node_id=node_id, limit=max(0, limit))

@@ -33,7 +33,14 @@ from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
+from evomem.domain.browse import (
+    RecentPage,
+    RecentQuery,
+    dependents_of,
+    head_sketch,
+    take_recent,
+    with_histories,
+)
 from evomem.domain.errors import Conflict, NotFound, Purged, Unavailable
 from evomem.domain.model import (
     Extraction,
@@ -179,7 +186,7 @@ class PostgresStore:
             page.heads = [full[h.id] for h in page.heads if h.id in full]
             return page
 
-        return self._read(read, query.namespace)
+        return with_histories(self._read(read, query.namespace), query.history_depth, self.chain)
 
     def dependents(self, node_id: str, limit: int = 50) -> list[MemoryNode]:
         def read(c: Any) -> list[MemoryNode]:

@@ -33,7 +33,14 @@ from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.adapters.sqlite.words import Fts5Words, WordIndex, open_words
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
-from evomem.domain.browse import RecentPage, RecentQuery, dependents_of, head_sketch, take_recent
+from evomem.domain.browse import (
+    RecentPage,
+    RecentQuery,
+    dependents_of,
+    head_sketch,
+    take_recent,
+    with_histories,
+)
 from evomem.domain.errors import Conflict, NotFound, Purged
 from evomem.domain.model import (
     Extraction,
@@ -165,7 +172,7 @@ class SQLiteStore:
         page = take_recent(self._heads_newest_first(query.namespace, query.before, query.limit + 1), query)
         full = self.get_many(h.id for h in page.heads)
         page.heads = [full[h.id] for h in page.heads if h.id in full]
-        return page
+        return with_histories(page, query.history_depth, self.chain)
 
     def _heads_newest_first(self, namespace: str, before: str | None, batch: int) -> Iterator[MemoryNode]:
         """The heads in force of ``namespace`` below ``before`` by id, newest first, as sketches

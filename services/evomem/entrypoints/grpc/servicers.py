@@ -122,10 +122,18 @@ class StorageServicer(storage_pb2_grpc.StorageServiceServicer):
                 tags=textrules.clean_tags(list(request.tags)),
                 limit=request.limit,
                 before=request.before if request.HasField("before") else None,
+                history_depth=request.history_depth,
             )
         )
         page = self.storage.recent_heads(query)
-        return storage_pb2.ListRecentHeadsResponse(heads=[convert.node_to_pb(n) for n in page.heads], more=page.more)
+        return storage_pb2.ListRecentHeadsResponse(
+            heads=[convert.node_to_pb(n) for n in page.heads],
+            more=page.more,
+            histories=[
+                storage_pb2.HeadHistory(head_id=k, versions=[convert.node_to_pb(n) for n in v])
+                for k, v in page.histories.items()
+            ],
+        )
 
     @servicer_method
     def ListDependents(

@@ -259,20 +259,18 @@ class Timeline:
     @staticmethod
     def _recent(service: Reads, filters: pages.Filters) -> pages.Listing:
         """No query: the chains changed last (one page, ``RESULTS``), each with its earlier versions
-        (read only for a chain that has some), and the cursor of the next page."""
+        (read with the page, in one storage call), and the cursor of the next page."""
         page = service.recent(
             filters.namespace or None,
             scope=filters.scope or None,
             tags=[filters.tag] if filters.tag else None,
             limit=RESULTS,
             before=filters.before or None,
+            history_depth=HISTORY_DEPTH_MAX,
         )
         chains = []
         for head in page.heads:
-            versions = [head]
-            if head.version > 1:
-                _, _, history = service.get_node(head.id, include_history=True, history_depth=HISTORY_DEPTH_MAX)
-                versions += history
+            versions = [head, *page.histories.get(head.id, ())]
             chains.append(pages.ChainView(versions=versions, older_not_shown=max(0, head.version - len(versions))))
         return pages.Listing(chains, [], more=page.more)
 
