@@ -209,3 +209,36 @@ def test_the_option_a_statement_names_in_lowercase_is_what_follows_its_verb() ->
     assert complement("The volunteer DBS renewal uses every three years.") == "every three years"
     assert complement("the ledger runs on the self-hosted cluster") == "self-hosted cluster"
     assert complement("Pepper's vet appointment, 3pm") is None  # no verb that says what is used
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_value_the_version_in_force_changed_from_is_superseded(tmp_path: Path, wiring: str) -> None:
+    """The version in force names the old value only as what it changes from ("from 2 weeks to
+    3 weeks"): the old value is caught, the new one holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Delivery sprint length: 2 weeks, planning on Mondays.").node.id
+        now = service.remember(
+            "Eng all-hands: sprint length changes from 2 weeks to 3 weeks starting next quarter.",
+            supersedes=first,
+        ).node.id
+        old = service.check("The delivery sprint length uses 2 weeks.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        held = service.check("The delivery sprint length uses 3 weeks.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_revert_that_names_its_option_again_holds_it(tmp_path: Path, wiring: str) -> None:
+    """A version leaves only what the version it replaced named: "GreenCut rehired" after Pine &
+    Petal, or "Ward 7 has 28 beds" after 26, holds its option though its clause reads as a report."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        a = service.remember("Landscaper: GreenCut, fortnightly visits.").node.id
+        b = service.remember("New landscaper: Pine & Petal.", supersedes=a).node.id
+        service.remember("Pine & Petal fired, GreenCut rehired.", supersedes=b)
+        out = service.check("The landscaper uses GreenCut.")
+        assert out.verdict == "in_force", out
+        c = service.remember("Ward 7 beds: 28.").node.id
+        d = service.remember("Ward 7 back down to 26 beds - bay C closed for works.", supersedes=c).node.id
+        service.remember("Bay C reopened - Ward 7 has 28 beds.", supersedes=d)
+        assert service.check("The ward 7 beds uses 28.").verdict not in ("superseded", "contradicted")

@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -100,17 +100,19 @@ def judge(
     or decisions that name no option it can read: "snapshots every 6 hours"), the words that tell a
     chain's versions apart decide (``lexical``), more cautiously."""
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
-    read = _by_reading(statement, scope, chains)
+    # node id ("": the statement) -> the spans where it says what it left
+    left: dict[str, tuple[tuple[int, int], ...]] = {}
+    read = _by_reading(statement, scope, chains, left)
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option))
+        lex = lexical(statement, chains, _option_words(said or read.option), left)
         if lex is not None:
             lex.option = said or read.option
         return lex if lex is not None and not read.readings else read
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option))
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -133,14 +135,23 @@ def _option_words(option: str | None) -> set[str]:
 DISAGREE = "its subject and option say one thing, the words of the versions another"
 
 
-def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
+def _by_reading(
+    statement: str,
+    scope: str | None,
+    chains: list[tuple[MemoryNode, list[MemoryNode]]],
+    left: dict[str, tuple[tuple[int, int], ...]],
+) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
     cands = [ScoredLinker._candidate(h, past, vocab) for h, past in chains]
     known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
+    for (head, past), c in zip(chains, cands, strict=True):
+        for n, f in zip((head, *past), (c.facts, *c.history), strict=True):
+            left[n.id] = f.left
     note = analyse(statement, vocab, scope=scope, known=known)
+    left[""] = note.left  # the statement's own: what it says it left is not what it asserts
     kinds_of = ScoredLinker._option_concepts(cands)
     note = ScoredLinker._typed_note(note, kinds_of)
     option = _option(note)
@@ -274,24 +285,31 @@ def complement(statement: str) -> str | None:
 
 
 def lexical(
-    statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], option_words: Iterable[str] = ()
+    statement: str,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    option_words: Iterable[str] = (),
+    left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
     (``superseded``). A single version that holds the statement is in force. None: no chain is
     plainly about it, or the words do not tell. ``option_words``: the words of the statement's
     option (a name, or what it says is used: "every three years"), which tell versions apart as
-    names do."""
-    said = _words(statement)
+    names do. ``left``: by node id, the spans where a version says what it left ("from X to",
+    "X was overkill"): a version does not say what it names only there."""
+    said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
     option = set(option_words) & said
+    topic = _topic_words(statement)
     named = named_words(statement) & said | option
     scored: list[tuple[float, Reading]] = []
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
         union = set().union(*held)
+        if left and len(versions) > 1:
+            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
         share = len(said & union) / len(said)
         if share < TOPICAL:
             continue
@@ -308,6 +326,30 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _topic_words(statement: str) -> set[str]:
+    """The words a one-clause statement says what it is about with, before its verb ("The ward 7
+    beds" of "The ward 7 beds uses 28."): never an option a version left."""
+    cues = list(DECISION_CUE.finditer(statement))
+    return _words(statement[: cues[-1].start()]) if cues and complement(statement) is not None else set()
+
+
+def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
+    """The words the version in force holds as its own: not those it names only where it says what
+    it left ("from X to", "X was overkill"), when the version it replaced held them (a version
+    leaves only what came before it: "GreenCut rehired" is not left)."""
+    if not spans:
+        return held
+    own = _words(_blank(head.raw_text, spans))
+    gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
+    return held - (gone - own)
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    for s, e in spans:
+        text = text[:s] + " " * (e - s) + text[e:]
+    return text
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evomem.domain.linkers.vocabulary import CUE_WORDS, STOPWORDS
+from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS
 from evomem.domain.subject_words import (
     CATEGORY_ACRONYMS,
     COMMON_CAPITALISED,
@@ -100,9 +100,39 @@ _AFTER_PREV = re.compile(
 # A later clause whose subject is a name and whose verb reports on it: "Postgres was overkill".
 AFTER_REPORT = re.compile(
     r"^\s+(?:was|were|had|has|did|didn't|did not|kept|keeps|lost|lacked|needed|cost|costs|couldn't|could not|"
-    r"can't|cannot|failed|fails|broke|breaks|caused|became|got|went down|[a-z]+ed)\b",
+    r"can't|cannot|failed|fails|broke|breaks|caused|became|got|went down|[a-z]+ed|"
+    r"(?:gets|get|to be|will be|is being|are being)\s+[a-z]+ed|ends?|lapses?|expires?|hurts?|hid|"
+    r"winds? down|wound down|(?:is|are) over)\b",
     re.I,
 )
+# What may stand between a name and the verb that reports on it: a possessive, or another name
+# it is listed with ("Marqeta and Galileo contracts end"); then up to two words of the noun it
+# qualifies ("Snyk seats were $40k", "the Unleash VM gets decommissioned").
+_LISTED = re.compile(r"(?:['\u2019]s)?(?:\s+(?:and|&)\s+(?:the\s+)?[A-Z][\w.+&-]*(?:\s+[A-Z][\w.+&-]*)*)?")
+_GAP_WORD = re.compile(r"\s+([a-z][a-z-]+|[A-Z]{2,}s?)(?=\s)")
+# The words that may open a clause before the name it reports on ("; the Unleash VM gets ...").
+_REPORT_LEAD = re.compile(
+    r"^(?:(?:and|but|as|also|plus)\s+)?(?:(?:the|our|their|its|his|her)\s+)?"
+    r"(?:(?:the\s+)?[A-Z][\w.+&-]*(?:\s+[A-Z][\w.+&-]*)*\s+(?:and|&)\s+)?$",
+    re.I,
+)
+
+
+def reported(text: str, end: int) -> bool:
+    """Whether the words after a name (ending at ``end``) report on it: a verb of ``AFTER_REPORT``,
+    after at most a possessive, a listed name and two words of the noun it qualifies."""
+    listed = _LISTED.match(text, end)
+    at = listed.end() if listed else end
+    for _ in range(3):
+        if AFTER_REPORT.match(text[at : at + 60]):
+            return True
+        word = _GAP_WORD.match(text, at)
+        if word is None or word.group(1).lower() in STOPWORDS or word.group(1).lower() in CUE_WORDS:
+            return False
+        at = word.end()
+    return False
+
+
 # A lowercase option in a clear slot: "picked cron for", "from cron to Airflow".
 _LOWER_WORD = r"([a-z][a-z0-9+-]*(?:\.[a-z0-9]+)*)"
 # What may follow it: a preposition, a reason, a time marker ("migrated to cron this week"),
@@ -126,6 +156,40 @@ LOWER_WITH = re.compile(
     + _LOWER_WORD
     + _LOWER_END
 )
+
+
+# What a change says it leaves, written in any case ("changes from two weeks to three weeks",
+# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14"): the
+# phrase runs to the next "to" (after "from"), or to the end of its clause, six words at most.
+_LEFT_FROM = re.compile(r"\bfrom\s+((?:[^\s;:.!?,]+|,\d)+(?:\s+(?!to\b)[^\s;:.!?,]+){0,5}?)\s+to\s+\S", re.I)
+_LEFT_AFTER = re.compile(
+    r"\b(?:instead of|rather than|in place of|replacing|replaces|replaced|the old|the previous|the former)\s+"
+    r"((?:the\s+)?[^\s;:!?,()]+(?:\s+[^\s;:!?,()]+){0,5}?)(?=\s*(?:[;:!?,()]|\.(?:\s|$)|$|"
+    r"\s+(?:after|because|since|for|as|in|on|at|from|with|by|and|but|so|which|when|until)\b))",
+    re.I,
+)
+
+# Verbs of a change in any form ("changes", "moves", "raising", "cuts"): "from X to Y" after one
+# of them is a change, not a range ("open from 9:00 to 17:00").
+_CHANGE_VERB = re.compile(
+    r"\b(?:chang|mov|switch|migrat|shift|swap|rais|lower|cut|reduc|increas|extend|shorten|bump|upgrad|"
+    r"downgrad|relicens|revis|revert|return|drop)\w*",
+    re.I,
+)
+
+
+def left_phrases(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the phrases a change says it leaves, in a clause that also holds a change cue
+    (for "from X to Y"); options the name reader cannot see (values, lowercase phrases) included."""
+    out: list[tuple[int, int]] = []
+    for cs, ce in clauses:
+        clause = text[cs:ce]
+        for m in _LEFT_AFTER.finditer(clause):
+            out.append((cs + m.start(1), cs + m.end(1)))
+        for m in _LEFT_FROM.finditer(clause):
+            if CHANGE_CUE.search(clause[: m.start()]) or _CHANGE_VERB.search(clause[: m.start()]):
+                out.append((cs + m.start(1), cs + m.end(1)))
+    return out
 
 
 def sentence_initial(text: str, start: int) -> bool:
@@ -258,11 +322,11 @@ def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], rea
         return "prev"
     ci = clause_of(clauses, start)
     clause_start = clauses[ci][0] if ci >= 0 else 0
-    lead = text[clause_start:start].strip().lower()
     if _BEFORE_AFTER.search(before) and AFTER_REPORT.match(after):
         return "prev"  # "went with Y after X kept failing"
-    if ci > 0 and lead in ("", "and", "but", "as") and AFTER_REPORT.match(after):
-        return "prev"  # "...; X was overkill"
+    lead = text[clause_start:start].split()
+    if ci > 0 and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "") and reported(text, end):
+        return "prev"  # "...; X was overkill", "; the Snyk seats were $40k", "Marqeta and Galileo contracts end"
     nxt = _NEXT_WORD.match(after)
     if nxt and nxt.group(1).islower() and not _BEFORE_CHOSEN.search(before):
         w = nxt.group(1).lower()

@@ -1,0 +1,63 @@
+"""What a decision note says it left (``evomem.domain.subject``): the names a later clause reports
+on ("Snyk seats were $40k"), and the phrases a change leaves in any case ("from two weeks to three
+weeks", "instead of seven"), which ``Facts.left`` spans and the premise check reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from evomem.domain.subject import analyse
+
+
+def roles(text: str) -> dict[str, str]:
+    return {m.text: m.role for m in analyse(text).mentions}
+
+
+def left(text: str) -> list[str]:
+    return [text[s:e] for s, e in analyse(text).left]
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("PR dependency check is OSV-Scanner plus Dependabot alerts. Snyk seats were $40k.", "Snyk"),
+        ("Reverting homework to SatchelPad for the rest of the year, Quillboard contract paused.", "Quillboard"),
+        ("Switching labelling vendor to Annotaria from batch 7. Tagsmith's contract ends after batch 6.", "Tagsmith"),
+        ("Flags for brindle: Flipt from today. The Unleash VM gets decommissioned in June.", "Unleash VM"),
+    ],
+)
+def test_a_later_clause_reporting_on_a_name_leaves_it(text: str, name: str) -> None:
+    assert roles(text)[name] == "prev"
+    assert name in left(text)
+
+
+def test_names_listed_together_are_both_left() -> None:
+    got = roles("Every card product moves to Thredd. Marqeta and Galileo contracts wind down by Q3.")
+    assert (got["Thredd"], got["Marqeta"], got["Galileo"]) == ("chosen", "prev", "prev")
+
+
+def test_a_later_clause_that_does_not_report_keeps_the_name() -> None:
+    """Controls: the name is described, or it acts, in the present; neither leaves it."""
+    assert roles("Ledger runs on SQLite. The Postgres cluster is the analytics store.")["Postgres"] != "prev"
+    assert roles("We use Kafka for events. The Kafka brokers run on three nodes.")["Kafka"] != "prev"
+    assert roles("Ledger runs on SQLite; Postgres was overkill.") == {"SQLite": "chosen", "Postgres": "prev"}
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        ("Eng all-hands: sprint length changes from two weeks to three weeks starting next quarter.", "two weeks"),
+        ("Fraud ops: raising the review threshold from orders over $500 to orders over $750.", "orders over $500"),
+        ("Records Committee: retention is now six years instead of seven, in line with the law.", "seven"),
+        ("Climate budget: council cuts the day single to €1.90, replacing €2.40, valid 90 minutes.", "€2.40"),
+        ("Hotfix: ranked decay window is 12 days. Short of the old 14, long enough for a holiday.", "14"),
+    ],
+)
+def test_a_change_leaves_the_value_it_changes_from(text: str, phrase: str) -> None:
+    assert phrase in left(text)
+
+
+def test_a_range_is_not_a_change() -> None:
+    """A range ("from 10:00 to 20:00") with no verb of change is what the note chooses, not what it left."""
+    assert left("Visiting is from 10:00 to 20:00 daily.") == []
+    assert left("The shop opens from Monday to Friday.") == []
