@@ -61,3 +61,22 @@ def test_a_range_is_not_a_change() -> None:
     """A range ("from 10:00 to 20:00") with no verb of change is what the note chooses, not what it left."""
     assert left("Visiting is from 10:00 to 20:00 daily.") == []
     assert left("The shop opens from Monday to Friday.") == []
+
+
+def test_a_name_opening_a_change_note_and_reported_on_is_left() -> None:
+    """A note that opens with X reported on ("X keeps failing") and then changes something leaves X."""
+    text = "CourtNest keeps double-booking and half the seniors can't use it. We're reverting to the paper sheet."
+    assert roles(text) == {"CourtNest": "prev"}
+    assert roles("Dev & Ola moved out; the Lindqvists at No. 16.")["Ola"] == "prev"
+
+
+def test_a_name_opening_a_note_stays_chosen_unless_the_note_changes_something_else() -> None:
+    """Controls: no later change (a status note), a choice in the passive, a name that goes somewhere."""
+    assert roles("CourtNest keeps the booking list for all courts.") == {"CourtNest": "chosen"}
+    assert roles("Postgres was picked for the ledger; we moved off MySQL.") == {"Postgres": "chosen", "MySQL": "prev"}
+    assert roles("Kafka moved to the new cluster; switching brokers next week.")["Kafka"] == "chosen"
+
+
+def test_a_parenthesis_reporting_on_a_name_leaves_it() -> None:
+    assert roles("Kovács Lab main funder: Wellcome Trust (ERC ended).")["ERC"] == "prev"
+    assert roles("Ledger on SQLite (Postgres backups nightly).")["Postgres"] != "prev"

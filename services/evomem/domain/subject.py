@@ -55,6 +55,7 @@ from evomem.domain.subject_names import (
     find_names,
     known_words,
     left_phrases,
+    opening_reports,
     reason_spans,
     role_of,
     sentence_initial,
@@ -276,7 +277,7 @@ def analyse(
     # unless it reads as a replaced option ("; Jenkins lost data").
     if any(m.role == "chosen" and m.start not in unsure for m in mentions):
         mentions = [m for m in mentions if m.start not in unsure or m.role == "prev"]
-    mentions = subject_names(text, mentions)
+    mentions = subject_names(text, opening_reports(text, mentions, clauses))
     # A name that qualifies a noun ("the Scotland government") is part of what the note is
     # about, unless it is the option itself ("we moved the SQLite database; it stays on SQLite").
     options = {m.key for m in mentions if m.role in ("chosen", "prev")}

@@ -192,6 +192,45 @@ def left_phrases(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, i
     return out
 
 
+# A report that keeps its subject: it goes somewhere ("Kafka moved to the new cluster") or was
+# chosen ("Postgres was picked for the ledger").
+_GOES_TO = re.compile(r"^\s+\S+\s+(?:to|onto|into|over to|back to|on|with)\b", re.I)
+_KEPT = re.compile(
+    r"^\s+(?:(?:was|were|is|are|has been|have been|got|gets)\s+)?(?:picked|chosen|chose|selected|adopted|"
+    r"approved|agreed|confirmed|kept|retained|renewed|re[a-z]+ed|signed|hired|back)\b",
+    re.I,
+)
+
+
+def opening_reports(text: str, mentions: list[Mention], clauses: list[tuple[int, int]]) -> list[Mention]:
+    """A name that opens the note and is reported on ("CourtNest keeps double-booking. We're
+    reverting to the paper sheet", "Pine & Petal fired, GreenCut rehired") is left when a later
+    clause chooses another name or says it changes something; alone it is what the note is about."""
+    later = [i for i, (cs, ce) in enumerate(clauses) if i > 0]
+    if not later:
+        return mentions
+    rest = text[clauses[0][1] :]
+    changes = any(m.role == "chosen" and clause_of(clauses, m.start) > 0 for m in mentions) or bool(
+        CHANGE_CUE.search(rest) or _CHANGE_VERB.search(rest)
+    )
+    if not changes:
+        return mentions
+    out = []
+    for m in mentions:
+        lead = text[clauses[0][0] : m.start].split()
+        if (
+            m.role == "chosen"
+            and clause_of(clauses, m.start) == 0
+            and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "")
+            and reported(text, m.end)
+            and not _GOES_TO.match(text[m.end :])
+            and not _KEPT.match(text[m.end :])
+        ):
+            m = Mention(m.text, m.key, m.start, m.end, "prev")
+        out.append(m)
+    return out
+
+
 def sentence_initial(text: str, start: int) -> bool:
     """Whether ``start`` begins a sentence (after quotes and brackets)."""
     before = text[:start].rstrip(" \t\"'([")
@@ -324,6 +363,9 @@ def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], rea
     clause_start = clauses[ci][0] if ci >= 0 else 0
     if _BEFORE_AFTER.search(before) and AFTER_REPORT.match(after):
         return "prev"  # "went with Y after X kept failing"
+    paren = text.rfind("(", clause_start, start)  # a parenthesis is a clause of its own: "(ERC ended)"
+    if paren >= 0 and ")" not in text[paren:start]:
+        ci, clause_start = max(ci, 1), paren + 1
     lead = text[clause_start:start].split()
     if ci > 0 and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "") and reported(text, end):
         return "prev"  # "...; X was overkill", "; the Snyk seats were $40k", "Marqeta and Galileo contracts end"
