@@ -242,3 +242,16 @@ def test_a_revert_that_names_its_option_again_holds_it(tmp_path: Path, wiring: s
         d = service.remember("Ward 7 back down to 26 beds - bay C closed for works.", supersedes=c).node.id
         service.remember("Bay C reopened - Ward 7 has 28 beds.", supersedes=d)
         assert service.check("The ward 7 beds uses 28.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_decision_that_says_less_than_the_statement_does_not_contradict_it(tmp_path: Path, wiring: str) -> None:
+    """ "Maria lives in Lyon" names another option than "Maria's employer uses Initech", on a subject the
+    statement's contains: as often another aspect of Maria as the same one, so no contradiction; a
+    decision on the statement's own subject still contradicts it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Maria lives in Lyon.")
+        out = service.check("The maria employer uses Initech.")
+        assert out.verdict not in ("contradicted", "superseded"), out
+        service.remember("Maria's employer is Globex.")
+        assert service.check("The maria employer uses Initech.").verdict == "contradicted"
