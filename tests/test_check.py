@@ -255,3 +255,18 @@ def test_a_decision_that_says_less_than_the_statement_does_not_contradict_it(tmp
         assert out.verdict not in ("contradicted", "superseded"), out
         service.remember("Maria's employer is Globex.")
         assert service.check("The maria employer uses Initech.").verdict == "contradicted"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_quantity_in_words_tells_the_versions_apart(tmp_path: Path, wiring: str) -> None:
+    """ "three weeks" against "four weeks": the number words are the value, though "three" is a
+    stopword elsewhere."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Library board: the standard loan period is three weeks, renewable twice.").node.id
+        now = service.remember(
+            "New loan rules: loan period now four weeks instead of three weeks, renewals cut to one.", supersedes=first
+        ).node.id
+        old = service.check("The library loan period uses three weeks.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        held = service.check("The library loan period uses four weeks.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held

@@ -261,8 +261,16 @@ def _stem(w: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
+#: The stopwords that state a quantity: a value as much as "four" or "14" ("three weeks", "once a year").
+QUANTITIES = frozenset({"one", "two", "three", "once"})
+
+
 def _words(text: str) -> set[str]:
-    return {_stem(w) for w in words(text) if w not in STOPWORDS and w not in VERBS and (len(w) > 1 or w.isdigit())}
+    return {
+        _stem(w)
+        for w in words(text)
+        if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
+    }
 
 
 _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
