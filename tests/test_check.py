@@ -270,3 +270,18 @@ def test_a_quantity_in_words_tells_the_versions_apart(tmp_path: Path, wiring: st
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
         held = service.check("The library loan period uses four weeks.")
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_that_left_the_option_answers_a_topic_in_other_words(tmp_path: Path, wiring: str) -> None:
+    """ "The gym yoga instructor uses Dev." shares only "yoga" with "Yoga: Dev teaches." and its
+    successor: one chain that named Dev and left it, and nothing in force that names Dev, say it was
+    replaced. A decision in force that names Dev, about anything, keeps it from being flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Yoga: Dev teaches.").node.id
+        now = service.remember("Yoga now with Mei.", supersedes=first).node.id
+        old = service.check("The gym yoga instructor uses Dev.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now], old
+        assert old.confidence < 0.9
+        service.remember("Dev runs the Saturday pilates class.")
+        assert service.check("The gym yoga instructor uses Dev.").verdict not in ("superseded", "contradicted")

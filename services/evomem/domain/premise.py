@@ -253,6 +253,7 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
+LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
 HOLDS = 0.75  # the share a single version must hold to say it
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
 
@@ -319,19 +320,31 @@ def lexical(
     topic = _topic_words(statement)
     named = named_words(statement) & said | option
     scored: list[tuple[float, Reading]] = []
+    loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
+    in_force = False  # a version in force holds the option's words
+    telling = option or named
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
         union = set().union(*held)
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
+        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         share = len(said & union) / len(said)
         if share < TOPICAL:
+            if telling and telling <= union and (topic - telling) & union and len(versions) > 1:
+                reading = _within(said, telling, versions, held)
+                if reading is not None and reading.stance == "replaced":
+                    loose.append(reading)
             continue
-        reading = _within(said, option or named, versions, held)
+        reading = _within(said, telling, versions, held)
         if reading is not None:
             scored.append((share, reading))
     if not scored:
+        # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
+        # one chain that named the option and left it, and nothing in force that holds it.
+        if len(loose) == 1 and not in_force:
+            return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
