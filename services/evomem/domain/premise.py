@@ -332,7 +332,7 @@ def lexical(
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         share = len(said & union) / len(said)
         if share < TOPICAL:
-            if telling and telling <= union and (topic - telling) & union and len(versions) > 1:
+            if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
                 reading = _within(said, telling, versions, held)
                 if reading is not None and reading.stance == "replaced":
                     loose.append(reading)
@@ -354,6 +354,19 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _meets(topic: set[str], held: set[str]) -> bool:
+    """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
+    "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
+
+    def near(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        short, long = sorted((a, b), key=len)
+        return len(short) >= 3 and long.startswith(short[:5]) and not short.isdigit()
+
+    return any(near(t, h) for t in topic for h in held)
 
 
 def _topic_words(statement: str) -> set[str]:
