@@ -285,3 +285,16 @@ def test_a_chain_that_left_the_option_answers_a_topic_in_other_words(tmp_path: P
         assert old.confidence < 0.9
         service.remember("Dev runs the Saturday pilates class.")
         assert service.check("The gym yoga instructor uses Dev.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_from_x_in_a_note_that_changes_nothing_leaves_nothing(tmp_path: Path, wiring: str) -> None:
+    """ "takes freelance gigs from Hollow Pine Studio" names the studio after "from", but says no
+    change: it does not replace the studio, so a statement that names it is not flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Quorra still takes freelance gigs from Hollow Pine Studio.")
+        out = service.check("Quorra's back at Hollow Pine Studio.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        first = service.remember("Build runner: we use Jenkins for every repo.").node.id
+        service.remember("Moved CI from Jenkins to Buildkite this sprint.", supersedes=first)
+        assert service.check("The build runner uses Jenkins.").verdict == "superseded"

@@ -80,3 +80,10 @@ def test_a_name_opening_a_note_stays_chosen_unless_the_note_changes_something_el
 def test_a_parenthesis_reporting_on_a_name_leaves_it() -> None:
     assert roles("Kovács Lab main funder: Wellcome Trust (ERC ended).")["ERC"] == "prev"
     assert roles("Ledger on SQLite (Postgres backups nightly).")["Postgres"] != "prev"
+
+
+def test_a_name_followed_by_its_report_verb_opens_a_change_note_as_left() -> None:
+    assert roles("La Brisa closed; the Miramar restaurant is now Mar Salado.")["La Brisa"] == "prev"
+    assert roles("Owen can't make it; best man is Arjun.") == {"Owen": "prev", "Arjun": "chosen"}
+    # a name qualifying another noun is not what the report is about
+    assert roles("K2 offer ended, back to Kettle Classic pricing.").get("K2") != "prev"

@@ -191,7 +191,9 @@ def _by_reading(
             left = any(m.key == option.key for m in c.facts.prev)
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
-            elif left and head.status == Status.ACTIVE:
+            elif left and head.status == Status.ACTIVE and (c.facts.change_cue or c.facts.revert_cue):
+                # it says it left the option only where it says something changed: "takes gigs
+                # from X" alone leaves nothing
                 reading.stance, reading.successor = "replaced", head
             elif head_option is not None and head.status == Status.ACTIVE and not _says_less(note, subject):
                 reading.stance = "contradicts"
@@ -329,8 +331,8 @@ def lexical(
         union = set().union(*held)
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
-        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         share = len(said & union) / len(said)
+        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
             if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
                 reading = _within(said, telling, versions, held)

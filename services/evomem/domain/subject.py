@@ -273,11 +273,12 @@ def analyse(
                 taken.add(s)
                 mentions.append(Mention(w, w.lower(), s, m.end(1), role_of(text, s, m.end(1), clauses, reasons)))
         mentions.sort(key=lambda x: x.start)
+    mentions = opening_reports(text, mentions, clauses)
     # An unsure word is dropped when a sure name is chosen ("Admin dashboard: going with X"),
     # unless it reads as a replaced option ("; Jenkins lost data").
     if any(m.role == "chosen" and m.start not in unsure for m in mentions):
         mentions = [m for m in mentions if m.start not in unsure or m.role == "prev"]
-    mentions = subject_names(text, opening_reports(text, mentions, clauses))
+    mentions = subject_names(text, mentions)
     # A name that qualifies a noun ("the Scotland government") is part of what the note is
     # about, unless it is the option itself ("we moved the SQLite database; it stays on SQLite").
     options = {m.key for m in mentions if m.role in ("chosen", "prev")}

@@ -219,10 +219,10 @@ def opening_reports(text: str, mentions: list[Mention], clauses: list[tuple[int,
     for m in mentions:
         lead = text[clauses[0][0] : m.start].split()
         if (
-            m.role == "chosen"
+            m.role in ("chosen", "modifier")  # "La Brisa closed": a lowercase word follows it
             and clause_of(clauses, m.start) == 0
             and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "")
-            and reported(text, m.end)
+            and (AFTER_REPORT.match(text[m.end : m.end + 60]) if m.role == "modifier" else reported(text, m.end))
             and not _GOES_TO.match(text[m.end :])
             and not _KEPT.match(text[m.end :])
         ):
