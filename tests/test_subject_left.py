@@ -87,3 +87,12 @@ def test_a_name_followed_by_its_report_verb_opens_a_change_note_as_left() -> Non
     assert roles("Owen can't make it; best man is Arjun.") == {"Owen": "prev", "Arjun": "chosen"}
     # a name qualifying another noun is not what the report is about
     assert roles("K2 offer ended, back to Kettle Classic pricing.").get("K2") != "prev"
+
+
+def test_a_value_a_clause_opens_with_and_reports_on_is_left() -> None:
+    text = "Rolling the vectoriser back to text-embed-3.0 and re-indexing. 3.1 hurt long-tail recall; revisit later."
+    assert left(text) == ["3.1"]
+    assert left("Rolled prod back to churn-xgb 3.2.0 - 3.4.1 was trained on a snapshot missing users.") == ["3.4.1"]
+    # controls: a count with its noun, and a value no change leaves
+    assert left("Visiting 10:00-20:00; 2 visitors allowed.") == []
+    assert left("K2 offer ended, back to £39.99") == []

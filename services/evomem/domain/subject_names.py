@@ -178,11 +178,23 @@ _CHANGE_VERB = re.compile(
 )
 
 
+# A value opening its clause ("3.1 hurt recall", "v2.4 double-counts overtime"), after a determiner.
+_VALUE_LEAD = re.compile(r"(?:(?:the|our|their)\s+)?(\S*\d[^\s;:,]*)", re.I)
+
+
 def left_phrases(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Spans of the phrases a change says it leaves, in a clause that also holds a change cue
-    (for "from X to Y"); options the name reader cannot see (values, lowercase phrases) included."""
+    (for "from X to Y"); options the name reader cannot see (values, lowercase phrases) included;
+    a value a clause opens with and reports on ("; 3.1 hurt recall"), the first clause only when
+    a later one says something changes."""
     out: list[tuple[int, int]] = []
-    for cs, ce in clauses:
+    changes = len(clauses) > 1 and bool(
+        CHANGE_CUE.search(text[clauses[0][1] :]) or _CHANGE_VERB.search(text[clauses[0][1] :])
+    )
+    for ci, (cs, ce) in enumerate(clauses):
+        value = _VALUE_LEAD.match(text, cs)
+        if value and (ci > 0 or changes) and value.end(1) <= ce and AFTER_REPORT.match(text[value.end(1) : ce]):
+            out.append((value.start(1), value.end(1)))
         clause = text[cs:ce]
         for m in _LEFT_AFTER.finditer(clause):
             out.append((cs + m.start(1), cs + m.end(1)))
