@@ -298,3 +298,36 @@ def test_from_x_in_a_note_that_changes_nothing_leaves_nothing(tmp_path: Path, wi
         first = service.remember("Build runner: we use Jenkins for every repo.").node.id
         service.remember("Moved CI from Jenkins to Buildkite this sprint.", supersedes=first)
         assert service.check("The build runner uses Jenkins.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_later_decision_that_includes_a_scope_replaces_its_own_decision(tmp_path: Path, wiring: str) -> None:
+    """A scope's own decision holds there over the default scope's, until a later decision of the
+    default scope says it covers the scope too ("all depots including the UK"); one that leaves
+    the scope out ("UK untouched") does not."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Tarrow Freight: all depots fuel on Shell Fleet cards.").node.id
+        uk = service.remember("UK depots use Allstar One cards for the motorway coverage.", scope="uk-depots").node.id
+        second = service.remember(
+            "Procurement: continental depots switch from Shell Fleet to DKV cards. UK untouched for now.",
+            supersedes=first,
+        ).node.id
+        held = service.check("UK depots use Allstar One cards.", scope="uk-depots")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [uk], held
+        now = service.remember(
+            "Group procurement: one fuel card, all depots including the UK move to Radius Velocity cards.",
+            supersedes=second,
+        ).node.id
+        out = service.check("UK depots use Allstar One cards.", scope="uk-depots")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert [n.id for n in out.named] == [uk] and out.confidence < 0.9
+
+
+def test_covers_reads_an_explicit_inclusion_of_the_scope() -> None:
+    from evomem.domain.premise import covers
+
+    assert covers("Board: open visiting across all sites, including the north site, from July.", "north-site")
+    assert covers("All sites, including the children's hospital, switch to the SR template.", "childrens-hospital")
+    assert not covers("Key rotation: 90 days for every account outside PCI.", "pci")
+    assert not covers("All standard tenants move to 14 days; the HIPAA tenant is not included.", "hipaa-tenant")
+    assert not covers("Visiting 08:00-21:00 on the main site.", "north-site")

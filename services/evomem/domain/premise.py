@@ -50,6 +50,7 @@ CONFIDENCE = {
     (Verdict.CONTRADICTED, "near"): 0.55,  # one subject inside the other: as often another aspect
 }
 MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
+COVERED = 0.8  # a scope's own decision, covered since by a later one of the default scope
 
 
 @dataclass(slots=True)
@@ -98,8 +99,21 @@ def judge(
 
     The reading of subject and option decides first; when it finds nothing to go on (a statement
     or decisions that name no option it can read: "snapshots every 6 hours"), the words that tell a
-    chain's versions apart decide (``lexical``), more cautiously."""
+    chain's versions apart decide (``lexical``), more cautiously. A scope's own decision that a
+    later one of the default scope covers (``overridden``) was replaced by it."""
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
+    kept, covering = overridden(chains, scope)
+    out = _judge(statement, scope, chains)
+    if covering is not None and out.verdict is Verdict.IN_FORCE and out.readings:
+        kept_ids = {h.id for h, _ in kept}
+        if all(r.head.id not in kept_ids for r in out.readings):  # only chains it overrode hold it
+            readings = [Reading(covering, "scope", "replaced", named=r.head, successor=covering) for r in out.readings]
+            why = "a later decision of the default scope covers this scope too"
+            return Judgement(Verdict.SUPERSEDED, COVERED, out.option, out.subject, readings, reason=why)
+    return _judge(statement, scope, kept) if len(kept) != len(chains) else out
+
+
+def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
     read = _by_reading(statement, scope, chains, left)
@@ -204,6 +218,41 @@ def _by_reading(
         own = [r for r in readings if not is_default(r.head.scope)]
         readings = own or readings
     return _verdict(note, option, readings)
+
+
+def overridden(
+    chains: list[tuple[MemoryNode, list[MemoryNode]]], scope: str | None
+) -> tuple[list[tuple[MemoryNode, list[MemoryNode]]], MemoryNode | None]:
+    """A scope's own decisions hold there over the default scope's, unless a later decision in force
+    of the default scope says it covers this scope too ("all depots, including the UK, move to
+    ..."): the chains left when the scope's own chains older than it are left out, and it."""
+    if scope is None:
+        return chains, None
+    wide = [h for h, _ in chains if is_default(h.scope) and h.status == Status.ACTIVE and covers(h.raw_text, scope)]
+    if not wide:
+        return chains, None
+    newest = max(wide, key=lambda h: h.created_at)
+    kept = [(h, past) for h, past in chains if is_default(h.scope) or h.created_at > newest.created_at]
+    return kept, newest
+
+
+_INCLUDING = re.compile(r"\b(?:including|incl\.|included)\b", re.I)
+_EXCLUDING = re.compile(
+    r"\b(?:except|excluding|apart from|other than|outside|but not|untouched|unaffected|not|separate)\b", re.I
+)
+
+
+def covers(text: str, scope: str) -> bool:
+    """Whether a decision's text says it covers ``scope`` too: a clause that names the scope (its
+    words, or words that begin like them: "children's" for "childrens") beside "including" or
+    "included" and no word that excludes ("except", "outside", "untouched"); a short note only."""
+    wanted = {w for w in _words(scope.replace("-", " ").replace("_", " ")) if len(w) > 2}
+    if not wanted or len(text) > LONG_NOTE_CHARS:  # a document includes every word somewhere
+        return False
+    for clause in re.split(r"[.;:!?\n]+|\s[-\u2013\u2014]\s|\(", text):
+        if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
+            return True
+    return False
 
 
 def _says_less(note: Facts, subject: frozenset[str]) -> bool:
