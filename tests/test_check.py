@@ -331,3 +331,15 @@ def test_covers_reads_an_explicit_inclusion_of_the_scope() -> None:
     assert not covers("Key rotation: 90 days for every account outside PCI.", "pci")
     assert not covers("All standard tenants move to 14 days; the HIPAA tenant is not included.", "hipaa-tenant")
     assert not covers("Visiting 08:00-21:00 on the main site.", "north-site")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_later_note_that_says_it_left_the_option_flags_it_without_a_link(tmp_path: Path, wiring: str) -> None:
+    """No link given (the default server): a later note in force that says it left the option in
+    a report ("Backblaze B2 cost too much") still flags it, though it names no change cue; only a
+    bare "from X" needs one (see test_from_x_in_a_note_that_changes_nothing_leaves_nothing)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("From here on the reporting pipeline runs on Backblaze B2.")
+        now = service.remember("Reporting pipeline runs on GCS; Backblaze B2 cost too much.").node.id
+        out = service.check("The reporting pipeline runs on Backblaze B2.")
+        assert out.verdict == "superseded" and now in [n.id for n in out.in_force], out

@@ -202,12 +202,10 @@ def _by_reading(
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
-            left = any(m.key == option.key for m in c.facts.prev)
+            left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
-            elif left and head.status == Status.ACTIVE and (c.facts.change_cue or c.facts.revert_cue):
-                # it says it left the option only where it says something changed: "takes gigs
-                # from X" alone leaves nothing
+            elif left and head.status == Status.ACTIVE:
                 reading.stance, reading.successor = "replaced", head
             elif head_option is not None and head.status == Status.ACTIVE and not _says_less(note, subject):
                 reading.stance = "contradicts"
@@ -253,6 +251,16 @@ def covers(text: str, scope: str) -> bool:
         if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
             return True
     return False
+
+
+_BARE_FROM = re.compile(r"\bfrom\s+(?:the\s+|our\s+)?$", re.I)
+
+
+def _leaves(facts: Facts, mention: Mention) -> bool:
+    """Whether a note that names ``mention`` as left says it leaves it: "from X" alone does so only
+    in a note that says something changed ("takes freelance gigs from X" leaves nothing)."""
+    bare = _BARE_FROM.search(facts.text[max(0, mention.start - 24) : mention.start])
+    return not bare or bool(facts.change_cue or facts.revert_cue)
 
 
 def _says_less(note: Facts, subject: frozenset[str]) -> bool:
