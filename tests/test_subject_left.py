@@ -96,3 +96,10 @@ def test_a_value_a_clause_opens_with_and_reports_on_is_left() -> None:
     # controls: a count with its noun, and a value no change leaves
     assert left("Visiting 10:00-20:00; 2 visitors allowed.") == []
     assert left("K2 offer ended, back to £39.99") == []
+
+
+def test_a_value_with_inner_separators_is_left_whole() -> None:
+    """Times, decimals and thousands keep their separators: "08:40", "£1,100"."""
+    assert left("Governors: main school first bell moves from 08:40 to 08:30, to align with the buses.") == ["08:40"]
+    assert left("North Campus: first bell moves to 08:50 (instead of 08:15). The early period is gone.") == ["08:15"]
+    assert left("Ward price changes from £1,100 to £1,250.") == ["£1,100"]
