@@ -7,6 +7,10 @@ word counts only in a clear slot ("picked cron for": ``LOWER_SLOT``, ``LOWER_TO`
 ``LOWER_LEAD``) or when the memory chose it elsewhere (``known_words``). Each mention's role is read
 from the words just before and after it (``role_of``): ``chosen``, ``prev``, ``modifier`` or
 ``other``; ``subject_names`` turns chosen names outside a choice slot into ``subject``.
+A later clause (or a parenthesis) that reports on a name leaves it (``reported``: "; the Snyk
+seats were $40k"), and so does a note that opens with one reported on and then changes something
+(``opening_reports``). ``left_phrases`` reads what a change leaves in any case, values included
+("from 2 weeks to 3 weeks", "instead of 08:15", "; 3.1 hurt recall").
 """
 
 from __future__ import annotations
