@@ -209,3 +209,137 @@ def test_the_option_a_statement_names_in_lowercase_is_what_follows_its_verb() ->
     assert complement("The volunteer DBS renewal uses every three years.") == "every three years"
     assert complement("the ledger runs on the self-hosted cluster") == "self-hosted cluster"
     assert complement("Pepper's vet appointment, 3pm") is None  # no verb that says what is used
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_value_the_version_in_force_changed_from_is_superseded(tmp_path: Path, wiring: str) -> None:
+    """The version in force names the old value only as what it changes from ("from 2 weeks to
+    3 weeks"): the old value is caught, the new one holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Delivery sprint length: 2 weeks, planning on Mondays.").node.id
+        now = service.remember(
+            "Eng all-hands: sprint length changes from 2 weeks to 3 weeks starting next quarter.",
+            supersedes=first,
+        ).node.id
+        old = service.check("The delivery sprint length uses 2 weeks.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        held = service.check("The delivery sprint length uses 3 weeks.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_revert_that_names_its_option_again_holds_it(tmp_path: Path, wiring: str) -> None:
+    """A version leaves only what the version it replaced named: "GreenCut rehired" after Pine &
+    Petal, or "Ward 7 has 28 beds" after 26, holds its option though its clause reads as a report."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        a = service.remember("Landscaper: GreenCut, fortnightly visits.").node.id
+        b = service.remember("New landscaper: Pine & Petal.", supersedes=a).node.id
+        service.remember("Pine & Petal fired, GreenCut rehired.", supersedes=b)
+        out = service.check("The landscaper uses GreenCut.")
+        assert out.verdict == "in_force", out
+        c = service.remember("Ward 7 beds: 28.").node.id
+        d = service.remember("Ward 7 back down to 26 beds - bay C closed for works.", supersedes=c).node.id
+        service.remember("Bay C reopened - Ward 7 has 28 beds.", supersedes=d)
+        assert service.check("The ward 7 beds uses 28.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_decision_that_says_less_than_the_statement_does_not_contradict_it(tmp_path: Path, wiring: str) -> None:
+    """ "Maria lives in Lyon" names another option than "Maria's employer uses Initech", on a subject the
+    statement's contains: as often another aspect of Maria as the same one, so no contradiction; a
+    decision on the statement's own subject still contradicts it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Maria lives in Lyon.")
+        out = service.check("The maria employer uses Initech.")
+        assert out.verdict not in ("contradicted", "superseded"), out
+        service.remember("Maria's employer is Globex.")
+        assert service.check("The maria employer uses Initech.").verdict == "contradicted"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_quantity_in_words_tells_the_versions_apart(tmp_path: Path, wiring: str) -> None:
+    """ "three weeks" against "four weeks": the number words are the value, though "three" is a
+    stopword elsewhere."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Library board: the standard loan period is three weeks, renewable twice.").node.id
+        now = service.remember(
+            "New loan rules: loan period now four weeks instead of three weeks, renewals cut to one.", supersedes=first
+        ).node.id
+        old = service.check("The library loan period uses three weeks.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        held = service.check("The library loan period uses four weeks.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_that_left_the_option_answers_a_topic_in_other_words(tmp_path: Path, wiring: str) -> None:
+    """ "The gym yoga instructor uses Dev." shares only "yoga" with "Yoga: Dev teaches." and its
+    successor: one chain that named Dev and left it, and nothing in force that names Dev, say it was
+    replaced. A decision in force that names Dev, about anything, keeps it from being flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Yoga: Dev teaches.").node.id
+        now = service.remember("Yoga now with Mei.", supersedes=first).node.id
+        old = service.check("The gym yoga instructor uses Dev.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now], old
+        assert old.confidence < 0.9
+        service.remember("Dev runs the Saturday pilates class.")
+        assert service.check("The gym yoga instructor uses Dev.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_from_x_in_a_note_that_changes_nothing_leaves_nothing(tmp_path: Path, wiring: str) -> None:
+    """ "takes freelance gigs from Hollow Pine Studio" names the studio after "from", but says no
+    change: it does not replace the studio, so a statement that names it is not flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Quorra still takes freelance gigs from Hollow Pine Studio.")
+        out = service.check("Quorra's back at Hollow Pine Studio.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        first = service.remember("Build runner: we use Jenkins for every repo.").node.id
+        service.remember("Moved CI from Jenkins to Buildkite this sprint.", supersedes=first)
+        assert service.check("The build runner uses Jenkins.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_later_decision_that_includes_a_scope_replaces_its_own_decision(tmp_path: Path, wiring: str) -> None:
+    """A scope's own decision holds there over the default scope's, until a later decision of the
+    default scope says it covers the scope too ("all depots including the UK"); one that leaves
+    the scope out ("UK untouched") does not."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Tarrow Freight: all depots fuel on Shell Fleet cards.").node.id
+        uk = service.remember("UK depots use Allstar One cards for the motorway coverage.", scope="uk-depots").node.id
+        second = service.remember(
+            "Procurement: continental depots switch from Shell Fleet to DKV cards. UK untouched for now.",
+            supersedes=first,
+        ).node.id
+        held = service.check("UK depots use Allstar One cards.", scope="uk-depots")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [uk], held
+        now = service.remember(
+            "Group procurement: one fuel card, all depots including the UK move to Radius Velocity cards.",
+            supersedes=second,
+        ).node.id
+        out = service.check("UK depots use Allstar One cards.", scope="uk-depots")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert [n.id for n in out.named] == [uk] and out.confidence < 0.9
+
+
+def test_covers_reads_an_explicit_inclusion_of_the_scope() -> None:
+    from evomem.domain.premise import covers
+
+    assert covers("Board: open visiting across all sites, including the north site, from July.", "north-site")
+    assert covers("All sites, including the children's hospital, switch to the SR template.", "childrens-hospital")
+    assert not covers("Key rotation: 90 days for every account outside PCI.", "pci")
+    assert not covers("All standard tenants move to 14 days; the HIPAA tenant is not included.", "hipaa-tenant")
+    assert not covers("Visiting 08:00-21:00 on the main site.", "north-site")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_later_note_that_says_it_left_the_option_flags_it_without_a_link(tmp_path: Path, wiring: str) -> None:
+    """No link given (the default server): a later note in force that says it left the option in
+    a report ("Backblaze B2 cost too much") still flags it, though it names no change cue; only a
+    bare "from X" needs one (see test_from_x_in_a_note_that_changes_nothing_leaves_nothing)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("From here on the reporting pipeline runs on Backblaze B2.")
+        now = service.remember("Reporting pipeline runs on GCS; Backblaze B2 cost too much.").node.id
+        out = service.check("The reporting pipeline runs on Backblaze B2.")
+        assert out.verdict == "superseded" and now in [n.id for n in out.in_force], out

@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -50,6 +50,7 @@ CONFIDENCE = {
     (Verdict.CONTRADICTED, "near"): 0.55,  # one subject inside the other: as often another aspect
 }
 MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
+COVERED = 0.8  # a scope's own decision, covered since by a later one of the default scope
 
 
 @dataclass(slots=True)
@@ -98,19 +99,34 @@ def judge(
 
     The reading of subject and option decides first; when it finds nothing to go on (a statement
     or decisions that name no option it can read: "snapshots every 6 hours"), the words that tell a
-    chain's versions apart decide (``lexical``), more cautiously."""
+    chain's versions apart decide (``lexical``), more cautiously. A scope's own decision that a
+    later one of the default scope covers (``overridden``) was replaced by it."""
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
-    read = _by_reading(statement, scope, chains)
+    kept, covering = overridden(chains, scope)
+    out = _judge(statement, scope, chains)
+    if covering is not None and out.verdict is Verdict.IN_FORCE and out.readings:
+        kept_ids = {h.id for h, _ in kept}
+        if all(r.head.id not in kept_ids for r in out.readings):  # only chains it overrode hold it
+            readings = [Reading(covering, "scope", "replaced", named=r.head, successor=covering) for r in out.readings]
+            why = "a later decision of the default scope covers this scope too"
+            return Judgement(Verdict.SUPERSEDED, COVERED, out.option, out.subject, readings, reason=why)
+    return _judge(statement, scope, kept) if len(kept) != len(chains) else out
+
+
+def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
+    # node id ("": the statement) -> the spans where it says what it left
+    left: dict[str, tuple[tuple[int, int], ...]] = {}
+    read = _by_reading(statement, scope, chains, left)
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option))
+        lex = lexical(statement, chains, _option_words(said or read.option), left)
         if lex is not None:
             lex.option = said or read.option
         return lex if lex is not None and not read.readings else read
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option))
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -133,14 +149,23 @@ def _option_words(option: str | None) -> set[str]:
 DISAGREE = "its subject and option say one thing, the words of the versions another"
 
 
-def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
+def _by_reading(
+    statement: str,
+    scope: str | None,
+    chains: list[tuple[MemoryNode, list[MemoryNode]]],
+    left: dict[str, tuple[tuple[int, int], ...]],
+) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
     cands = [ScoredLinker._candidate(h, past, vocab) for h, past in chains]
     known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
+    for (head, past), c in zip(chains, cands, strict=True):
+        for n, f in zip((head, *past), (c.facts, *c.history), strict=True):
+            left[n.id] = f.left
     note = analyse(statement, vocab, scope=scope, known=known)
+    left[""] = note.left  # the statement's own: what it says it left is not what it asserts
     kinds_of = ScoredLinker._option_concepts(cands)
     note = ScoredLinker._typed_note(note, kinds_of)
     option = _option(note)
@@ -177,12 +202,12 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
-            left = any(m.key == option.key for m in c.facts.prev)
+            left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
             elif left and head.status == Status.ACTIVE:
                 reading.stance, reading.successor = "replaced", head
-            elif head_option is not None and head.status == Status.ACTIVE:
+            elif head_option is not None and head.status == Status.ACTIVE and not _says_less(note, subject):
                 reading.stance = "contradicts"
             else:
                 continue
@@ -191,6 +216,58 @@ def _by_reading(statement: str, scope: str | None, chains: list[tuple[MemoryNode
         own = [r for r in readings if not is_default(r.head.scope)]
         readings = own or readings
     return _verdict(note, option, readings)
+
+
+def overridden(
+    chains: list[tuple[MemoryNode, list[MemoryNode]]], scope: str | None
+) -> tuple[list[tuple[MemoryNode, list[MemoryNode]]], MemoryNode | None]:
+    """A scope's own decisions hold there over the default scope's, unless a later decision in force
+    of the default scope says it covers this scope too ("all depots, including the UK, move to
+    ..."): the chains left when the scope's own chains older than it are left out, and it."""
+    if scope is None:
+        return chains, None
+    wide = [h for h, _ in chains if is_default(h.scope) and h.status == Status.ACTIVE and covers(h.raw_text, scope)]
+    if not wide:
+        return chains, None
+    newest = max(wide, key=lambda h: h.created_at)
+    kept = [(h, past) for h, past in chains if is_default(h.scope) or h.created_at > newest.created_at]
+    return kept, newest
+
+
+_INCLUDING = re.compile(r"\b(?:including|incl\.|included)\b", re.I)
+_EXCLUDING = re.compile(
+    r"\b(?:except|excluding|apart from|other than|outside|but not|untouched|unaffected|not|separate)\b", re.I
+)
+
+
+def covers(text: str, scope: str) -> bool:
+    """Whether a decision's text says it covers ``scope`` too: a clause that names the scope (its
+    words, or words that begin like them: "children's" for "childrens") beside "including" or
+    "included" and no word that excludes ("except", "outside", "untouched"); a short note only."""
+    wanted = {w for w in _words(scope.replace("-", " ").replace("_", " ")) if len(w) > 2}
+    if not wanted or len(text) > LONG_NOTE_CHARS:  # a document includes every word somewhere
+        return False
+    for clause in re.split(r"[.;:!?\n]+|\s[-\u2013\u2014]\s|\(", text):
+        if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
+            return True
+    return False
+
+
+_BARE_FROM = re.compile(r"\bfrom\s+(?:the\s+|our\s+)?$", re.I)
+
+
+def _leaves(facts: Facts, mention: Mention) -> bool:
+    """Whether a note that names ``mention`` as left says it leaves it: "from X" alone does so only
+    in a note that says something changed ("takes freelance gigs from X" leaves nothing)."""
+    bare = _BARE_FROM.search(facts.text[max(0, mention.start - 24) : mention.start])
+    return not bare or bool(facts.change_cue or facts.revert_cue)
+
+
+def _says_less(note: Facts, subject: frozenset[str]) -> bool:
+    """Whether a decision's subject lacks a word of the statement's (not a kind: "@database"):
+    "Maria lives in Lyon" against "Maria's employer uses Initech". Another option named there is
+    as often another aspect of the same thing as a contradiction (dev-f: 7 of 15)."""
+    return any(not t.startswith("@") for t in note.subject - subject) and subject < note.subject
 
 
 def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement:
@@ -235,6 +312,7 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
+LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
 HOLDS = 0.75  # the share a single version must hold to say it
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
 
@@ -243,8 +321,16 @@ def _stem(w: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
+#: The stopwords that state a quantity: a value as much as "four" or "14" ("three weeks", "once a year").
+QUANTITIES = frozenset({"one", "two", "three", "once"})
+
+
 def _words(text: str) -> set[str]:
-    return {_stem(w) for w in words(text) if w not in STOPWORDS and w not in VERBS and (len(w) > 1 or w.isdigit())}
+    return {
+        _stem(w)
+        for w in words(text)
+        if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
+    }
 
 
 _NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
@@ -274,31 +360,50 @@ def complement(statement: str) -> str | None:
 
 
 def lexical(
-    statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], option_words: Iterable[str] = ()
+    statement: str,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    option_words: Iterable[str] = (),
+    left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
     (``superseded``). A single version that holds the statement is in force. None: no chain is
     plainly about it, or the words do not tell. ``option_words``: the words of the statement's
     option (a name, or what it says is used: "every three years"), which tell versions apart as
-    names do."""
-    said = _words(statement)
+    names do. ``left``: by node id, the spans where a version says what it left ("from X to",
+    "X was overkill"): a version does not say what it names only there."""
+    said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
     option = set(option_words) & said
+    topic = _topic_words(statement)
     named = named_words(statement) & said | option
     scored: list[tuple[float, Reading]] = []
+    loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
+    in_force = False  # a version in force holds the option's words
+    telling = option or named
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
         union = set().union(*held)
+        if left and len(versions) > 1:
+            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
         share = len(said & union) / len(said)
+        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
+            if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
+                reading = _within(said, telling, versions, held)
+                if reading is not None and reading.stance == "replaced":
+                    loose.append(reading)
             continue
-        reading = _within(said, option or named, versions, held)
+        reading = _within(said, telling, versions, held)
         if reading is not None:
             scored.append((share, reading))
     if not scored:
+        # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
+        # one chain that named the option and left it, and nothing in force that holds it.
+        if len(loose) == 1 and not in_force:
+            return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
@@ -308,6 +413,43 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _meets(topic: set[str], held: set[str]) -> bool:
+    """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
+    "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
+
+    def near(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        short, long = sorted((a, b), key=len)
+        return len(short) >= 3 and long.startswith(short[:5]) and not short.isdigit()
+
+    return any(near(t, h) for t in topic for h in held)
+
+
+def _topic_words(statement: str) -> set[str]:
+    """The words a one-clause statement says what it is about with, before its verb ("The ward 7
+    beds" of "The ward 7 beds uses 28."): never an option a version left."""
+    cues = list(DECISION_CUE.finditer(statement))
+    return _words(statement[: cues[-1].start()]) if cues and complement(statement) is not None else set()
+
+
+def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
+    """The words the version in force holds as its own: not those it names only where it says what
+    it left ("from X to", "X was overkill"), when the version it replaced held them (a version
+    leaves only what came before it: "GreenCut rehired" is not left)."""
+    if not spans:
+        return held
+    own = _words(_blank(head.raw_text, spans))
+    gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
+    return held - (gone - own)
+
+
+def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    for s, e in spans:
+        text = text[:s] + " " * (e - s) + text[e:]
+    return text
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:

@@ -54,6 +54,8 @@ from evomem.domain.subject_names import (
     clause_spans,
     find_names,
     known_words,
+    left_phrases,
+    opening_reports,
     reason_spans,
     role_of,
     sentence_initial,
@@ -134,6 +136,7 @@ class Facts:
     subject_spans: dict[str, str] = field(default_factory=dict)  # token -> span of the note
     scope_span: str | None = None
     identifier: str | None = None  # "pep 215" when the note starts with such a header
+    left: tuple[tuple[int, int], ...] = ()  # spans about what the note leaves (prev names, their clauses)
 
     @property
     def chosen(self) -> tuple[Mention, ...]:
@@ -270,6 +273,7 @@ def analyse(
                 taken.add(s)
                 mentions.append(Mention(w, w.lower(), s, m.end(1), role_of(text, s, m.end(1), clauses, reasons)))
         mentions.sort(key=lambda x: x.start)
+    mentions = opening_reports(text, mentions, clauses)
     # An unsure word is dropped when a sure name is chosen ("Admin dashboard: going with X"),
     # unless it reads as a replaced option ("; Jenkins lost data").
     if any(m.role == "chosen" and m.start not in unsure for m in mentions):
@@ -330,6 +334,9 @@ def analyse(
     for s, e in prev_clauses + left:
         settled = settled[:s] + " " * (e - s) + settled[e:]
     hedge = HEDGE.search(settled)
+    leaving = sorted(
+        {*prev_clauses, *((m.start, m.end) for m in mentions if m.role == "prev"), *left_phrases(text, clauses)}
+    )
     change = CHANGE_CUE.search(plain)
     revert = REVERT_CUE.search(plain)
     return Facts(
@@ -344,4 +351,5 @@ def analyse(
         subject_spans=spans,
         scope_span=scope_span,
         identifier=ident,
+        left=tuple(leaving),
     )

@@ -7,6 +7,10 @@ word counts only in a clear slot ("picked cron for": ``LOWER_SLOT``, ``LOWER_TO`
 ``LOWER_LEAD``) or when the memory chose it elsewhere (``known_words``). Each mention's role is read
 from the words just before and after it (``role_of``): ``chosen``, ``prev``, ``modifier`` or
 ``other``; ``subject_names`` turns chosen names outside a choice slot into ``subject``.
+A later clause (or a parenthesis) that reports on a name leaves it (``reported``: "; the Snyk
+seats were $40k"), and so does a note that opens with one reported on and then changes something
+(``opening_reports``). ``left_phrases`` reads what a change leaves in any case, values included
+("from 2 weeks to 3 weeks", "instead of 08:15", "; 3.1 hurt recall").
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evomem.domain.linkers.vocabulary import CUE_WORDS, STOPWORDS
+from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS
 from evomem.domain.subject_words import (
     CATEGORY_ACRONYMS,
     COMMON_CAPITALISED,
@@ -100,9 +104,39 @@ _AFTER_PREV = re.compile(
 # A later clause whose subject is a name and whose verb reports on it: "Postgres was overkill".
 AFTER_REPORT = re.compile(
     r"^\s+(?:was|were|had|has|did|didn't|did not|kept|keeps|lost|lacked|needed|cost|costs|couldn't|could not|"
-    r"can't|cannot|failed|fails|broke|breaks|caused|became|got|went down|[a-z]+ed)\b",
+    r"can't|cannot|failed|fails|broke|breaks|caused|became|got|went down|[a-z]+ed|"
+    r"(?:gets|get|to be|will be|is being|are being)\s+[a-z]+ed|ends?|lapses?|expires?|hurts?|hid|"
+    r"winds? down|wound down|(?:is|are) over)\b",
     re.I,
 )
+# What may stand between a name and the verb that reports on it: a possessive, or another name
+# it is listed with ("Marqeta and Galileo contracts end"); then up to two words of the noun it
+# qualifies ("Snyk seats were $40k", "the Unleash VM gets decommissioned").
+_LISTED = re.compile(r"(?:['\u2019]s)?(?:\s+(?:and|&)\s+(?:the\s+)?[A-Z][\w.+&-]*(?:\s+[A-Z][\w.+&-]*)*)?")
+_GAP_WORD = re.compile(r"\s+([a-z][a-z-]+|[A-Z]{2,}s?)(?=\s)")
+# The words that may open a clause before the name it reports on ("; the Unleash VM gets ...").
+_REPORT_LEAD = re.compile(
+    r"^(?:(?:and|but|as|also|plus)\s+)?(?:(?:the|our|their|its|his|her)\s+)?"
+    r"(?:(?:the\s+)?[A-Z][\w.+&-]*(?:\s+[A-Z][\w.+&-]*)*\s+(?:and|&)\s+)?$",
+    re.I,
+)
+
+
+def reported(text: str, end: int) -> bool:
+    """Whether the words after a name (ending at ``end``) report on it: a verb of ``AFTER_REPORT``,
+    after at most a possessive, a listed name and two words of the noun it qualifies."""
+    listed = _LISTED.match(text, end)
+    at = listed.end() if listed else end
+    for _ in range(3):
+        if AFTER_REPORT.match(text[at : at + 60]):
+            return True
+        word = _GAP_WORD.match(text, at)
+        if word is None or word.group(1).lower() in STOPWORDS or word.group(1).lower() in CUE_WORDS:
+            return False
+        at = word.end()
+    return False
+
+
 # A lowercase option in a clear slot: "picked cron for", "from cron to Airflow".
 _LOWER_WORD = r"([a-z][a-z0-9+-]*(?:\.[a-z0-9]+)*)"
 # What may follow it: a preposition, a reason, a time marker ("migrated to cron this week"),
@@ -126,6 +160,92 @@ LOWER_WITH = re.compile(
     + _LOWER_WORD
     + _LOWER_END
 )
+
+
+# What a change says it leaves, written in any case ("changes from two weeks to three weeks",
+# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14"): the
+# phrase runs to the next "to" (after "from"), or to the end of its clause, six words at most.
+_WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"  # a word, or a value with its inner separators: 08:40, 1,100
+_LEFT_FROM = re.compile(rf"\bfrom\s+({_WORD}(?:\s+(?!to\b){_WORD}){{0,5}}?)\s+to\s+\S", re.I)
+_LEFT_AFTER = re.compile(
+    r"\b(?:instead of|rather than|in place of|replacing|replaces|replaced|the old|the previous|the former)\s+"
+    rf"((?:the\s+)?{_WORD}(?:\s+{_WORD}){{0,5}}?)(?=\s*(?:[;:!?,()]|\.(?:\s|$)|$|"
+    r"\s+(?:after|because|since|for|as|in|on|at|from|with|by|and|but|so|which|when|until)\b))",
+    re.I,
+)
+
+# Verbs of a change in any form ("changes", "moves", "raising", "cuts"): "from X to Y" after one
+# of them is a change, not a range ("open from 9:00 to 17:00").
+_CHANGE_VERB = re.compile(
+    r"\b(?:chang|mov|switch|migrat|shift|swap|rais|lower|cut|reduc|increas|extend|shorten|bump|upgrad|"
+    r"downgrad|relicens|revis|revert|return|drop)\w*",
+    re.I,
+)
+
+
+# A value opening its clause ("3.1 hurt recall", "v2.4 double-counts overtime"), after a determiner.
+_VALUE_LEAD = re.compile(r"(?:(?:the|our|their)\s+)?(\S*\d[^\s;:,]*)", re.I)
+
+
+def left_phrases(text: str, clauses: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the phrases a change says it leaves, in a clause that also holds a change cue
+    (for "from X to Y"); options the name reader cannot see (values, lowercase phrases) included;
+    a value a clause opens with and reports on ("; 3.1 hurt recall"), the first clause only when
+    a later one says something changes."""
+    out: list[tuple[int, int]] = []
+    changes = len(clauses) > 1 and bool(
+        CHANGE_CUE.search(text[clauses[0][1] :]) or _CHANGE_VERB.search(text[clauses[0][1] :])
+    )
+    for ci, (cs, ce) in enumerate(clauses):
+        value = _VALUE_LEAD.match(text, cs)
+        if value and (ci > 0 or changes) and value.end(1) <= ce and AFTER_REPORT.match(text[value.end(1) : ce]):
+            out.append((value.start(1), value.end(1)))
+        clause = text[cs:ce]
+        for m in _LEFT_AFTER.finditer(clause):
+            out.append((cs + m.start(1), cs + m.end(1)))
+        for m in _LEFT_FROM.finditer(clause):
+            if CHANGE_CUE.search(clause[: m.start()]) or _CHANGE_VERB.search(clause[: m.start()]):
+                out.append((cs + m.start(1), cs + m.end(1)))
+    return out
+
+
+# A report that keeps its subject: it goes somewhere ("Kafka moved to the new cluster") or was
+# chosen ("Postgres was picked for the ledger").
+_GOES_TO = re.compile(r"^\s+\S+\s+(?:to|onto|into|over to|back to|on|with)\b", re.I)
+_KEPT = re.compile(
+    r"^\s+(?:(?:was|were|is|are|has been|have been|got|gets)\s+)?(?:picked|chosen|chose|selected|adopted|"
+    r"approved|agreed|confirmed|kept|retained|renewed|re[a-z]+ed|signed|hired|back)\b",
+    re.I,
+)
+
+
+def opening_reports(text: str, mentions: list[Mention], clauses: list[tuple[int, int]]) -> list[Mention]:
+    """A name that opens the note and is reported on ("CourtNest keeps double-booking. We're
+    reverting to the paper sheet", "Pine & Petal fired, GreenCut rehired") is left when a later
+    clause chooses another name or says it changes something; alone it is what the note is about."""
+    later = [i for i, (cs, ce) in enumerate(clauses) if i > 0]
+    if not later:
+        return mentions
+    rest = text[clauses[0][1] :]
+    changes = any(m.role == "chosen" and clause_of(clauses, m.start) > 0 for m in mentions) or bool(
+        CHANGE_CUE.search(rest) or _CHANGE_VERB.search(rest)
+    )
+    if not changes:
+        return mentions
+    out = []
+    for m in mentions:
+        lead = text[clauses[0][0] : m.start].split()
+        if (
+            m.role in ("chosen", "modifier")  # "La Brisa closed": a lowercase word follows it
+            and clause_of(clauses, m.start) == 0
+            and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "")
+            and (AFTER_REPORT.match(text[m.end : m.end + 60]) if m.role == "modifier" else reported(text, m.end))
+            and not _GOES_TO.match(text[m.end :])
+            and not _KEPT.match(text[m.end :])
+        ):
+            m = Mention(m.text, m.key, m.start, m.end, "prev")
+        out.append(m)
+    return out
 
 
 def sentence_initial(text: str, start: int) -> bool:
@@ -258,11 +378,14 @@ def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], rea
         return "prev"
     ci = clause_of(clauses, start)
     clause_start = clauses[ci][0] if ci >= 0 else 0
-    lead = text[clause_start:start].strip().lower()
     if _BEFORE_AFTER.search(before) and AFTER_REPORT.match(after):
         return "prev"  # "went with Y after X kept failing"
-    if ci > 0 and lead in ("", "and", "but", "as") and AFTER_REPORT.match(after):
-        return "prev"  # "...; X was overkill"
+    paren = text.rfind("(", clause_start, start)  # a parenthesis is a clause of its own: "(ERC ended)"
+    if paren >= 0 and ")" not in text[paren:start]:
+        ci, clause_start = max(ci, 1), paren + 1
+    lead = text[clause_start:start].split()
+    if ci > 0 and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "") and reported(text, end):
+        return "prev"  # "...; X was overkill", "; the Snyk seats were $40k", "Marqeta and Galileo contracts end"
     nxt = _NEXT_WORD.match(after)
     if nxt and nxt.group(1).islower() and not _BEFORE_CHOSEN.search(before):
         w = nxt.group(1).lower()
