@@ -135,6 +135,14 @@ def section(title: str, path: Path, note: str = "") -> str:
     return f"## {title}\n\n{note}{body}\n\n"
 
 
+def part(path: Path) -> str:
+    """A hand-written part that follows a generated section (its headings two levels down), or nothing."""
+    if not path.exists():
+        return ""
+    body = path.read_text().strip()
+    return "\n".join("##" + line if re.match(r"#+ ", line) else line for line in body.splitlines()) + "\n\n"
+
+
 def floors(r: Path) -> str:
     """Tantivy and usearch beside EvoMem's searches (``bench.floors``): make bench's 100k run and
     bench-full's 1M run, each from one run."""
@@ -449,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         "options and of its gold option, development and blind sets side by side (blind: aggregates only), "
         "and `needs_review` on scenarios whose decisions depend on others.\n\n",
     )
+    text += part(r / "premise_changes.md")  # what changed in check and why, written by hand with the runs
     text += section(
         "Automatic linking on real decisions: Python PEP supersession chains",
         r / "peps.md",
