@@ -443,7 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         r / "linking.md",
         "`make bench-linking` (part of `make bench`): every offline linker and the pair linker with the "
         "agent confirming its candidates, on development data (which the linkers may be tuned on) and on "
-        "blind data (never read while changing a linker; aggregates only).\n\n",
+        "blind data (never read while changing a linker; aggregates only).\n\n"
+        "> Measured with the pair model before 2026-12-06's calibrated, selective offers (issue 30); what an agent "
+        'reading today\'s offers would do is in "Five simulated agents" below.\n\n',
     )
     text += section(
         "Five simulated agents: what an agent reading the offers and hints would do",
