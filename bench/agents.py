@@ -220,6 +220,19 @@ class DefaultServer(EvoMemMemory):
         semantic.embedder = self._embedder  # type: ignore[union-attr]
 
 
+async def remember_note(
+    memory: EvoMemMemory, note: Mapping[str, Any], ns: str, ids: dict[int, str], back: dict[str, int]
+) -> dict[str, Any]:
+    """``remember`` one scenario note (its scope as a label) in ``ns``; its id kept both ways."""
+    args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
+    if note.get("scope"):
+        args["scope"] = scope_label(note["scope"])
+    answer = await memory.call("remember", args)
+    ids[note["i"]] = answer["id"]
+    back[answer["id"]] = note["i"]
+    return answer
+
+
 async def replay(
     memory: EvoMemMemory, scenario: Mapping[str, Any], policy: Policy | None, k: int = K, tag: str = ""
 ) -> Replay:
@@ -236,12 +249,7 @@ async def replay(
         notes = tqdm(notes, desc=f"{scenario['set']} remember{tag}", unit="note", leave=False, file=sys.stderr)
     with memory.session():
         for note in notes:
-            args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
-            if note.get("scope"):
-                args["scope"] = scope_label(note["scope"])
-            answer = await memory.call("remember", args)
-            ids[note["i"]] = answer["id"]
-            back[answer["id"]] = note["i"]
+            answer = await remember_note(memory, note, ns, ids, back)
             offers = parse_offers(answer, back)
             out.offers[note["i"]] = offers
             target = policy(note, offers) if policy is not None else None

@@ -32,9 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.agents import DefaultServer, dev_sets, gold_of, outcome_of, sample, top_answer
+from bench.agents import DefaultServer, dev_sets, gold_of, outcome_of, remember_note, sample, top_answer
 from bench.agents import Hit as AgentHit
-from bench.memories import scope_label
 
 HINT_PRECISION = 0.9  # as lab/offers.py
 MIN_HINTS = 30
@@ -94,12 +93,7 @@ async def replay(memory: HintServer, name: str, scenario: Mapping[str, Any], k: 
     out: list[Question] = []
     with memory.session():
         for note in scenario["notes"]:
-            args: dict[str, Any] = {"raw_text": note["text"], "namespace": ns}
-            if note.get("scope"):
-                args["scope"] = scope_label(note["scope"])
-            answer = await memory.call("remember", args)
-            ids[note["i"]] = answer["id"]
-            back[answer["id"]] = note["i"]
+            await remember_note(memory, note, ns, ids, back)
         service = memory._current.service  # type: ignore[union-attr]
         for q in scenario["questions"]:
             got = service.recall(q["text"], k=k, namespace=ns)
