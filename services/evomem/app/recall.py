@@ -19,6 +19,7 @@ from dataclasses import replace
 from evomem.app.ports import Store, Vectors
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import MemoryNode, SearchHit, Status
+from evomem.domain.recall import HISTORY_DEPTH_MAX as HISTORY_DEPTH_MAX  # re-exported: the tools' limits
 from evomem.domain.recall import (
     SUCCESSOR_DEPTH,
     SUCCESSORS_FETCHED,
@@ -33,9 +34,9 @@ from evomem.domain.recall import (
     successor_ids,
     successors_to_follow,
 )
+from evomem.domain.recall import check_history_depth as check_history_depth
 
 K_MAX = 100
-HISTORY_DEPTH_MAX = 50
 SEARCH_LIMIT_MAX = 4 * 100 * K_MAX  # full-text hits per recall: a filtered recall of K_MAX asks 4 x fanout x k
 
 
@@ -43,13 +44,6 @@ def check_k(k: object) -> int:
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= K_MAX:
         raise InvalidArgument(f"k must be an integer from 1 to {K_MAX}, got {k!r}")
     return k
-
-
-def check_history_depth(depth: object) -> int:
-    # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
-    if not isinstance(depth, int) or isinstance(depth, bool) or not 0 <= depth <= HISTORY_DEPTH_MAX:
-        raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
-    return depth
 
 
 def check_query(query: RecallQuery) -> RecallQuery:

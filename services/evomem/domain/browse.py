@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from evomem.domain.dependencies import DEPENDENCY_KINDS, Dependent
 from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import MemoryNode, is_valid_id
-from evomem.domain.recall import scope_match
+from evomem.domain.recall import check_history_depth, scope_match
 
 #: Chains one page lists at most, and the default.
 RECENT_MAX = 100
@@ -32,8 +32,6 @@ RECENT_DEFAULT = 20
 RECENT_SCAN_MAX = 2000
 #: Dependents one node's page lists at most.
 DEPENDENTS_MAX = 200
-#: Earlier versions of each head a page may carry (recall's ``HISTORY_DEPTH_MAX``).
-RECENT_HISTORY_MAX = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +73,7 @@ def check_recent(query: RecentQuery) -> RecentQuery:
         raise InvalidArgument(f"limit must be an integer from 1 to {RECENT_MAX}, got {query.limit!r}")
     if query.before is not None and not is_valid_id(query.before):
         raise InvalidArgument(f"before: not a node id: {query.before!r}")
-    depth = query.history_depth
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 0 <= depth <= RECENT_HISTORY_MAX:
-        raise InvalidArgument(f"history_depth must be an integer from 0 to {RECENT_HISTORY_MAX}, got {depth!r}")
+    check_history_depth(query.history_depth)
     return query
 
 

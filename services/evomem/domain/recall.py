@@ -37,9 +37,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from evomem.domain.errors import InvalidArgument
 from evomem.domain.model import MemoryNode, SearchHit, Status
 from evomem.domain.scope import compatible, is_default, normalise
 from evomem.domain.text import words
+
+#: Earlier versions one answer carries per chain at most (recall, get_node, the timeline's listing).
+HISTORY_DEPTH_MAX = 50
+
+
+def check_history_depth(depth: object) -> int:
+    # bool is an int subclass: refuse it here as k does (fix: True was accepted as depth 1).
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 0 <= depth <= HISTORY_DEPTH_MAX:
+        raise InvalidArgument(f"history_depth must be an integer from 0 to {HISTORY_DEPTH_MAX}")
+    return depth
+
 
 MATCH_FIELDS = ("change", "trigger", "alternatives_tried", "consequences", "summary", "raw_text", "tags")
 
