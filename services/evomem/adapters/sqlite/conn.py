@@ -26,15 +26,25 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evomem.adapters.sqlite import driver
 
 BUSY_TIMEOUT_MS = 15_000
+T = TypeVar("T")
+#: Values one ``IN (...)`` list holds at most (SQLite limits the placeholders of one statement).
+IN_CHUNK = 500
 _RAM_DIR = "/dev/shm"  # where a ":memory:" database's scratch file goes, when the folder exists
+
+
+def in_chunks(values: Sequence[T]) -> Iterator[tuple[Sequence[T], str]]:
+    """``values`` ``IN_CHUNK`` at a time, each chunk with its placeholders ("?,?,?") for an ``IN (...)``."""
+    for start in range(0, len(values), IN_CHUNK):
+        chunk = values[start : start + IN_CHUNK]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def enable_wal(conn: Any, busy_timeout_ms: int) -> None:

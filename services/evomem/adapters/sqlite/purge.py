@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite import driver
 from evomem.adapters.sqlite.audit import record_change
-from evomem.adapters.sqlite.conn import Connections
+from evomem.adapters.sqlite.conn import Connections, in_chunks
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import now_ms
 
@@ -117,11 +117,8 @@ class PurgeFinisher:
             return 0
         at = now_ms()
         with self._db.write() as conn:
-            for start in range(0, len(pending), 500):
-                chunk = pending[start : start + 500]
-                conn.execute(
-                    f"UPDATE nodes SET file_erased_at = ? WHERE id IN ({','.join('?' * len(chunk))})", (at, *chunk)
-                )
+            for chunk, marks in in_chunks(pending):
+                conn.execute(f"UPDATE nodes SET file_erased_at = ? WHERE id IN ({marks})", (at, *chunk))
         self._db.checkpoint(timeout_ms)  # best effort: leave the WAL empty again
         return len(pending)
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite.audit import record_change
+from evomem.adapters.sqlite.conn import in_chunks
 from evomem.domain import dependencies as deps
 from evomem.domain.errors import CycleError
 from evomem.domain.model import LinkProvenance, NewNote, ReviewFlag, now_ms
@@ -68,22 +69,16 @@ def _decoded(rows: Iterable[sqlite3.Row]) -> list[deps.Dependent]:
 
 
 def roots(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
-    wanted = list(dict.fromkeys(ids))
     out: dict[str, str] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(list(dict.fromkeys(ids))):
         out.update(conn.execute(f"SELECT id, chain_root FROM nodes WHERE id IN ({marks})", chunk).fetchall())
     return out
 
 
 def versions(conn: sqlite3.Connection, chains: Iterable[str]) -> list[str]:
     """The ids of every version of ``chains``."""
-    wanted = list(chains)
     out: list[str] = []
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_chunks(list(chains)):
         out.extend(r[0] for r in conn.execute(f"SELECT id FROM nodes WHERE chain_root IN ({marks})", chunk))
     return out
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
-from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
+from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.adapters.sqlite.words import Fts5Words, WordIndex, open_words
 from evomem.domain.archive import Record
@@ -148,11 +148,9 @@ class SQLiteStore:
     def _select_in(self, sql: str, values: Iterable[str]) -> Iterator[MemoryNode]:
         """The nodes ``sql`` selects for ``values`` (distinct), 500 at a time: ``{marks}`` is
         where the placeholders go (SQLite limits how many one statement may hold)."""
-        wanted = list(dict.fromkeys(values))
         conn = self._conn()
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            for row in conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk):
+        for chunk, marks in in_chunks(list(dict.fromkeys(values))):
+            for row in conn.execute(sql.format(marks=marks), chunk):
                 yield row_to_node(row)
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
@@ -221,15 +219,14 @@ class SQLiteStore:
         conn = self._conn()
         cols = ", ".join("n." + c for c in (NODE_COLUMNS if full else SKETCH_COLUMNS))
         decode = row_to_node if full else row_to_sketch
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
+        for chunk, marks in in_chunks(wanted):
             sql = (
                 "SELECT * FROM (SELECT o.candidate_id AS offered_for, o.reason AS offer_reason, "
                 f"o.confidence AS offer_confidence, o.position AS offer_position, {cols}, "
                 "ROW_NUMBER() OVER (PARTITION BY o.candidate_id "
                 "ORDER BY coalesce(o.confidence, -1) DESC, o.position, o.node_id DESC) AS nth "
                 "FROM offers o JOIN nodes n ON n.id = o.node_id "
-                f"WHERE o.candidate_id IN ({','.join('?' * len(chunk))}) AND o.namespace = ? "
+                f"WHERE o.candidate_id IN ({marks}) AND o.namespace = ? "
                 "AND n.status IN ('active', 'superseded')) WHERE nth <= ? ORDER BY offered_for, nth"
             )
             for row in conn.execute(sql, (*chunk, namespace, limit)):

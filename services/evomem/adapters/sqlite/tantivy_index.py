@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlparse
 
 import tantivy
 
+from evomem.adapters.sqlite.conn import in_chunks
 from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
 from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
@@ -324,11 +325,10 @@ class TantivyWords:
     ) -> dict[int, Pending]:
         last = {rowid: seq for seq, rowid in entries}  # a node logged twice: its last entry
         rows: dict[int, Any] = {}
-        wanted = list(last)
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            sql = f"SELECT {NODE_FIELDS} FROM nodes WHERE rowid IN ({','.join('?' * len(chunk))})"
-            rows.update((r[0], r) for r in conn.execute(sql, chunk))
+        for chunk, marks in in_chunks(list(last)):
+            rows.update(
+                (r[0], r) for r in conn.execute(f"SELECT {NODE_FIELDS} FROM nodes WHERE rowid IN ({marks})", chunk)
+            )
         return {rowid: self._pending(seq, rows.get(rowid), scored=scored) for rowid, seq in last.items()}
 
     def _pending(self, seq: int, row: Any, *, scored: bool = True) -> Pending:
@@ -424,9 +424,7 @@ class TantivyWords:
             queued, self._erase = self._erase, []
             wanted: set[int] = set()  # every purge queued since: one rewrite of each segment
             for searcher, segments in queued:
-                hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
-                addrs = [a for _, a in hits if a.segment_ord in segments]
-                wanted.update(r for r in (searcher.fast_field_values("rowid", addrs) if addrs else []) if r is not None)
+                wanted |= rowids_of(searcher, [a for a in every_doc(searcher) if a.segment_ord in segments])
             rowids = sorted(wanted)
             for start in range(0, len(rowids), REWRITE_BATCH):  # a commit each: others' commits between
                 entries = [(0, r) for r in rowids[start : start + REWRITE_BATCH]]
@@ -535,12 +533,10 @@ class TantivyWords:
         """The ranked rowids' nodes that pass the namespace and status, in rank order."""
         status = "status = 'active'" if active_only else "status != 'forgotten'"
         keep: dict[int, tuple[str, str]] = {}
-        wanted = [r for _, r in ranked]
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
+        for chunk, marks in in_chunks([r for _, r in ranked]):
             sql = (
                 # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
-                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({','.join('?' * len(chunk))}) "
+                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({marks}) "
                 f"AND namespace = ? AND {status} AND purged_at IS NULL"
             )
             keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
@@ -560,9 +556,17 @@ class TantivyWords:
     def indexed_rowids(self) -> set[int]:
         """Every rowid the committed index holds (tests, diagnostics)."""
         searcher = self._index.searcher()
-        hits = searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits
-        addrs = [a for _, a in hits]
-        return {r for r in searcher.fast_field_values("rowid", addrs) if r is not None} if addrs else set()
+        return rowids_of(searcher, every_doc(searcher))
+
+
+def every_doc(searcher: Any) -> list[Any]:
+    """The address of every document ``searcher`` sees (the meta document's too)."""
+    return [a for _, a in searcher.search(tantivy.Query.all_query(), max(searcher.num_docs, 1), count=False).hits]
+
+
+def rowids_of(searcher: Any, addrs: list[Any]) -> set[int]:
+    """The node rowids of the documents at ``addrs`` (the meta document has none)."""
+    return {r for r in searcher.fast_field_values("rowid", addrs) if r is not None} if addrs else set()
 
 
 def read_meta(index: Any) -> tuple[int, int] | None:
