@@ -461,9 +461,10 @@ class MemoryService:
             notes.append(
                 f"{answer.hidden_forgotten} matching chain(s) hidden because their current version was forgotten"
             )
-        cut = self.config.hint_min_p() if any(entry.maybe_replaced_by for entry, _ in answer.results) else HintCutoffs()
-        for entry, _ in answer.results if not cut.shows_all else ():
-            entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if cut.shown(s)]
+        if any(entry.maybe_replaced_by for entry, _ in answer.results):  # the cut-offs read only then
+            cut = self.config.hint_min_p()
+            for entry, _ in answer.results if not cut.shows_all else ():
+                entry.maybe_replaced_by = [s for s in entry.maybe_replaced_by if cut.shown(s)]
         return RecallOutcome(echo, terms, answer.results, self._ms(started), notes)
 
     # ------------------------------------------------------------------ get / forget / link
