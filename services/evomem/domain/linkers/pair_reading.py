@@ -147,32 +147,47 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     nothing: tuple[int, ...] = ()
     pairs: list[tuple[int, int, int]] = []  # (i, j, length of the common run ending at a[i], b[j])
     before: dict[int, int] = {}
+    besti = bestj = bestsize = 0  # the whole ranges' run, found on the way
     for i, w in enumerate(a):
         here: dict[int, int] = {}
         for j in b2j.get(w, nothing):
             k = here[j] = before.get(j - 1, 0) + 1
             pairs.append((i, j, k))
-        before = here
-    blocks: list[tuple[int, int, int]] = []
-    queue = [(0, len(a), 0, lb)] if pairs else []
-    while queue:
-        alo, ahi, blo, bhi = queue.pop()
-        besti = bestj = bestsize = 0
-        for i, j, k in pairs:
-            if i < alo or j < blo or j >= bhi:
-                continue
-            if i >= ahi:
-                break
-            k = min(k, i - alo + 1, j - blo + 1)
             if k > bestsize:
                 besti, bestj, bestsize = i - k + 1, j - k + 1, k
-        if bestsize:
-            blocks.append((besti, bestj, bestsize))
-            if alo < besti and blo < bestj:
-                queue.append((alo, besti, blo, bestj))
-            if besti + bestsize < ahi and bestj + bestsize < bhi:
-                queue.append((besti + bestsize, ahi, bestj + bestsize, bhi))
+        before = here
+    blocks: list[tuple[int, int, int]] = []
+    queue = [(0, len(a), 0, lb)]
+    run: tuple[int, int, int] | None = (besti, bestj, bestsize)
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        i, j, k = run if run is not None else _longest(pairs, alo, ahi, blo, bhi)
+        run = None
+        if k:
+            blocks.append((i, j, k))
+            if alo < i and blo < j:
+                queue.append((alo, i, blo, j))
+            if i + k < ahi and j + k < bhi:
+                queue.append((i + k, ahi, j + k, bhi))
     return blocks
+
+
+def _longest(pairs: list[tuple[int, int, int]], alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
+    """``find_longest_match(alo, ahi, blo, bhi)`` over ``_matching_blocks``' equal pairs: each run
+    cut at the range's starts, the first longest (i, then j) kept."""
+    besti = bestj = bestsize = 0
+    for i, j, k in pairs:
+        if i < alo or j < blo or j >= bhi:
+            continue
+        if i >= ahi:
+            break
+        if k > i - alo:
+            k = i - alo + 1
+        if k > j - blo:
+            k = j - blo + 1
+        if k > bestsize:
+            besti, bestj, bestsize = i - k + 1, j - k + 1, k
+    return besti, bestj, bestsize
 
 
 def _sentences_with(verb: re.Pattern[str], text: str) -> tuple[str, ...]:
