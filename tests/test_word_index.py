@@ -399,3 +399,41 @@ def test_an_import_into_the_store_is_searchable(tmp_path: Path) -> None:
         assert found(target, "incident") == [note.id]
     finally:
         target.close()
+
+
+def _rows_before(conn: object, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool) -> list:
+    """``TantivyWords._rows`` as it was: every ranked rowid read, then the first ``limit`` that pass."""
+    status = "status = 'active'" if active_only else "status != 'forgotten'"
+    marks = ",".join("?" * len(ranked))
+    sql = (
+        f"SELECT rowid, id, chain_root FROM nodes WHERE rowid IN ({marks}) "
+        f"AND namespace = ? AND {status} AND purged_at IS NULL"
+    )
+    keep = {r[0]: (r[1], r[2]) for r in conn.execute(sql, (*[r for _, r in ranked], namespace))}  # type: ignore[attr-defined]
+    return [(keep[r][0], keep[r][1], s) for s, r in ranked if r in keep][:limit]
+
+
+def test_the_ranked_rows_are_read_in_rank_order_as_far_as_the_answer_needs(store: SQLiteStore) -> None:
+    """Superseded, forgotten and other namespaces' notes among the ranked rowids, at every place:
+    the hits are those reading every ranked rowid gave, in the same order."""
+    import random
+
+    for i in range(60):
+        ns = "other" if i % 7 == 0 else "default"
+        v1 = store.insert(NewNote(raw_text=f"ledger {i} on Postgres", namespace=ns))
+        if i % 3 == 0:
+            store.insert(NewNote(raw_text=f"ledger {i} on SQLite", namespace=ns), supersedes=v1.id, link=LINK)
+        if i % 5 == 0:
+            store.forget(v1.id)
+    conn = store._conn()
+    rowids = [r[0] for r in conn.execute("SELECT rowid FROM nodes")]
+    rng = random.Random(4)
+    for _ in range(40):
+        rng.shuffle(rowids)
+        ranked = [(float(len(rowids) - k), r) for k, r in enumerate(rowids[: rng.randint(0, len(rowids))])]
+        for namespace in ("default", "other"):
+            for limit in (1, 5, 20, 200):
+                for active_only in (True, False):
+                    got = words(store)._rows(conn, ranked, namespace, limit, active_only)
+                    want = _rows_before(conn, ranked, namespace, limit, active_only)
+                    assert [(h.node_id, h.chain_root, h.score) for h in got] == want

@@ -530,17 +530,25 @@ class TantivyWords:
     def _rows(
         self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool
     ) -> list[SearchHit]:
-        """The ranked rowids' nodes that pass the namespace and status, in rank order."""
+        """The ranked rowids' nodes that pass the namespace and status, in rank order, the first
+        ``limit``: read in rank order, ``2 * limit`` rowids and then twice as many each time, until
+        ``limit`` passed (the search over-fetches ``OVERFETCH * limit`` hits and more, so reading
+        every one read rows that could not be among the answer)."""
         status = "status = 'active'" if active_only else "status != 'forgotten'"
-        keep: dict[int, tuple[str, str]] = {}
-        for chunk, marks in in_chunks([r for _, r in ranked]):
-            sql = (
-                # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
-                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({marks}) "
-                f"AND namespace = ? AND {status} AND purged_at IS NULL"
-            )
-            keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
-        hits = [SearchHit(node_id=keep[r][0], chain_root=keep[r][1], score=s) for s, r in ranked if r in keep]
+        hits: list[SearchHit] = []
+        start, size = 0, 2 * limit
+        while start < len(ranked) and len(hits) < limit:
+            part = ranked[start : start + size]
+            keep: dict[int, tuple[str, str]] = {}
+            for chunk, marks in in_chunks([r for _, r in part]):
+                sql = (
+                    # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
+                    f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({marks}) "
+                    f"AND namespace = ? AND {status} AND purged_at IS NULL"
+                )
+                keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
+            hits += [SearchHit(node_id=keep[r][0], chain_root=keep[r][1], score=s) for s, r in part if r in keep]
+            start, size = start + size, 2 * size
         return hits[:limit]
 
     def _average_lengths(self, conn: sqlite3.Connection) -> None:
