@@ -503,26 +503,36 @@ class TantivyWords:
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
         """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field,
-        boosted, summed), with the committed index's document frequencies."""
+        boosted, summed), with the committed index's document frequencies. A field's part is
+        ``weight * idf * (K1 + 1) * tf / (tf + norm)``, added field by field and token by token in
+        the query's order; ``weight * idf * (K1 + 1)`` (the same product, from the left) is worked
+        out once per (field, token) a tail node has, and a field with none of the tokens adds
+        nothing, so it is skipped: the same floats."""
         docs = [(r, p) for r, p in tail.items() if p.namespace == namespace]
         if not docs:
             return []
         n = max(searcher.num_docs, 1)
-        idf: dict[tuple[str, str], float] = {}
+        wanted = frozenset(tokens)
+        part: dict[tuple[str, str], float] = {}  # weight * idf * (K1 + 1)
+        avg = self._avg
         out = []
         for rowid, pending in docs:
             score = 0.0
             for field, counts in pending.terms.items():
+                if wanted.isdisjoint(counts):
+                    continue
                 length = sum(counts.values())
-                norm = K1 * (1 - B + B * length / self._avg[field])
+                norm = K1 * (1 - B + B * length / avg[field])
                 for token in tokens:
                     tf = counts.get(token, 0)
                     if not tf:
                         continue
-                    if (field, token) not in idf:
+                    key = (field, token)
+                    c = part.get(key)
+                    if c is None:
                         df = searcher.doc_freq(field, token)
-                        idf[(field, token)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    score += WEIGHTS[field] * idf[(field, token)] * (K1 + 1) * tf / (tf + norm)
+                        c = part[key] = WEIGHTS[field] * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (K1 + 1)
+                    score += c * tf / (tf + norm)
             if score > 0:
                 out.append((score, rowid))
         return out
