@@ -502,19 +502,15 @@ class TantivyWords:
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
-        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field,
-        boosted, summed), with the committed index's document frequencies. A field's part is
-        ``weight * idf * (K1 + 1) * tf / (tf + norm)``, added field by field and token by token in
-        the query's order; ``weight * idf * (K1 + 1)`` (the same product, from the left) is worked
-        out once per (field, token) a tail node has, and a field with none of the tokens adds
-        nothing, so it is skipped: the same floats."""
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field, boosted,
+        summed in the query's order), with the committed index's document frequencies; ``weight *
+        idf * (K1 + 1)`` once per (field, token), a field with none of the tokens skipped."""
         docs = [(r, p) for r, p in tail.items() if p.namespace == namespace]
         if not docs:
             return []
         n = max(searcher.num_docs, 1)
         wanted = frozenset(tokens)
         part: dict[tuple[str, str], float] = {}  # weight * idf * (K1 + 1)
-        avg = self._avg
         out = []
         for rowid, pending in docs:
             score = 0.0
@@ -522,16 +518,15 @@ class TantivyWords:
                 if wanted.isdisjoint(counts):
                     continue
                 length = sum(counts.values())
-                norm = K1 * (1 - B + B * length / avg[field])
+                norm = K1 * (1 - B + B * length / self._avg[field])
                 for token in tokens:
                     tf = counts.get(token, 0)
                     if not tf:
                         continue
-                    key = (field, token)
-                    c = part.get(key)
+                    c = part.get((field, token))
                     if c is None:
                         df = searcher.doc_freq(field, token)
-                        c = part[key] = WEIGHTS[field] * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (K1 + 1)
+                        c = part[(field, token)] = WEIGHTS[field] * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (K1 + 1)
                     score += c * tf / (tf + norm)
             if score > 0:
                 out.append((score, rowid))
@@ -540,10 +535,8 @@ class TantivyWords:
     def _rows(
         self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool
     ) -> list[SearchHit]:
-        """The ranked rowids' nodes that pass the namespace and status, in rank order, the first
-        ``limit``: read in rank order, ``2 * limit`` rowids and then twice as many each time, until
-        ``limit`` passed (the search over-fetches ``OVERFETCH * limit`` hits and more, so reading
-        every one read rows that could not be among the answer)."""
+        """The first ``limit`` ranked rowids' nodes that pass the namespace and status, in rank order,
+        read ``2 * limit`` rowids and then twice as many at a time until ``limit`` pass."""
         status = "status = 'active'" if active_only else "status != 'forgotten'"
         hits: list[SearchHit] = []
         start, size = 0, 2 * limit
