@@ -57,7 +57,10 @@ class Reading:
     decl_sents: tuple[str, ...]  # its sentences with a present-tense replacing verb (``declares`` reads these)
     seq: tuple[str, ...]  # the decision part's words in order, when it is short enough to align (``frame``)
     # where each word of ``seq`` occurs in it, ascending (``frame`` aligns a candidate against the note's)
-    at: Mapping[str, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    at: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "at", _positions(self.seq))  # derived: always the positions of ``seq``
 
 
 def read(text: str) -> Reading:
@@ -65,7 +68,6 @@ def read(text: str) -> Reading:
     part = dt.decision_part(text)
     ident = _ident_of(text[:120])
     words = dt.tokens(part)
-    seq = tuple(words) if len(words) <= FRAME_WORDS else ()
     return Reading(
         text=text,
         part=part,
@@ -84,8 +86,7 @@ def read(text: str) -> Reading:
         long=len(text) > dt.SHORT_NOTE_CHARS,
         ref_sents=_sentences_with(_REF_VERB_RE, text),
         decl_sents=_sentences_with(_DECL_VERB_RE, text),
-        seq=seq,
-        at=_positions(seq),
+        seq=tuple(words) if len(words) <= FRAME_WORDS else (),
     )
 
 
