@@ -18,6 +18,7 @@ import pytest
 
 from evomem.adapters.fields import field_kinds
 from evomem.adapters.grpc import convert
+from evomem.adapters.sqlite import codec
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, node_to_row
 from evomem.adapters.sqlite.driver import sqlite
 from evomem.adapters.sqlite.store import SQLiteStore
@@ -176,3 +177,43 @@ def test_a_field_type_without_a_codec_is_refused_by_name() -> None:
 
     with pytest.raises(TypeError, match="no codec for fields of type"):
         field_kinds(Odd)
+
+
+def _row_to_node_before(row: tuple[object, ...]) -> MemoryNode:
+    """``codec.row_to_node`` as it was: a loop over the plan's decoders."""
+    values: dict[str, object] = {}
+    for name, record, cols in codec._PLAN:
+        if record is None:
+            values[name] = cols[0][2](row[cols[0][1]])
+        elif row[cols[0][1]] is None:
+            values[name] = None
+        else:
+            values[name] = record(**{attr: decode(row[i]) for attr, i, decode, _ in cols})
+    return MemoryNode(**values)  # type: ignore[arg-type]
+
+
+def test_the_compiled_row_decoder_reads_what_the_decoders_read() -> None:
+    """Every column of a full and a bare node's row, each also NULL, empty and odd in turn: the
+    same node, field for field and type for type, or the same error."""
+    bases = [node_to_row(_full_node()), node_to_row(MemoryNode(id="n", raw_text="x", chain_root="r"))]
+    rows = list(bases)
+    for base in bases:
+        for k in range(len(NODE_COLUMNS)):
+            for value in (None, "[]", "{}", "", "[1.5]", '{"a": ["b"]}', 0, "active"):
+                rows.append((*base[:k], value, *base[k + 1 :]))
+    decoded = 0
+    for row in rows:
+        try:
+            want = _row_to_node_before(row)
+        except Exception as exc:  # the same failure either way
+            with pytest.raises(type(exc)):
+                codec.row_to_node(row)
+            continue
+        got = codec.row_to_node(row)
+        assert got == want
+        assert [type(getattr(got, f.name)) for f in dataclasses.fields(got)] == [
+            type(getattr(want, f.name)) for f in dataclasses.fields(want)
+        ]
+        decoded += 1
+    assert decoded > len(rows) // 2
+    assert codec.row_to_node(("pad", *bases[0]), 1) == _row_to_node_before(bases[0])  # an offset

@@ -399,3 +399,100 @@ def test_an_import_into_the_store_is_searchable(tmp_path: Path) -> None:
         assert found(target, "incident") == [note.id]
     finally:
         target.close()
+
+
+def _rows_before(conn: object, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool) -> list:
+    """``TantivyWords._rows`` as it was: every ranked rowid read, then the first ``limit`` that pass."""
+    status = "status = 'active'" if active_only else "status != 'forgotten'"
+    marks = ",".join("?" * len(ranked))
+    sql = (
+        f"SELECT rowid, id, chain_root FROM nodes WHERE rowid IN ({marks}) "
+        f"AND namespace = ? AND {status} AND purged_at IS NULL"
+    )
+    keep = {r[0]: (r[1], r[2]) for r in conn.execute(sql, (*[r for _, r in ranked], namespace))}  # type: ignore[attr-defined]
+    return [(keep[r][0], keep[r][1], s) for s, r in ranked if r in keep][:limit]
+
+
+def test_the_ranked_rows_are_read_in_rank_order_as_far_as_the_answer_needs(store: SQLiteStore) -> None:
+    """Superseded, forgotten and other namespaces' notes among the ranked rowids, at every place:
+    the hits are those reading every ranked rowid gave, in the same order."""
+    import random
+
+    for i in range(60):
+        ns = "other" if i % 7 == 0 else "default"
+        v1 = store.insert(NewNote(raw_text=f"ledger {i} on Postgres", namespace=ns))
+        if i % 3 == 0:
+            store.insert(NewNote(raw_text=f"ledger {i} on SQLite", namespace=ns), supersedes=v1.id, link=LINK)
+        if i % 5 == 0:
+            store.forget(v1.id)
+    conn = store._conn()
+    rowids = [r[0] for r in conn.execute("SELECT rowid FROM nodes")]
+    rng = random.Random(4)
+    for _ in range(40):
+        rng.shuffle(rowids)
+        ranked = [(float(len(rowids) - k), r) for k, r in enumerate(rowids[: rng.randint(0, len(rowids))])]
+        for namespace in ("default", "other"):
+            for limit in (1, 5, 20, 200):
+                for active_only in (True, False):
+                    got = words(store)._rows(conn, ranked, namespace, limit, active_only)
+                    want = _rows_before(conn, ranked, namespace, limit, active_only)
+                    assert [(h.node_id, h.chain_root, h.score) for h in got] == want
+
+
+def _score_tail_before(
+    index: tantivy_index.TantivyWords, searcher: object, tail: dict, tokens: list[str], ns: str
+) -> list:
+    """``TantivyWords._score_tail`` as it was: every field of every tail node, each token's idf looked up."""
+    import math
+
+    k1, b, weights = tantivy_index.K1, tantivy_index.B, tantivy_index.WEIGHTS
+    docs = [(r, p) for r, p in tail.items() if p.namespace == ns]
+    n = max(searcher.num_docs, 1)  # type: ignore[attr-defined]
+    idf: dict[tuple[str, str], float] = {}
+    out = []
+    for rowid, pending in docs:
+        score = 0.0
+        for field, counts in pending.terms.items():
+            length = sum(counts.values())
+            norm = k1 * (1 - b + b * length / index._avg[field])
+            for token in tokens:
+                tf = counts.get(token, 0)
+                if not tf:
+                    continue
+                if (field, token) not in idf:
+                    df = searcher.doc_freq(field, token)  # type: ignore[attr-defined]
+                    idf[(field, token)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                score += weights[field] * idf[(field, token)] * (k1 + 1) * tf / (tf + norm)
+        if score > 0:
+            out.append((score, rowid))
+    return out
+
+
+def test_the_tail_is_scored_to_the_bit_as_before(store: SQLiteStore) -> None:
+    """Tail nodes with extracted fields, tags, repeated words and other namespaces, queries of
+    words they have and lack: the same scores, to the last bit, in the same order."""
+    import random
+
+    rng = random.Random(8)
+    vocab = ["ledger", "queue", "billing", "cache", "redis", "postgres", "retries", "nightly", "kafka", "sqlite"]
+    for _ in range(40):
+        store.insert(NewNote(raw_text=" ".join(rng.choices(vocab, k=rng.randint(3, 12))), namespace="default"))
+    words(store).flush()
+    cronista = LiteCronista()
+    for i in range(80):
+        text = " ".join(rng.choices(vocab, k=rng.randint(1, 15))) + f". Moved {i} from A to B because of retries."
+        ns = "other" if i % 9 == 0 else "default"
+        note = NewNote(raw_text=text, namespace=ns, tags=tuple(rng.sample(vocab, 2)), extraction=cronista.extract(text))
+        store.insert(note)
+    index = words(store)
+    index._catch_up(store._conn())
+    assert len(index._tail) >= 80
+    searcher = index._index.searcher()
+    scored = 0
+    for _ in range(30):
+        tokens = rng.sample([*vocab, "absent", "moved", "because"], rng.randint(1, 8))
+        for ns in ("default", "other"):
+            got = index._score_tail(searcher, dict(index._tail), tokens, ns)
+            assert got == _score_tail_before(index, searcher, dict(index._tail), tokens, ns)
+            scored += len(got)
+    assert scored > 1000

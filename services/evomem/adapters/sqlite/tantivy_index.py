@@ -502,27 +502,32 @@ class TantivyWords:
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
-        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field,
-        boosted, summed), with the committed index's document frequencies."""
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field, boosted,
+        summed in the query's order), with the committed index's document frequencies; ``weight *
+        idf * (K1 + 1)`` once per (field, token), a field with none of the tokens skipped."""
         docs = [(r, p) for r, p in tail.items() if p.namespace == namespace]
         if not docs:
             return []
         n = max(searcher.num_docs, 1)
-        idf: dict[tuple[str, str], float] = {}
+        wanted = frozenset(tokens)
+        part: dict[tuple[str, str], float] = {}  # weight * idf * (K1 + 1)
         out = []
         for rowid, pending in docs:
             score = 0.0
             for field, counts in pending.terms.items():
+                if wanted.isdisjoint(counts):
+                    continue
                 length = sum(counts.values())
                 norm = K1 * (1 - B + B * length / self._avg[field])
                 for token in tokens:
                     tf = counts.get(token, 0)
                     if not tf:
                         continue
-                    if (field, token) not in idf:
+                    c = part.get((field, token))
+                    if c is None:
                         df = searcher.doc_freq(field, token)
-                        idf[(field, token)] = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    score += WEIGHTS[field] * idf[(field, token)] * (K1 + 1) * tf / (tf + norm)
+                        c = part[(field, token)] = WEIGHTS[field] * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (K1 + 1)
+                    score += c * tf / (tf + norm)
             if score > 0:
                 out.append((score, rowid))
         return out
@@ -530,17 +535,23 @@ class TantivyWords:
     def _rows(
         self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool
     ) -> list[SearchHit]:
-        """The ranked rowids' nodes that pass the namespace and status, in rank order."""
+        """The first ``limit`` ranked rowids' nodes that pass the namespace and status, in rank order,
+        read ``2 * limit`` rowids and then twice as many at a time until ``limit`` pass."""
         status = "status = 'active'" if active_only else "status != 'forgotten'"
-        keep: dict[int, tuple[str, str]] = {}
-        for chunk, marks in in_chunks([r for _, r in ranked]):
-            sql = (
-                # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
-                f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({marks}) "
-                f"AND namespace = ? AND {status} AND purged_at IS NULL"
-            )
-            keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
-        hits = [SearchHit(node_id=keep[r][0], chain_root=keep[r][1], score=s) for s, r in ranked if r in keep]
+        hits: list[SearchHit] = []
+        start, size = 0, 2 * limit
+        while start < len(ranked) and len(hits) < limit:
+            part = ranked[start : start + size]
+            keep: dict[int, tuple[str, str]] = {}
+            for chunk, marks in in_chunks([r for _, r in part]):
+                sql = (
+                    # NOT INDEXED: rowid lookups; with (namespace, status) the planner scanned the namespace
+                    f"SELECT rowid, id, chain_root FROM nodes NOT INDEXED WHERE rowid IN ({marks}) "
+                    f"AND namespace = ? AND {status} AND purged_at IS NULL"
+                )
+                keep.update((r[0], (r[1], r[2])) for r in conn.execute(sql, (*chunk, namespace)))
+            hits += [SearchHit(node_id=keep[r][0], chain_root=keep[r][1], score=s) for s, r in part if r in keep]
+            start, size = start + size, 2 * size
         return hits[:limit]
 
     def _average_lengths(self, conn: sqlite3.Connection) -> None:

@@ -13,15 +13,16 @@ the change, hedge, keep, decides and reports cues, the document identifier at it
 - ``declares``: the record declares, in its own voice, that it replaces the candidate ("Supersedes
   ADR 7." as a header line, "This policy replaces POL-3."); a link on its own.
 
-Pure Python and regular expressions (``difflib`` for the frame).
+Pure Python and regular expressions. The frame's alignment is ``difflib``'s (``SequenceMatcher``
+without junk), computed over the note's word positions indexed once per reading (``_matching_blocks``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
-from difflib import SequenceMatcher
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from evomem.domain.linkers import decision_text as dt
 
@@ -55,6 +56,11 @@ class Reading:
     ref_sents: tuple[str, ...]  # the note's sentences with a replacing verb (``refers`` reads only these)
     decl_sents: tuple[str, ...]  # its sentences with a present-tense replacing verb (``declares`` reads these)
     seq: tuple[str, ...]  # the decision part's words in order, when it is short enough to align (``frame``)
+    # where each word of ``seq`` occurs in it, ascending (``frame`` aligns a candidate against the note's)
+    at: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "at", _positions(self.seq))  # derived: always the positions of ``seq``
 
 
 def read(text: str) -> Reading:
@@ -91,27 +97,98 @@ FRAME_WORDS = 60
 
 def frame(note: Reading, cand: Reading) -> tuple[float, float, float]:
     """How far the note restates the candidate's wording with other values in it: the two
-    decision parts aligned word by word (``difflib``, no junk heuristic). Returns the share of
-    the candidate's words the note keeps in order, the share of its leading words the note
-    repeats exactly, and the share of the candidate's words the note does not keep that are
-    names or values (capitalised, with digits: ``dt.distinctive``). "Pepper weighs 11.9 kg."
-    against "Pepper weighs 11.2 kg." gives (0.75, 0.5, 1.0): same frame, a value swapped;
-    "Dagny lives in Odense." against "Quorra lives in Odense." keeps as much but swaps its first
-    word; "Widget Pro version: 3.3" against "Widget Pro price: $49." swaps a common word too. All
-    zero when either part is empty or too long to align (``FRAME_WORDS``)."""
+    decision parts aligned word by word (``difflib``'s alignment, no junk heuristic:
+    ``_matching_blocks``). Returns the share of the candidate's words the note keeps in order,
+    the share of its leading words the note repeats exactly, and the share of the candidate's
+    words the note does not keep that are names or values (capitalised, with digits:
+    ``dt.distinctive``). "Pepper weighs 11.9 kg." against "Pepper weighs 11.2 kg." gives
+    (0.75, 0.5, 1.0): same frame, a value swapped; "Dagny lives in Odense." against "Quorra lives
+    in Odense." keeps as much but swaps its first word; "Widget Pro version: 3.3" against "Widget
+    Pro price: $49." swaps a common word too. All zero when either part is empty or too long to
+    align (``FRAME_WORDS``)."""
     a, b = cand.seq, note.seq
     if not a or not b:
         return 0.0, 0.0, 0.0
-    sm = SequenceMatcher(None, a, b, autojunk=False)
-    kept = sum(block.size for block in sm.get_matching_blocks())
+    blocks = _matching_blocks(a, len(b), note.at)
+    kept = sum(size for _, _, size in blocks)
     prefix = 0
     for x, y in zip(a, b, strict=False):  # the common leading words: stop at the shorter
         if x != y:
             break
         prefix += 1
-    dropped = [a[k] for tag, i1, i2, _, _ in sm.get_opcodes() if tag != "equal" for k in range(i1, i2)]
-    values = sum(1 for w in dropped if w in cand.dist) / len(dropped) if dropped else 0.0
-    return kept / len(a), prefix / len(a), values
+    dropped = len(a) - kept  # the candidate's words outside every matched block, in order
+    if not dropped:
+        return kept / len(a), prefix / len(a), 0.0
+    dist = cand.dist
+    values = sum(1 for w in a if w in dist) - sum(1 for i, _, size in blocks for w in a[i : i + size] if w in dist)
+    return kept / len(a), prefix / len(a), values / dropped
+
+
+def _positions(seq: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """Each word of ``seq`` -> where it occurs, ascending (``SequenceMatcher``'s ``b2j`` without junk)."""
+    out: dict[str, list[int]] = {}
+    for j, w in enumerate(seq):
+        out.setdefault(w, []).append(j)
+    return {w: tuple(js) for w, js in out.items()}
+
+
+def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, ...]]) -> list[tuple[int, int, int]]:
+    """The blocks (i, j, size) of ``a`` matched in ``b`` (``lb`` words, indexed by ``b2j``) that
+    ``SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()`` finds (before it merges
+    adjacent ones and adds its sentinel, which changes no word matched).
+
+    difflib takes the longest common run of the two ranges, then does the same on each side of
+    it. Its ``find_longest_match`` (no junk) walks the ranges' equal pairs (i, j), i then j
+    ascending, with the length k of the common run ending there (counted from the ranges'
+    starts), and keeps the first pair whose k beats every earlier one; its extensions then add
+    nothing, the run being whole. Here every equal pair of the whole sequences is listed once
+    with its run's length, and a range's run ending at (i, j) is that length cut at the range's
+    starts: the same pairs in the same order with the same k, so the same blocks, without
+    building ``b2j`` per candidate or walking the words again for each range."""
+    nothing: tuple[int, ...] = ()
+    pairs: list[tuple[int, int, int]] = []  # (i, j, length of the common run ending at a[i], b[j])
+    before: dict[int, int] = {}
+    besti = bestj = bestsize = 0  # the whole ranges' run, found on the way
+    for i, w in enumerate(a):
+        here: dict[int, int] = {}
+        for j in b2j.get(w, nothing):
+            k = here[j] = before.get(j - 1, 0) + 1
+            pairs.append((i, j, k))
+            if k > bestsize:
+                besti, bestj, bestsize = i - k + 1, j - k + 1, k
+        before = here
+    blocks: list[tuple[int, int, int]] = []
+    queue = [(0, len(a), 0, lb)]
+    run: tuple[int, int, int] | None = (besti, bestj, bestsize)
+    while queue:
+        alo, ahi, blo, bhi = queue.pop()
+        i, j, k = run if run is not None else _longest(pairs, alo, ahi, blo, bhi)
+        run = None
+        if k:
+            blocks.append((i, j, k))
+            if alo < i and blo < j:
+                queue.append((alo, i, blo, j))
+            if i + k < ahi and j + k < bhi:
+                queue.append((i + k, ahi, j + k, bhi))
+    return blocks
+
+
+def _longest(pairs: list[tuple[int, int, int]], alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
+    """``find_longest_match(alo, ahi, blo, bhi)`` over ``_matching_blocks``' equal pairs: each run
+    cut at the range's starts, the first longest (i, then j) kept."""
+    besti = bestj = bestsize = 0
+    for i, j, k in pairs:
+        if i < alo or j < blo or j >= bhi:
+            continue
+        if i >= ahi:
+            break
+        if k > i - alo:
+            k = i - alo + 1
+        if k > j - blo:
+            k = j - blo + 1
+        if k > bestsize:
+            besti, bestj, bestsize = i - k + 1, j - k + 1, k
+    return besti, bestj, bestsize
 
 
 def _sentences_with(verb: re.Pattern[str], text: str) -> tuple[str, ...]:
