@@ -373,3 +373,19 @@ def test_a_chain_whose_versions_share_the_statements_subject_answers_it_as_one_d
         # a statement whose subject the chain holds less than half of is not read by it
         far = service.check("The hq lobby signage print contractor uses Greenleaf.")
         assert far.verdict not in ("superseded", "contradicted"), far
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_decision_that_says_more_than_the_statement_does_not_contradict_it(tmp_path: Path, wiring: str) -> None:
+    """ "Build artefacts and nightly database dumps both go to Wasabi" names another option than
+    "the database dumps storage uses Hetzner Storage Box", on a subject that holds the statement's
+    and more: as often another aspect as the same one, so no contradiction; the words of a later
+    note that chose Hetzner (unlinked) say it holds. A subject that differs only by a kind
+    ("@database": "the ledger" against "the ledger runs on MySQL") still contradicts."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Object storage: build artefacts and nightly database dumps both go to Wasabi (eu-central).")
+        service.remember("Nightly database dumps move to Hetzner Storage Box for cost, artefacts stay.")
+        out = service.check("The database dumps storage uses Hetzner Storage Box.")
+        assert out.verdict not in ("contradicted", "superseded"), out
+        service.remember("We moved the ledger from Postgres to SQLite.")
+        assert service.check("the ledger runs on MySQL").verdict == "contradicted"
