@@ -347,3 +347,45 @@ def test_a_later_note_that_says_it_left_the_option_flags_it_without_a_link(tmp_p
         now = service.remember("Reporting pipeline runs on GCS; Backblaze B2 cost too much.").node.id
         out = service.check("The reporting pipeline runs on Backblaze B2.")
         assert out.verdict == "superseded" and now in [n.id for n in out.in_force], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_whose_versions_share_the_statements_subject_answers_it_as_one_decision(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "The hq plant care contractor uses Greenleaf." neither equals nor contains the subject of
+    the version in force ("Indoor greenery care moves to Verdant Co") nor of the one that chose
+    Greenleaf ("Office plants are watered by ..."), and the head names Greenleaf too (what it left),
+    so neither the subject reading nor the words answer. The chain's versions together hold half
+    the statement's subject, one chose the option and the head left it: superseded, less sure. A
+    head that chose the option again keeps it from being flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Office plants are watered by Greenleaf every Tuesday.").node.id
+        now = service.remember(
+            "Indoor greenery care moves to Verdant Co from May; Greenleaf contract not renewed.", supersedes=first
+        ).node.id
+        out = service.check("The hq plant care contractor uses Greenleaf.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert [n.id for n in out.named] == [first] and out.confidence < 0.9
+        service.remember("Verdant Co let go; Greenleaf is back on the office plants.", supersedes=now)
+        back = service.check("The hq plant care contractor uses Greenleaf.")
+        assert back.verdict not in ("superseded", "contradicted"), back
+        # a statement whose subject the chain holds less than half of is not read by it
+        far = service.check("The hq lobby signage print contractor uses Greenleaf.")
+        assert far.verdict not in ("superseded", "contradicted"), far
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_decision_that_says_more_than_the_statement_does_not_contradict_it(tmp_path: Path, wiring: str) -> None:
+    """ "Build artefacts and nightly database dumps both go to Wasabi" names another option than
+    "the database dumps storage uses Hetzner Storage Box", on a subject that holds the statement's
+    and more: as often another aspect as the same one, so no contradiction; the words of a later
+    note that chose Hetzner (unlinked) say it holds. A subject that differs only by a kind
+    ("@database": "the ledger" against "the ledger runs on MySQL") still contradicts."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Object storage: build artefacts and nightly database dumps both go to Wasabi (eu-central).")
+        service.remember("Nightly database dumps move to Hetzner Storage Box for cost, artefacts stay.")
+        out = service.check("The database dumps storage uses Hetzner Storage Box.")
+        assert out.verdict not in ("contradicted", "superseded"), out
+        service.remember("We moved the ledger from Postgres to SQLite.")
+        assert service.check("the ledger runs on MySQL").verdict == "contradicted"
