@@ -50,6 +50,7 @@ from evomem.domain.model import (
     Status,
     new_id,
     now_ms,
+    write_ms,
 )
 from evomem.domain.recall import Successor, scope_match
 
@@ -243,7 +244,7 @@ class MemoryStore:
                 raise NotHead(str(supersedes), head.id, head.version)
             if head is not None:
                 self._refuse_cycle(note.relations, {head.chain_root}, note.namespace)
-            created = now_ms()
+            created = write_ms(now_ms(), max(self._nodes, default=None))
             node_id = new_id(created)
             node = MemoryNode(
                 node_id, note.raw_text, note.namespace, note.scope, created_at=created, chain_root=node_id

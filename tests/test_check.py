@@ -6,7 +6,6 @@ bad input (neither argument, both, an unknown id, another namespace's id) refuse
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -341,9 +340,8 @@ def test_a_later_note_that_says_it_left_the_option_flags_it_without_a_link(tmp_p
     bare "from X" needs one (see test_from_x_in_a_note_that_changes_nothing_leaves_nothing)."""
     with wired(wiring, tmp_path / "m.db") as service:
         service.remember("From here on the reporting pipeline runs on Backblaze B2.")
-        # "later" is read from created_at, in milliseconds: two notes of one millisecond are neither
-        # later, and check honestly answers unknown (this test failed about 1 run in 6 on a quiet machine)
-        time.sleep(0.003)
+        # written back to back, often in one millisecond: the store gives the second a later created_at
+        # (``model.write_ms``; before it, check answered unknown in about 1 run in 6)
         now = service.remember("Reporting pipeline runs on GCS; Backblaze B2 cost too much.").node.id
         out = service.check("The reporting pipeline runs on Backblaze B2.")
         assert out.verdict == "superseded" and now in [n.id for n in out.in_force], out

@@ -89,6 +89,27 @@ def test_every_wiring_implements_its_port(records: Wiring) -> None:
     assert isinstance(records.port, Storage) is (records.kind in STORAGES)
 
 
+def test_writes_in_one_millisecond_keep_their_order(wiring: Wiring, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notes written within one millisecond get increasing created_at and ids in write order (the
+    premise check reads 'later' from created_at, recency from ids); an imported id far ahead of
+    the clock is not followed."""
+    import memory_store
+
+    from evomem.adapters.postgres import store as pg_store
+    from evomem.adapters.sqlite import store as sqlite_store
+    from evomem.domain.model import FOLLOW_MS, id_ms
+
+    frozen = 1_800_000_000_000
+    for module in (sqlite_store, pg_store, memory_store):
+        monkeypatch.setattr(module, "now_ms", lambda: frozen)
+    nodes = [wiring.insert(note(f"Standup moves to room {k}.")) for k in range(5)]
+    created = [n.created_at for n in nodes]
+    assert created == [frozen + k for k in range(5)]
+    assert [n.id for n in nodes] == sorted(n.id for n in nodes)
+    assert [id_ms(n.id) for n in nodes] == created
+    assert FOLLOW_MS >= 5
+
+
 def test_insert_get_round_trip_of_every_field(records: Wiring) -> None:
     wiring, store = records, records.port
     # Relations name nodes that exist, in the note's namespace (storage checks, as remember does).
@@ -616,3 +637,14 @@ def test_store_transcripts_are_equal_on_sqlite_and_postgres(tmp_path: Path) -> N
     assert len(engine) == len(other)
     for i, (a, b) in enumerate(zip(engine, other, strict=True)):
         assert a == b, f"step {i} differs"
+
+
+def test_a_write_follows_the_newest_id_only_when_it_is_close() -> None:
+    from evomem.domain.model import FOLLOW_MS, new_id, write_ms
+
+    now = 1_800_000_000_000
+    assert write_ms(now, None) == now
+    assert write_ms(now, new_id(now - 5)) == now  # the clock moved on
+    assert write_ms(now, new_id(now)) == now + 1  # same millisecond
+    assert write_ms(now, new_id(now + FOLLOW_MS)) == now + FOLLOW_MS + 1  # a clock stepped back a little
+    assert write_ms(now, new_id(now + FOLLOW_MS + 1)) == now  # an id from a skewed clock is not followed

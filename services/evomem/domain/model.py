@@ -190,6 +190,31 @@ def new_id(ms: int | None = None) -> str:
     return "".join(reversed(out))
 
 
+#: How far ahead of the clock a store's newest id may be for a new write to follow it (``write_ms``):
+#: two writes in one millisecond, or a clock stepped back a little. An id further ahead (a note
+#: imported from a skewed clock) is not followed, so it cannot drag every later write's time along.
+FOLLOW_MS = 1000
+
+
+def id_ms(node_id: str) -> int:
+    """The millisecond a ULID was made at (its first 10 characters)."""
+    value = 0
+    for ch in node_id[:10]:
+        value = value * 32 + _CROCKFORD.index(ch)
+    return value
+
+
+def write_ms(now: int, newest_id: str | None) -> int:
+    """The millisecond of a store's new node: ``now``, or one past the store's newest id when that
+    is ``now`` or at most ``FOLLOW_MS`` ahead. Read under the store's write lock, the created_at
+    and the ids of one store's writes then keep their order: 'later' (the premise check) and
+    'newest first' (ids) never meet a tie of two writes in one millisecond."""
+    if newest_id is None:
+        return now
+    last = id_ms(newest_id)
+    return last + 1 if now <= last <= now + FOLLOW_MS else now
+
+
 def id_floor(ms: int) -> str:
     """The smallest ULID of millisecond ``ms``: ids created at ``ms`` or later sort at or above it."""
     value = ms << 80

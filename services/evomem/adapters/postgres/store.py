@@ -54,6 +54,7 @@ from evomem.domain.model import (
     Status,
     new_id,
     now_ms,
+    write_ms,
 )
 from evomem.domain.recall import Successor
 
@@ -307,7 +308,8 @@ class PostgresStore:
             key_hash = hashlib.sha256(f"{note.namespace}\x00{idempotency_key}".encode()).hexdigest()
 
         def write(conn: Any) -> tuple[str, InsertOutcome]:
-            created = now_ms()
+            # two transactions at once may read the same newest id: their notes can share a millisecond
+            created = write_ms(now_ms(), conn.execute("SELECT max(id) FROM nodes").fetchone()[0])
             found = chains.earlier(conn, note, key_hash, text_hash, dedupe_window_ms, created)
             if found is not None:
                 return found

@@ -54,6 +54,7 @@ from evomem.domain.model import (
     Status,
     new_id,
     now_ms,
+    write_ms,
 )
 from evomem.domain.recall import Successor
 
@@ -318,14 +319,14 @@ class SQLiteStore:
         before answers its first node (REPLAYED; another text under that key is a ``Conflict``),
         and without a key an identical active note of the same namespace and scope created in
         the last ``dedupe_window_ms`` answers that node (DUPLICATE). Otherwise INSERTED."""
-        node_id = new_id()
-        created = now_ms()
         ex = note.extraction
         text_hash = hashlib.sha256(note.raw_text.encode("utf-8")).hexdigest()
         key_hash = None
         if idempotency_key is not None:
             key_hash = hashlib.sha256(f"{note.namespace}\x00{idempotency_key}".encode()).hexdigest()
         with self._write() as conn:
+            created = write_ms(now_ms(), conn.execute("SELECT max(id) FROM nodes").fetchone()[0])
+            node_id = new_id(created)
             earlier = chains.earlier(conn, note, key_hash, text_hash, dedupe_window_ms, created)
             if earlier is not None:
                 found, outcome = earlier
