@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from evomem.domain.linkers.scored import RELATION_SCORE, ScoredLinker, _Candidate, option_kinds, subject_relation
+from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.scope import is_default, normalise
@@ -251,7 +251,7 @@ LOOSE_SHARE = 0.5  # the share of the statement's subject a chain's versions mus
 
 
 def _by_chain(
-    note: Facts, option: Mention, head: MemoryNode, past: Sequence[MemoryNode], c: _Candidate, kinds: frozenset[str]
+    note: Facts, option: Mention, head: MemoryNode, past: Sequence[MemoryNode], c: Candidate, kinds: frozenset[str]
 ) -> Reading | None:
     """A chain whose head's subject neither equals nor contains the statement's ("the hiring
     background check vendor uses Vettly" against "Pre-employment screening moves to ClearPath;

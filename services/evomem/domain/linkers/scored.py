@@ -54,7 +54,7 @@ HISTORY_DEPTH = 4  # earlier versions read to learn what a terse candidate is ab
 
 
 @dataclass(slots=True)
-class _Candidate:
+class Candidate:
     node: MemoryNode
     facts: Facts
     subject: frozenset[str]  # its own subject, plus the concepts its earlier versions name
@@ -94,11 +94,11 @@ def subject_relation(
     return "conflict"
 
 
-def _compatible(a: _Candidate, b: _Candidate) -> bool:
+def _compatible(a: Candidate, b: Candidate) -> bool:
     return subject_relation(a.subject, b.subject, a.core, b.core) in RELATION_SCORE
 
 
-def _one_topic(cands: Sequence[_Candidate]) -> bool:
+def _one_topic(cands: Sequence[Candidate]) -> bool:
     """Whether every two candidates have compatible subjects (one contains the other)."""
     return all(_compatible(a, b) for i, a in enumerate(cands) for b in cands[i + 1 :])
 
@@ -128,12 +128,12 @@ def _aspect_from_option(
     return subject | kinds, core | kinds, next(iter(kinds))
 
 
-def _names_any(c: _Candidate, known: frozenset[str]) -> bool:
+def _names_any(c: Candidate, known: frozenset[str]) -> bool:
     """Whether the candidate (or its history) has a word that is a known lowercase option."""
     return any(known & set(words(f.text)) for f in (c.facts, *c.history))
 
 
-def _left_by_newer(best: _Candidate, cands: Sequence[_Candidate]) -> Mention | None:
+def _left_by_newer(best: Candidate, cands: Sequence[Candidate]) -> Mention | None:
     """A mention, in a newer candidate on the same topic, that leaves ``best``'s option."""
     option = best.facts.option
     if option is None:
@@ -339,7 +339,7 @@ class ScoredLinker:
     @staticmethod
     def _candidate(
         node: MemoryNode, history: Sequence[MemoryNode], vocab: frozenset[str], known: frozenset[str] = frozenset()
-    ) -> _Candidate:
+    ) -> Candidate:
         facts = analyse(node.raw_text, vocab, scope=node.scope, known=known)
         past = tuple(analyse(h.raw_text, vocab, scope=h.scope, known=known) for h in history)
         subject, core = facts.subject, facts.core
@@ -352,10 +352,10 @@ class ScoredLinker:
             }
             if len(inherited) == 1:  # one concept for the whole chain, or none at all
                 subject, core = subject | inherited, core | inherited
-        return _Candidate(node, facts, subject, core, past)
+        return Candidate(node, facts, subject, core, past)
 
     @staticmethod
-    def _option_concepts(cands: Sequence[_Candidate]) -> dict[str, set[str]]:
+    def _option_concepts(cands: Sequence[Candidate]) -> dict[str, set[str]]:
         """For each option named in the memory, the concepts of the decisions that name it."""
         out: dict[str, set[str]] = {}
         for c in cands:
@@ -372,7 +372,7 @@ class ScoredLinker:
 
     # ------------------------------------------------------------------ scoring
 
-    def _score(self, note: Facts, c: _Candidate, option_kinds_of: Mapping[str, set[str]]) -> bool:
+    def _score(self, note: Facts, c: Candidate, option_kinds_of: Mapping[str, set[str]]) -> bool:
         """Score one candidate in place; False when it cannot be the decision the note replaces."""
         f = c.facts
         if not f.is_decision or note.option is None or f.option is None:
@@ -431,7 +431,7 @@ class ScoredLinker:
                 self._vectors[t] = v
         return [self._vectors[t] for t in texts]
 
-    def _add_similarity(self, text: str, scored: list[_Candidate]) -> None:
+    def _add_similarity(self, text: str, scored: list[Candidate]) -> None:
         try:
             vectors = self._embed([text, *(c.node.raw_text for c in scored)])
         except Exception:  # an embedder failure only loses this feature
@@ -444,7 +444,7 @@ class ScoredLinker:
 
     # ------------------------------------------------------------------ output
 
-    def _proposal(self, note: Facts, best: _Candidate) -> LinkProposal:
+    def _proposal(self, note: Facts, best: Candidate) -> LinkProposal:
         f = best.facts
         assert note.option is not None and f.option is not None
         evidence = [f"note option: {note.option.text}", f"target option: {f.option.text}"]
