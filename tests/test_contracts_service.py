@@ -276,50 +276,26 @@ def test_service_story_outcomes(service_wiring: ServiceWiring) -> None:
     assert stats[1] == 1 and stats[4] == {"default": 15, "team-b": 1}
 
 
-def test_service_story_is_the_same_in_both_wirings(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("other", "scores", "what"),
+    [
+        ("services", True, "the wirings"),
+        # every outcome, error and message, but for recall's scores:
+        ("tantivy", False, "FTS5 and Tantivy"),  # Tantivy's BM25 is summed per field
+        ("memory", False, "SQLite and the memory store"),  # word counts, not BM25
+        ("postgres", False, "SQLite and PostgreSQL"),  # ts_rank, not BM25
+    ],
+)
+def test_service_story_is_the_same_on_every_wiring(tmp_path: Path, other: str, scores: bool, what: str) -> None:
+    """The whole service on each other wiring (the multi-service one, the store's words in Tantivy,
+    the memory store, PostgreSQL) answers as the embedded one over SQLite."""
     with build_service_wiring("embedded", tmp_path) as embedded:
-        a = service_story(embedded)
-    with build_service_wiring("services", tmp_path) as services:
-        b = service_story(services)
+        a = service_story(embedded, scores=scores)
+    with build_service_wiring(other, tmp_path) as wiring:
+        b = service_story(wiring, scores=scores)
     assert [e[0] for e in a] == [e[0] for e in b]
     for x, y in zip(a, b, strict=True):
-        assert x == y, f"step {x[0]!r} differs between the wirings"
-
-
-def test_service_story_is_the_same_on_the_tantivy_word_index(tmp_path: Path) -> None:
-    """The whole service with the store's words in Tantivy answers as with FTS5, every outcome,
-    error and message, but for recall's scores (Tantivy's BM25 is summed per field)."""
-    with build_service_wiring("embedded", tmp_path) as embedded:
-        a = service_story(embedded, scores=False)
-    with build_service_wiring("tantivy", tmp_path) as tantivy:
-        b = service_story(tantivy, scores=False)
-    assert [e[0] for e in a] == [e[0] for e in b]
-    for x, y in zip(a, b, strict=True):
-        assert x == y, f"step {x[0]!r} differs between FTS5 and Tantivy"
-
-
-def test_service_story_is_the_same_on_a_memory_store(tmp_path: Path) -> None:
-    """The whole service over the memory store answers as over SQLite, every outcome, error and
-    message, but for recall's scores (word counts, not BM25)."""
-    with build_service_wiring("embedded", tmp_path) as embedded:
-        a = service_story(embedded, scores=False)
-    with build_service_wiring("memory", tmp_path) as memory:
-        b = service_story(memory, scores=False)
-    assert [e[0] for e in a] == [e[0] for e in b]
-    for x, y in zip(a, b, strict=True):
-        assert x == y, f"step {x[0]!r} differs between SQLite and the memory store"
-
-
-def test_service_story_is_the_same_on_postgres(tmp_path: Path) -> None:
-    """The whole service over PostgreSQL answers as over SQLite, every outcome, error and
-    message, but for recall's scores (ts_rank, not BM25)."""
-    with build_service_wiring("embedded", tmp_path) as embedded:
-        a = service_story(embedded, scores=False)
-    with build_service_wiring("postgres", tmp_path) as pg:
-        b = service_story(pg, scores=False)
-    assert [e[0] for e in a] == [e[0] for e in b]
-    for x, y in zip(a, b, strict=True):
-        assert x == y, f"step {x[0]!r} differs between SQLite and PostgreSQL"
+        assert x == y, f"step {x[0]!r} differs between {what}"
 
 
 def test_the_service_runs_end_to_end_over_a_memory_store() -> None:
