@@ -51,6 +51,8 @@ CONFIDENCE = {
 }
 MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subject
 COVERED = 0.8  # a scope's own decision, covered since by a later one of the default scope
+BY_CHAIN = 0.8  # a chain read as one decision (``_by_chain``): right that often on the development sets
+LOOSE_SHARE = 0.5  # the share of the statement's subject a chain's versions must hold (``_by_chain``)
 
 
 @dataclass(slots=True)
@@ -244,10 +246,6 @@ def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None)
         return None
     why = "an earlier version of a decision on much the same subject named it"
     return Judgement(Verdict.SUPERSEDED, BY_CHAIN, read.option, read.subject, loose, reason=why)
-
-
-BY_CHAIN = 0.8  # right that often on the development sets
-LOOSE_SHARE = 0.5  # the share of the statement's subject a chain's versions must hold (``_by_chain``)
 
 
 def _by_chain(
