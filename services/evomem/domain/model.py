@@ -182,7 +182,11 @@ def new_id(ms: int | None = None) -> str:
     Ids sort by creation time, so 'newest first' needs no extra column.
     """
     ts = now_ms() if ms is None else ms
-    value = (ts << 80) | int.from_bytes(os.urandom(10), "big")
+    return _ulid((ts << 80) | int.from_bytes(os.urandom(10), "big"))
+
+
+def _ulid(value: int) -> str:
+    """A 128-bit value as a ULID's 26 Crockford base32 characters."""
     out = []
     for _ in range(26):
         out.append(_CROCKFORD[value & 31])
@@ -217,12 +221,7 @@ def write_ms(now: int, newest_id: str | None) -> int:
 
 def id_floor(ms: int) -> str:
     """The smallest ULID of millisecond ``ms``: ids created at ``ms`` or later sort at or above it."""
-    value = ms << 80
-    out = []
-    for _ in range(26):
-        out.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return "".join(reversed(out))
+    return _ulid(ms << 80)
 
 
 def is_valid_id(value: object) -> bool:
