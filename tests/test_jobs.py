@@ -234,6 +234,30 @@ def test_an_outage_uses_no_attempt_and_keeps_the_claim(store: SQLiteStore) -> No
     assert node is not None and node.extraction_state == ExtractionState.DONE
 
 
+def test_an_outage_ending_between_a_try_and_the_probe_uses_no_attempt(store: SQLiteStore) -> None:
+    """The cronista comes back just after failing the job's try: the probe that follows
+    answers, yet the outage failed the try. Retried at once, it is not counted against the job."""
+
+    class BackAfterThirdCall(FailingCronista):
+        def extract(self, text: str) -> Extraction:
+            try:
+                return super().extract(text)
+            finally:
+                if self.calls == 3:  # the job's try, the probe, the job's second try
+                    self.outage.clear()
+
+    cronista = BackAfterThirdCall()
+    worker, source = make(store, cronista, max_attempts=1)
+    node_id = pending(store)
+    cronista.outage.set()
+    source.ready = [ClaimedJob("1-0", node_id, 1)]
+    worker.run_once()
+    assert source.dead == [] and source.acked == ["1-0"]
+    assert cronista.calls == 5  # the second try's probe answered; the third try worked
+    node = store.get(node_id)
+    assert node is not None and node.extraction_state == ExtractionState.DONE
+
+
 def test_stopping_during_an_outage_hands_the_job_back(store: SQLiteStore) -> None:
     cronista = FailingCronista()
     worker, source = make(store, cronista)

@@ -237,16 +237,24 @@ class ExtractionWorker:
             )
             return
         backoff = BACKOFF_START_S
+        outage = False  # a dependency was seen down while this job ran
         while True:
             try:
                 self.service.run_extraction(node_id)
             except TRANSIENT as exc:
                 self._count("failed")
                 if self._dependencies_ok():
+                    if outage:
+                        # The dependency came back between this try and the probe: the
+                        # outage, not the job, may have failed it. Once more, at once.
+                        outage = False
+                        log.info("job %s (node %s): the dependency is back; retrying now", job.id, node_id)
+                        continue
                     # Storage and cronista answer other calls: this job is what fails (for
                     # example a note the cronista cannot finish in time). Count the attempt.
                     self._settle_failure(job, f"{type(exc).__name__}: {exc}")
                     return
+                outage = True
                 if self.stop.is_set():
                     log.warning("job %s (node %s) left for another worker: %s", job.id, node_id, exc)
                     self.source.release([job.id])
