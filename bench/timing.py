@@ -12,7 +12,9 @@ The product keeps no timing queues. This wraps, on one service:
 - its storage's ``remember_context`` when it searches candidates: the candidate search (an
   embedding ``prepare`` timed taken out);
 - its linker's (or offerer's) ``decide``: the decision alone; ``linker_ms`` is search + decision,
-  counted for every remember that called the linker (one with no candidate never does);
+  counted for every remember that called the linker (one with no candidate never does; a note the
+  linker does not judge, ``wants_candidates``, is searched for nothing and its ``decide`` is given
+  no candidate: its ``linker_ms`` is that decision alone);
 - with ``--auto-supersede llm``, the cascade's model calls (``llm_ms``, one per call made).
 """
 
@@ -90,7 +92,7 @@ class _TimedLinker(_Wrapped):
         finally:
             ms = (time.perf_counter() - started) * 1000
             self._timings.decide_ms.append(ms)
-            self._timings.linker_ms.append(self._timings._search_ms + ms)
+            self._timings.linker_ms.append((self._timings._search_ms if candidates else 0.0) + ms)
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         return self._inner.propose(text, scope, candidates)

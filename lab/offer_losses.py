@@ -35,11 +35,14 @@ STAGES = ("not_candidate", "note_decides", "cand_decides", "scope", "below_offer
 
 
 class Recorder:
-    """Wraps ``PairLinker.decide``: every call's note, candidates, gates and probabilities, by note text."""
+    """Wraps ``PairLinker.decide``: every call's note, candidates, gates and probabilities, by note text.
+    Every note is searched for (``wants_candidates``): a note the ``decides`` gate rejects is still
+    shown its candidates, so that a gold one is counted at ``note_decides``, not ``not_candidate``."""
 
     def __init__(self) -> None:
         self.calls: dict[str, dict[str, Any]] = {}
         self._orig = PairLinker.decide
+        self._wants = PairLinker.wants_candidates
 
     def __enter__(self) -> Recorder:
         rec = self
@@ -53,10 +56,12 @@ class Recorder:
             return out
 
         PairLinker.decide = decide  # type: ignore[method-assign]
+        PairLinker.wants_candidates = lambda linker, text: True  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
         PairLinker.decide = self._orig  # type: ignore[method-assign]
+        PairLinker.wants_candidates = self._wants  # type: ignore[method-assign]
 
     @staticmethod
     def _explain(

@@ -178,6 +178,11 @@ class _Recorder:
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def wants_candidates(self, text: str) -> bool:
+        """Every note's candidates are recorded, those of a note the offerer will not judge (its
+        ``decides`` gate) too: the model's rows and the ``decides`` model's data need them."""
+        return True
+
     def decide(
         self,
         text: str,

@@ -66,6 +66,9 @@ class OfferingLinker:
     def prepare(self, text: str) -> None:
         pass
 
+    def wants_candidates(self, text: str) -> bool:
+        return True
+
     def decide(
         self,
         text: str,
@@ -231,6 +234,9 @@ class GuessingLinker:
 
     def prepare(self, text: str) -> None:
         pass
+
+    def wants_candidates(self, text: str) -> bool:
+        return True
 
     def decide(
         self,

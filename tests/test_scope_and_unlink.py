@@ -222,6 +222,9 @@ class AbstainingLinker:
     def prepare(self, text):
         pass
 
+    def wants_candidates(self, text):
+        return True
+
     def decide(self, text, scope, candidates, similarities=None, scope_inferred=False, earlier=None):
         return LinkDecision(kind="abstain", candidates=tuple((c.id, 0.5) for c in candidates[:2]), reason="unsure")
 

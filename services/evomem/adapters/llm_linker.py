@@ -286,6 +286,10 @@ class LLMLinker:
     def prepare(self, text: str) -> None:
         """Nothing to do on the note alone: the whole question is one request in ``decide``."""
 
+    def wants_candidates(self, text: str) -> bool:
+        """Always: the model judges every note against its candidates."""
+        return True
+
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         """The ``Linker`` protocol: a proposal only for a validated link; abstain and none are ``None``."""
         return self.decide(text, scope, candidates).proposal

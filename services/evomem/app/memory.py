@@ -5,9 +5,9 @@ Written only against the ports, so the same code runs in the embedded process (`
 over SQLite in-process) and in the gateway (``GrpcStorage``: one storage round trip for each
 storage side of an operation). Entry points translate; this decides.
 
-``remember`` reads what it needs in one call (``Storage.remember_context``: the nodes the note
-names and, when a linker runs, the candidates with their cosines and earlier versions), lets the
-linker decide, and writes in a second (``Storage.remember_note``: at most once, with its vector).
+``remember`` reads what it needs in one call (``Storage.remember_context``: the nodes the note names
+and, when the linker judges the note (``wants_candidates``), the candidates with their cosines and
+earlier versions), lets the linker decide, and writes in a second (``Storage.remember_note``).
 """
 
 from __future__ import annotations
@@ -222,7 +222,8 @@ class MemoryService:
         only_head = self.rules.if_head(if_head, target)
         rels = self.rules.relations(relations)
         decider = None if target is not None else self.linker or self.offerer
-        context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider)
+        judged = decider is not None and decider.wants_candidates(text)  # else no candidate is searched
+        context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider, judged)
         extraction = None
         if self.extractor is not None and self.config.extract_inline:
             extraction = self.extractor.extract(text)
@@ -242,8 +243,8 @@ class MemoryService:
         decision: LinkDecision | None = None
         if target is not None:
             link = LinkProvenance(method=LinkMethod.AGENT.value, confidence=1.0, by=note.author)
-        elif decider is not None and context is not None:
-            decision = self._decide(decider, text, note_scope, scope_source == "inferred", context)
+        elif decider is not None:
+            decision = self._decide(decider, text, note_scope, scope_source == "inferred", context if judged else None)
             if self.linker is None:  # an offer: listed, never linked
                 offered = tuple(c for c, _ in decision.candidates)
                 if decision.kind is LinkKind.LINK and decision.proposal is not None and not offered:
@@ -313,16 +314,17 @@ class MemoryService:
         relations: dict[str, tuple[str, ...]],
         target: str | None,
         decider: Linker | None,
+        judged: bool,
     ) -> RememberContext | None:
-        """Storage's first call: the nodes the note names (checked here) and, for a linker, its
-        candidates. None when there is nothing to read."""
+        """Storage's first call: the nodes the note names (checked here) and, when ``decider``
+        judges the note (``judged``), its candidates. None when there is nothing to read."""
         named = [*self.rules.relation_ids(relations), *([target] if target is not None else [])]
-        if decider is None and not named:
+        if not (decider is not None and judged) and not named:
             return None
-        ahead = self._pool().submit(decider.prepare, text) if decider is not None else None
+        ahead = self._pool().submit(decider.prepare, text) if decider is not None and judged else None
         try:
             context = self.storage.remember_context(
-                self._context_query(text, namespace, scope, scope_inferred, named, candidates=decider is not None)
+                self._context_query(text, namespace, scope, scope_inferred, named, candidates=ahead is not None)
             )
         finally:
             if ahead is not None:
@@ -365,13 +367,16 @@ class MemoryService:
         return self.storage.remember_context(query).candidates
 
     def _decide(
-        self, linker: Linker, text: str, scope: str | None, scope_inferred: bool, context: RememberContext
+        self, linker: Linker, text: str, scope: str | None, scope_inferred: bool, context: RememberContext | None
     ) -> LinkDecision:
-        if context.vector_problem is not None:
+        """``context`` None: the linker does not judge the note; asked with no candidate, it says why."""
+        if context is not None and context.vector_problem is not None:
             self._vector_search_failed(context.vector_problem)
-        if not context.candidates:
+        if context is not None and not context.candidates:
             return LinkDecision(kind=LinkKind.NONE, reason="no active decision with a compatible scope matches")
         try:  # with the search's cosines (no second embedding), the scope's origin and the chains read
+            if context is None:
+                return linker.decide(text, scope, (), None, scope_inferred, None)
             return linker.decide(text, scope, context.candidates, context.similarities, scope_inferred, context.earlier)
         except Exception as exc:  # a linker failure never loses the note: store it unlinked
             log.warning("linker %s failed: %s", linker.name, exc)

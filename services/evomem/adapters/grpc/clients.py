@@ -293,6 +293,11 @@ class GrpcLinker(_Client):
     def prepare(self, text: str) -> None:
         """Nothing ahead: the linker service does its work in ``DecideLink``."""
 
+    def wants_candidates(self, text: str) -> bool:
+        """Always: the remote linker is asked nothing before ``DecideLink`` (a round trip to ask
+        would cost what a skipped search saves on a small store)."""
+        return True
+
     def decide(
         self,
         text: str,

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: How many candidates a second opinion is offered (the LLM's prompt lists them all).
 MAX_OFFERED = 8
 
+#: ``needs_llm(cheap_decision, text, scope, offered)``: whether to ask the LLM. On a cheap "none" its
+#: answer may depend on the note's text only (``CascadeLinker.wants_candidates`` asks it before any
+#: search, with no scope and no candidates).
 Gate = Callable[[LinkDecision, str, str | None, Sequence[MemoryNode]], bool]
 
 
@@ -98,6 +101,15 @@ class CascadeLinker:
     def prepare(self, text: str) -> None:
         """The cheap linker's work on the note alone (the LLM has none)."""
         self.cheap.prepare(text)
+
+    def wants_candidates(self, text: str) -> bool:
+        """When the cheap linker wants them, or when the gate would ask the LLM after the cheap
+        linker's none (``has_change_cue``, ``unsure_or_cued`` on a note with a change cue): a gate
+        reads the cheap decision and the note (``Gate``)."""
+        if self.cheap.wants_candidates(text):
+            return True
+        none = LinkDecision(kind=LinkKind.NONE, reason="the cheap linker judges no candidate")
+        return self.llm.wants_candidates(text) and self.needs_llm(none, text, None, ())
 
     def decide(
         self,

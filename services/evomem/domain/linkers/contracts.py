@@ -33,6 +33,13 @@ class Linker(Protocol):
         never raises. A linker with nothing to prepare does nothing."""
         ...
 
+    def wants_candidates(self, text: str) -> bool:
+        """Whether ``decide`` would read candidates for this note at all. False only when its
+        answer is the same whatever the candidates (a note the linker will not judge: the pair
+        linker's ``decides`` gate); the service then searches none and calls ``decide`` with
+        none, for the linker's own reason. Never raises (True when unsure)."""
+        ...
+
     def decide(
         self,
         text: str,

@@ -40,6 +40,10 @@ class HeuristicLinker:
     def prepare(self, text: str) -> None:
         """Nothing to do on the note alone ahead of ``decide``."""
 
+    def wants_candidates(self, text: str) -> bool:
+        """Only a note with a change cue and content words can link (``propose``)."""
+        return HEURISTIC_CHANGE_CUE.search(text) is not None and bool(content_words(text))
+
     def decide(
         self,
         text: str,

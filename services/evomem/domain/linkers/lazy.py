@@ -40,6 +40,9 @@ class LazyLinker:
     def prepare(self, text: str) -> None:
         self.built().prepare(text)
 
+    def wants_candidates(self, text: str) -> bool:
+        return self.built().wants_candidates(text)
+
     def decide(
         self,
         text: str,

@@ -155,6 +155,18 @@ class PairLinker:
         except Exception:  # decide embeds (and reports) it again
             return
 
+    def wants_candidates(self, text: str) -> bool:
+        """False exactly when ``_gate`` answers "the note decides nothing" whatever the candidates:
+        a calibrated model's ``decides`` rejects the note and it declares no replacement (a note
+        with a replacing sentence, "Supersedes ADR 7", is judged: it may name a candidate)."""
+        dm = self.model.decides
+        if self.offer_at is None or dm is None:
+            return True
+        try:
+            return dm.decides(text) or bool(self._read(text).decl_sents)
+        except Exception:  # decide reads (and reports) it again
+            return True
+
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         decision = self.decide(text, scope, candidates)
         return decision.proposal if decision.kind == "link" else None

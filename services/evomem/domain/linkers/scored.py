@@ -203,6 +203,10 @@ class ScoredLinker:
     def prepare(self, text: str) -> None:
         """Nothing to do on the note alone ahead of ``decide``."""
 
+    def wants_candidates(self, text: str) -> bool:
+        """Always: whether the note decides is read against its candidates' vocabulary."""
+        return True
+
     def decide(
         self,
         text: str,
