@@ -47,7 +47,10 @@ decision, listing, probability or target moved. Recorded again in the seventh se
 when the pair model was retrained with a calibration of its own for long documents (``calibration_long``;
 ``offer_at`` 0.37, ``link_at`` 0.95): no link was made or lost and no target moved; with vectors off one
 listing gained a second candidate and the rest is probabilities and the threshold in the evidence; with
-vectors on 2 abstentions became none and 1 none an abstention.
+vectors on 2 abstentions became none and 1 none an abstention. Recorded again on 2026-12-07 (speed9) when
+a note the ``decides`` gate rejects stopped being searched for (``Linker.wants_candidates``): the 3
+such dev-long notes (off and on) have ``searched`` [] instead of their candidates; their decision
+(none, "the note decides nothing") and everything else is the same.
 The other tests check each speed-up against what it replaced.
 """
 
