@@ -130,3 +130,21 @@ def test_wants_candidates_is_false_only_where_the_decision_does_not_depend_on_th
     assert not pair.wants_candidates(cued)
     assert CascadeLinker(pair, HeuristicLinker(), has_change_cue).wants_candidates(cued)
     assert not CascadeLinker(pair, HeuristicLinker(), pair_unsure).wants_candidates(cued)
+
+
+def test_a_linker_that_cannot_be_built_still_loses_no_note(tmp_path) -> None:
+    """``wants_candidates`` of a lazy linker whose build fails says True: the note is searched
+    for, ``decide`` fails, and the note is stored unlinked (as before the method existed)."""
+    from evomem.adapters.sqlite.store import SQLiteStore
+    from evomem.app.memory import MemoryService
+    from evomem.domain.linkers.lazy import LazyLinker
+
+    def broken() -> Any:
+        raise RuntimeError("no weights")
+
+    lazy = LazyLinker(broken)
+    assert lazy.wants_candidates(QUESTION)
+    svc = MemoryService.local(SQLiteStore(str(tmp_path / "b.db")), offerer=lazy)
+    svc.remember(OLD)
+    out = svc.remember(QUESTION)
+    assert out.node.id and out.decision is not None and out.decision.reason.startswith("linker failed")

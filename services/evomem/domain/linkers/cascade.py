@@ -109,7 +109,10 @@ class CascadeLinker:
         if self.cheap.wants_candidates(text):
             return True
         none = LinkDecision(kind=LinkKind.NONE, reason="the cheap linker judges no candidate")
-        return self.llm.wants_candidates(text) and self.needs_llm(none, text, None, ())
+        try:
+            return self.llm.wants_candidates(text) and self.needs_llm(none, text, None, ())
+        except Exception:  # a gate that fails here is asked again in ``decide``
+            return True
 
     def decide(
         self,

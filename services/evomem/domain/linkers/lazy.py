@@ -41,7 +41,12 @@ class LazyLinker:
         self.built().prepare(text)
 
     def wants_candidates(self, text: str) -> bool:
-        return self.built().wants_candidates(text)
+        """The built linker's answer; True when it cannot be built (``decide`` then fails, and the
+        service stores the note unlinked, as before)."""
+        try:
+            return self.built().wants_candidates(text)
+        except Exception:
+            return True
 
     def decide(
         self,
