@@ -262,7 +262,8 @@ def linker_cost(runs: Sequence[ScenarioRun]) -> dict[str, Any] | None:
     """Linker time per remember: how many remembers called the linker, and p50/p95 of those calls.
 
     ``bench.timing`` times a remember's candidate search and link decision; a remember
-    with no active candidate does not call the linker and is not timed. None: no linker.
+    with no active candidate, or one the linker does not judge (``Linker.wants_candidates``: no
+    search), is not timed. None: no linker.
     """
     if not runs or runs[0].linker_ms is None:
         return None

@@ -12,9 +12,9 @@ The product keeps no timing queues. This wraps, on one service:
 - its storage's ``remember_context`` when it searches candidates: the candidate search (an
   embedding ``prepare`` timed taken out);
 - its linker's (or offerer's) ``decide``: the decision alone; ``linker_ms`` is search + decision,
-  counted for every remember that called the linker (one with no candidate never does; a note the
-  linker does not judge, ``wants_candidates``, is searched for nothing and its ``decide`` is given
-  no candidate: its ``linker_ms`` is that decision alone);
+  counted for every remember that called the linker with candidates (one with no candidate never
+  does; a note the linker does not judge, ``wants_candidates``, is not searched for and its
+  ``decide``, given no candidate, only says why: not timed either);
 - with ``--auto-supersede llm``, the cascade's model calls (``llm_ms``, one per call made).
 """
 
@@ -86,13 +86,15 @@ class _TimedLinker(_Wrapped):
         scope_inferred: bool = False,
         earlier: Mapping[str, MemoryNode] | None = None,
     ) -> LinkDecision:
+        if not candidates:  # a note the linker does not judge: no search, nothing decided (not timed)
+            return self._inner.decide(text, scope, candidates, similarities, scope_inferred, earlier)
         started = time.perf_counter()
         try:
             return self._inner.decide(text, scope, candidates, similarities, scope_inferred, earlier)
         finally:
             ms = (time.perf_counter() - started) * 1000
             self._timings.decide_ms.append(ms)
-            self._timings.linker_ms.append((self._timings._search_ms if candidates else 0.0) + ms)
+            self._timings.linker_ms.append(self._timings._search_ms + ms)
 
     def propose(self, text: str, scope: str | None, candidates: Sequence[MemoryNode]) -> LinkProposal | None:
         return self._inner.propose(text, scope, candidates)
