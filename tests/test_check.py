@@ -387,3 +387,66 @@ def test_a_decision_that_says_more_than_the_statement_does_not_contradict_it(tmp
         assert out.verdict not in ("contradicted", "superseded"), out
         service.remember("We moved the ledger from Postgres to SQLite.")
         assert service.check("the ledger runs on MySQL").verdict == "contradicted"
+
+
+_POLICY = (
+    "Records Decision RD-{n}: {title}\n\nStatus: Approved by the records board.\n\n1. Context\n"
+    "We hold customer files in three systems. The auditor asked for one written rule per record type. "
+    "{aside}Support says reactivation requests after two years are rare. About 38% of accounts have not "
+    "logged in for a year; most peers in the sector act after 12 to 18 months, and our own data shows "
+    "that almost every account that comes back does so within the first 14 months. Keeping profiles "
+    "beyond that mostly adds breach exposure: the phishing incident in January touched 9,000 dormant "
+    "profiles, and each of them had to be notified by hand.\n\n2. Options\n"
+    "- A: Keep everything indefinitely.\n- B: Delete after a fixed period, with warning emails.\n"
+    "- C: Anonymise after a fixed period.\n\n3. Decision\n{decision}\n\n4. Consequences\n"
+    "- The nightly sweeper job implements the rule; owned by the identity team.\n"
+    "- The privacy notice is updated with the new rule, and the help centre article links to it.\n"
+    "- Marketing cannot re-engage accounts older than the threshold.\n"
+    "- Backups age out within 35 days, so erased data leaves them within five weeks.\n- Reviewed every year.\n"
+)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_document_that_dropped_the_options_words_does_not_flag_a_note_in_force_that_holds_them(
+    tmp_path: Path, wiring: str
+) -> None:
+    """A long record that once named "ten years" in passing, replaced by one that does not, holds
+    more of the statement's words than the short note in force that says it: a document holds any
+    words, so the two readings disagree and the answer is unknown, never a flag."""
+    first = _POLICY.format(
+        n=4,
+        title="Retention of dormant accounts",
+        aside="Finance keeps invoices for ten years, but invoice retention sits in the finance system. ",
+        decision="Option B: dormant accounts are deleted after 24 months of inactivity.",
+    )
+    second = _POLICY.format(
+        n=11,
+        title="Dormant account anonymisation window",
+        aside="",
+        decision="Option C: dormant accounts are anonymised after 14 months of inactivity.",
+    )
+    assert len(first) > 1200 and len(second) > 1200
+    with wired(wiring, tmp_path / "m.db") as service:
+        old = service.remember(first).node.id
+        service.remember(second, supersedes=old)
+        service.remember("Invoices are retained for ten years in the finance system.")
+        out = service.check("The finance invoice retention uses ten years.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_before_the_statements_verb_says_what_it_is_about_not_which_version(tmp_path: Path, wiring: str) -> None:
+    """ "k8s" or "3rd" before the verb names the thing, not the option: the values after the verb
+    tell the versions apart ("40" left for "60"). A chain that lacks such a name another chain
+    holds is about something else ("the 3rd floor" kitchen keeps what the office left)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Cluster autoscaler max nodes for the general node group: 40.").node.id
+        now = service.remember("Bumping the general node group max from 40 to 60 ahead of the sale.", supersedes=first)
+        old = service.check("The k8s general max nodes uses 40.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.node.id], old
+        assert service.check("The k8s general max nodes uses 60.").verdict == "in_force"
+        beans = service.remember("Office coffee beans from Square Mile.").node.id
+        service.remember("Switching beans to Origin from next order.", supersedes=beans)
+        service.remember("Kitchen on 3rd floor still uses Square Mile (their own budget).")
+        out = service.check("The office 3rd floor coffee beans uses Square Mile.")
+        assert out.verdict not in ("superseded", "contradicted"), out

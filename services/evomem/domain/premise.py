@@ -450,7 +450,16 @@ def lexical(
         return None
     option = set(option_words) & said
     topic = _topic_words(statement)
-    named = named_words(statement) & said | option
+    named = named_words(statement) & said
+    # A name before the verb says what the statement is about ("k8s", "Flat 3A"), not which
+    # version: the names after it tell the versions apart, when it has any. Such a name that
+    # some chain holds tells which thing: a chain that holds under half of them is about another
+    # ("Kitchen on 3rd floor" for "the office 3rd floor coffee beans"); one no chain holds is a
+    # label of the statement's own ("k8s").
+    anchors = named & topic if named - topic else set()
+    named = (named - anchors) | option
+    memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
+    anchors = {a for a in anchors if _holds(memory, a)}
     scored: list[tuple[float, Reading]] = []
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
@@ -459,6 +468,8 @@ def lexical(
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
         union = set().union(*held)
+        if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
+            continue
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
         share = len(said & union) / len(said)
@@ -481,11 +492,29 @@ def lexical(
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
     rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    if best.stance == "replaced" and telling and _long(best):
+        # A document holds any words: a chain about the statement whose version in force holds
+        # its option's words, though fewer of its other words, says otherwise.
+        rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
     if rivals:
         return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+_PARTS = re.compile(r"[^\W\d_]+|\d+")
+
+
+def _holds(held: set[str], name: str) -> bool:
+    """Whether words hold a name, whole or in its letter and digit parts ("ward7" in "Ward 7")."""
+    parts = _PARTS.findall(name)
+    return name in held or (len(parts) > 1 and all(_stem(p) in held for p in parts))
+
+
+def _long(reading: Reading) -> bool:
+    """Whether a reading rests on a document (its version in force, or the one that named the option)."""
+    return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
 
 
 def _meets(topic: set[str], held: set[str]) -> bool:
