@@ -450,3 +450,25 @@ def test_a_name_before_the_statements_verb_says_what_it_is_about_not_which_versi
         service.remember("Kitchen on 3rd floor still uses Square Mile (their own budget).")
         out = service.check("The office 3rd floor coffee beans uses Square Mile.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_dotted_version_is_one_value(tmp_path: Path, wiring: str) -> None:
+    """ "v1.0" is not held by "v1.1.0" though its numbers are, and the dot inside "0.4.4." ends no
+    clause: the version a statement names tells the chain's versions apart whole."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        a = service.remember("tinyfmt latest release: v0.9").node.id
+        b = service.remember("tinyfmt v1.0 released!", supersedes=a).node.id
+        c = service.remember("tinyfmt latest release: v1.0.1", supersedes=b).node.id
+        now = service.remember("tinyfmt latest release: v1.1.0", supersedes=c).node.id
+        for old in ("v1.0", "v1.0.1"):
+            out = service.check(f"The repo tinyfmt latest release uses {old}.")
+            assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The repo tinyfmt latest release uses v1.1.0.").verdict == "in_force"
+        pin = service.remember("Pin for the lint tool in pre-commit: ruff 0.4.4.").node.id
+        service.remember("pre-commit autoupdate merged: ruff 0.6.9, black untouched.", supersedes=pin)
+        assert service.check("The oss ruff version uses 0.4.4.").verdict == "superseded"
+    from evomem.domain.premise import complement
+
+    assert complement("The oss ruff version uses 0.4.4.") == "0.4.4"
+    assert complement("The mortgage rate uses 4.29%.") == "4.29%"

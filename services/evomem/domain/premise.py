@@ -398,10 +398,16 @@ def _stem(w: str) -> str:
 QUANTITIES = frozenset({"one", "two", "three", "once"})
 
 
+#: A dotted version or number ("v1.0.1", "4.1.1", "3.12"): one value, not the numbers it holds.
+_DOTTED = re.compile(r"(?<![\w.])\w*\d\.\d[\w.]*\w|(?<![\w.])\w*\d\.\d\b")
+
+
 def _words(text: str) -> set[str]:
-    return {
+    dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
+    rest = _DOTTED.sub(" ", text) if dotted else text
+    return dotted | {
         _stem(w)
-        for w in words(text)
+        for w in words(rest)
         if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
     }
 
@@ -418,7 +424,9 @@ def named_words(text: str) -> set[str]:
     return out
 
 
-_COMPLEMENT = re.compile(r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>[^.;!?\n]+?)\s*[.;!?]*\s*$", re.I)
+_COMPLEMENT = re.compile(
+    r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>(?:[^.;!?\n]|\.(?=\w))+?)\s*[.;!?]*\s*$", re.I
+)  # a dot inside a value ("4.29%", "v1.0.1") ends no clause
 
 
 def complement(statement: str) -> str | None:
