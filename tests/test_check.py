@@ -472,3 +472,17 @@ def test_a_dotted_version_is_one_value(tmp_path: Path, wiring: str) -> None:
 
     assert complement("The oss ruff version uses 0.4.4.") == "0.4.4"
     assert complement("The mortgage rate uses 4.29%.") == "4.29%"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_words_of_a_statements_subject_no_decision_uses_do_not_keep_it_from_its_chain(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "dog" and "owner" are the statement's own labels: no note says them. The chain whose
+    versions hold the rest of its subject ("Biscuit"), one of which chose its option, replaced it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Biscuit the beagle belongs to Ann Moreau.").node.id
+        now = service.remember("Ann gave Biscuit to her nephew Luc Moreau.", supersedes=first).node.id
+        service.remember("Biscuit's vet: Dr. Okoro.")
+        out = service.check("The dog biscuit owner uses Ann Moreau.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out

@@ -190,6 +190,7 @@ def _by_reading(
     # something else of the same kind (another pet, another team) holds at most half of them.
     anchors = named_words(statement) - _words(option.text)
     readings: list[Reading] = []
+    memory = set().union(*(f.core for c in cands for f in (c.facts, *c.history)))
     loose = [] if loose is None else loose  # chains whose subject meets the statement's in part (``_by_chain``)
     for (head, past), c in zip(chains, cands, strict=True):
         if anchors and len(anchors & set().union(*(_words(n.raw_text) for n in (head, *past)))) * 2 < len(anchors):
@@ -200,7 +201,7 @@ def _by_reading(
             subject, core = subject | own, core | own
         relation = subject_relation(note.subject, subject, note.core, core)
         if relation not in RELATION_SCORE:
-            by_chain = _by_chain(note, option, head, past, c, kinds)
+            by_chain = _by_chain(note, option, head, past, c, kinds, memory)
             if by_chain is not None:
                 loose.append(by_chain)
             continue
@@ -249,7 +250,13 @@ def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None)
 
 
 def _by_chain(
-    note: Facts, option: Mention, head: MemoryNode, past: Sequence[MemoryNode], c: Candidate, kinds: frozenset[str]
+    note: Facts,
+    option: Mention,
+    head: MemoryNode,
+    past: Sequence[MemoryNode],
+    c: Candidate,
+    kinds: frozenset[str],
+    memory: set[str],
 ) -> Reading | None:
     """A chain whose head's subject neither equals nor contains the statement's ("the hiring
     background check vendor uses Vettly" against "Pre-employment screening moves to ClearPath;
@@ -262,7 +269,8 @@ def _by_chain(
         return None
     versions = [c.facts, *c.history]
     held = set().union(*(f.core for f in versions))
-    if sum(_meets({t}, held) for t in note.core) < LOOSE_SHARE * len(note.core):
+    core = {t for t in note.core if _meets({t}, memory)} or note.core  # not its own labels ("hw")
+    if sum(_meets({t}, held) for t in core) < LOOSE_SHARE * len(core):
         return None
     concepts = {t for f in versions for t in f.subject if t.startswith("@")}
     if kinds and concepts and not kinds & concepts:
