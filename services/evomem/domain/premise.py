@@ -467,11 +467,8 @@ def lexical(
     option = set(option_words) & said
     topic = _topic_words(statement)
     named = named_words(statement) & said
-    # A name before the verb says what the statement is about ("k8s", "Flat 3A"), not which
-    # version: the names after it tell the versions apart, when it has any. Such a name that
-    # some chain holds tells which thing: a chain that holds under half of them is about another
-    # ("Kitchen on 3rd floor" for "the office 3rd floor coffee beans"); one no chain holds is a
-    # label of the statement's own ("k8s").
+    # A name before the verb ("k8s", "3rd") says which thing, not which version: a chain that holds
+    # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
     anchors = named & topic if named - topic else set()
     named = (named - anchors) | option
     memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
