@@ -486,3 +486,17 @@ def test_words_of_a_statements_subject_no_decision_uses_do_not_keep_it_from_its_
         service.remember("Biscuit's vet: Dr. Okoro.")
         out = service.check("The dog biscuit owner uses Ann Moreau.")
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_statement_whose_subject_says_more_by_a_word_notes_use_is_another_aspect(tmp_path: Path, wiring: str) -> None:
+    """ "the second car" holds "car" and a word more that another note uses: the chain about her car,
+    which left the Yaris, says nothing of her second car, so it flags nothing; a label no note uses
+    ("the family car") still lets that chain answer."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Yuki's car: Toyota Yaris.").node.id
+        service.remember("Yuki's car: Toyota Corolla.", supersedes=first)
+        service.remember("Yuki kept the Toyota Yaris as a second car for her partner.")
+        out = service.check("The yuki second car uses Toyota Yaris.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        assert service.check("The yuki family car uses Toyota Yaris.").verdict == "superseded"

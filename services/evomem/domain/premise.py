@@ -24,10 +24,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
-from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_words import complement, named_words
+from evomem.domain.premise_words import holds as _holds
+from evomem.domain.premise_words import meets as _meets
+from evomem.domain.premise_words import topic_words as _topic_words
+from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default, normalise
-from evomem.domain.subject import DECISION_CUE, LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 
@@ -222,6 +227,12 @@ def _by_reading(
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
+            if (
+                at is not None
+                and relation == "broader"
+                and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
+            ):
+                continue  # the statement's subject holds a word more that notes use ("second car"): another aspect
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
             elif left and head.status == Status.ACTIVE:
@@ -395,57 +406,6 @@ LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development 
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
 LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
 HOLDS = 0.75  # the share a single version must hold to say it
-VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
-
-
-def _stem(w: str) -> str:
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-
-
-#: The stopwords that state a quantity: a value as much as "four" or "14" ("three weeks", "once a year").
-QUANTITIES = frozenset({"one", "two", "three", "once"})
-
-
-#: A dotted version or number ("v1.0.1", "4.1.1", "3.12"): one value, not the numbers it holds.
-_DOTTED = re.compile(r"(?<![\w.])\w*\d\.\d[\w.]*\w|(?<![\w.])\w*\d\.\d\b")
-
-
-def _words(text: str) -> set[str]:
-    dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
-    rest = _DOTTED.sub(" ", text) if dotted else text
-    return dotted | {
-        _stem(w)
-        for w in words(rest)
-        if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
-    }
-
-
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
-
-
-def named_words(text: str) -> set[str]:
-    """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
-    out: set[str] = set()
-    for m in _NAMED.finditer(text.strip()):
-        out |= _words(m.group(1))
-    return out
-
-
-_COMPLEMENT = re.compile(
-    r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>(?:[^.;!?\n]|\.(?=\w))+?)\s*[.;!?]*\s*$", re.I
-)  # a dot inside a value ("4.29%", "v1.0.1") ends no clause
-
-
-def complement(statement: str) -> str | None:
-    """What a one-clause statement says is used, after its last decision verb ("The volunteer
-    DBS renewal uses every three years" -> "every three years"); None when it has no such verb
-    or says more than one clause."""
-    cues = list(DECISION_CUE.finditer(statement))
-    if not cues:
-        return None
-    m = _COMPLEMENT.match(statement[cues[-1].end() :])
-    return m.group("phrase") if m else None
 
 
 def lexical(
@@ -516,38 +476,9 @@ def lexical(
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
 
 
-_PARTS = re.compile(r"[^\W\d_]+|\d+")
-
-
-def _holds(held: set[str], name: str) -> bool:
-    """Whether words hold a name, whole or in its letter and digit parts ("ward7" in "Ward 7")."""
-    parts = _PARTS.findall(name)
-    return name in held or (len(parts) > 1 and all(_stem(p) in held for p in parts))
-
-
 def _long(reading: Reading) -> bool:
     """Whether a reading rests on a document (its version in force, or the one that named the option)."""
     return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
-
-
-def _meets(topic: set[str], held: set[str]) -> bool:
-    """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
-    "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
-
-    def near(a: str, b: str) -> bool:
-        if a == b:
-            return True
-        short, long = sorted((a, b), key=len)
-        return len(short) >= 3 and long.startswith(short[:5]) and not short.isdigit()
-
-    return any(near(t, h) for t in topic for h in held)
-
-
-def _topic_words(statement: str) -> set[str]:
-    """The words a one-clause statement says what it is about with, before its verb ("The ward 7
-    beds" of "The ward 7 beds uses 28."): never an option a version left."""
-    cues = list(DECISION_CUE.finditer(statement))
-    return _words(statement[: cues[-1].start()]) if cues and complement(statement) is not None else set()
 
 
 def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
@@ -559,12 +490,6 @@ def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tu
     own = _words(_blank(head.raw_text, spans))
     gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
     return held - (gone - own)
-
-
-def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    for s, e in spans:
-        text = text[:s] + " " * (e - s) + text[e:]
-    return text
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:
