@@ -500,3 +500,19 @@ def test_a_statement_whose_subject_says_more_by_a_word_notes_use_is_another_aspe
         out = service.check("The yuki second car uses Toyota Yaris.")
         assert out.verdict not in ("superseded", "contradicted"), out
         assert service.check("The yuki family car uses Toyota Yaris.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_plural_in_oes_or_ies_is_the_word_it_is_a_plural_of(tmp_path: Path, wiring: str) -> None:
+    """ "tomatoes" is "tomato": the note in force on the watering holds as much of the statement as
+    the chain about the feed, whose first version named "2" and "every watering", so the words do
+    not read the statement as replaced."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("watering schedule for tomatoes: every 2 days")
+        feed = service.remember("Greenhouse tomato feed: 2 ml/L every watering.").node.id
+        service.remember("tomatoes: 4 ml/L weekly, skip feed on the other waterings", supersedes=feed)
+        out = service.check("The greenhouse tomato watering uses every 2 days.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+    from evomem.domain.premise_words import words_of
+
+    assert words_of("tomatoes, policies") == words_of("tomato, policy")

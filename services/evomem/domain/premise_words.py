@@ -15,6 +15,8 @@ VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is
 
 
 def stem(w: str) -> str:
+    if len(w) > 4 and w.endswith(("ies", "oes")):
+        return w[:-3] + "y" if w.endswith("ies") else w[:-2]  # "policies", "tomatoes"
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
