@@ -516,3 +516,19 @@ def test_a_plural_in_oes_or_ies_is_the_word_it_is_a_plural_of(tmp_path: Path, wi
     from evomem.domain.premise_words import words_of
 
     assert words_of("tomatoes, policies") == words_of("tomato, policy")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_names_before_a_verb_say_the_topic_only_in_one_phrase(tmp_path: Path, wiring: str) -> None:
+    """ "ok going forward just answer in English, I keep pasting ... into Jira": the words before
+    its last verb are a clause of their own, not a topic phrase, so "English" still tells the
+    versions apart (the version in force holds "Jira", not "English")."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("antworte mir bitte immer auf Deutsch, auch wenn ich auf Englisch frage").node.id
+        mid = "ok going forward just answer in English, I keep pasting your replies into Jira and translating them"
+        second = service.remember(mid, supersedes=first).node.id
+        service.remember(
+            "Antworten bitte wieder auf Deutsch - die Jira-Tickets schreibe ich inzwischen selbst.", supersedes=second
+        )
+        out = service.check(mid)
+        assert out.verdict == "superseded", out

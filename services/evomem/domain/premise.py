@@ -429,7 +429,7 @@ def lexical(
     named = named_words(statement) & said
     # A name before the verb ("k8s", "3rd") says which thing, not which version: a chain that holds
     # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
-    anchors = named & topic if named - topic else set()
+    anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
     named = (named - anchors) | option
     memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
     anchors = {a for a in anchors if _holds(memory, a)}

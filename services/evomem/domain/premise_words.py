@@ -88,11 +88,14 @@ def meets(topic: set[str], held: set[str]) -> bool:
     return any(near(t, h) for t in topic for h in held)
 
 
-def topic_words(statement: str) -> set[str]:
+def topic_words(statement: str, phrase: bool = False) -> set[str]:
     """The words a one-clause statement says what it is about with, before its verb ("The ward 7
-    beds" of "The ward 7 beds uses 28."): never an option a version left."""
+    beds" of "The ward 7 beds uses 28."): never an option a version left. ``phrase``: only when
+    they are one phrase (no comma: "ok going forward just answer in English, I keep ...")."""
     cues = list(DECISION_CUE.finditer(statement))
-    return words_of(statement[: cues[-1].start()]) if cues and complement(statement) is not None else set()
+    if not cues or complement(statement) is None or (phrase and "," in statement[: cues[-1].start()]):
+        return set()
+    return words_of(statement[: cues[-1].start()])
 
 
 def blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
