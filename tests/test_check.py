@@ -387,3 +387,148 @@ def test_a_decision_that_says_more_than_the_statement_does_not_contradict_it(tmp
         assert out.verdict not in ("contradicted", "superseded"), out
         service.remember("We moved the ledger from Postgres to SQLite.")
         assert service.check("the ledger runs on MySQL").verdict == "contradicted"
+
+
+_POLICY = (
+    "Records Decision RD-{n}: {title}\n\nStatus: Approved by the records board.\n\n1. Context\n"
+    "We hold customer files in three systems. The auditor asked for one written rule per record type. "
+    "{aside}Support says reactivation requests after two years are rare. About 38% of accounts have not "
+    "logged in for a year; most peers in the sector act after 12 to 18 months, and our own data shows "
+    "that almost every account that comes back does so within the first 14 months. Keeping profiles "
+    "beyond that mostly adds breach exposure: the phishing incident in January touched 9,000 dormant "
+    "profiles, and each of them had to be notified by hand.\n\n2. Options\n"
+    "- A: Keep everything indefinitely.\n- B: Delete after a fixed period, with warning emails.\n"
+    "- C: Anonymise after a fixed period.\n\n3. Decision\n{decision}\n\n4. Consequences\n"
+    "- The nightly sweeper job implements the rule; owned by the identity team.\n"
+    "- The privacy notice is updated with the new rule, and the help centre article links to it.\n"
+    "- Marketing cannot re-engage accounts older than the threshold.\n"
+    "- Backups age out within 35 days, so erased data leaves them within five weeks.\n- Reviewed every year.\n"
+)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_document_that_dropped_the_options_words_does_not_flag_a_note_in_force_that_holds_them(
+    tmp_path: Path, wiring: str
+) -> None:
+    """A long record that once named "ten years" in passing, replaced by one that does not, holds
+    more of the statement's words than the short note in force that says it: a document holds any
+    words, so the two readings disagree and the answer is unknown, never a flag."""
+    first = _POLICY.format(
+        n=4,
+        title="Retention of dormant accounts",
+        aside="Finance keeps invoices for ten years, but invoice retention sits in the finance system. ",
+        decision="Option B: dormant accounts are deleted after 24 months of inactivity.",
+    )
+    second = _POLICY.format(
+        n=11,
+        title="Dormant account anonymisation window",
+        aside="",
+        decision="Option C: dormant accounts are anonymised after 14 months of inactivity.",
+    )
+    assert len(first) > 1200 and len(second) > 1200
+    with wired(wiring, tmp_path / "m.db") as service:
+        old = service.remember(first).node.id
+        service.remember(second, supersedes=old)
+        service.remember("Invoices are retained for ten years in the finance system.")
+        out = service.check("The finance invoice retention uses ten years.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_before_the_statements_verb_says_what_it_is_about_not_which_version(tmp_path: Path, wiring: str) -> None:
+    """ "k8s" or "3rd" before the verb names the thing, not the option: the values after the verb
+    tell the versions apart ("40" left for "60"). A chain that lacks such a name another chain
+    holds is about something else ("the 3rd floor" kitchen keeps what the office left)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Cluster autoscaler max nodes for the general node group: 40.").node.id
+        now = service.remember("Bumping the general node group max from 40 to 60 ahead of the sale.", supersedes=first)
+        old = service.check("The k8s general max nodes uses 40.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.node.id], old
+        assert service.check("The k8s general max nodes uses 60.").verdict == "in_force"
+        beans = service.remember("Office coffee beans from Square Mile.").node.id
+        service.remember("Switching beans to Origin from next order.", supersedes=beans)
+        service.remember("Kitchen on 3rd floor still uses Square Mile (their own budget).")
+        out = service.check("The office 3rd floor coffee beans uses Square Mile.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_dotted_version_is_one_value(tmp_path: Path, wiring: str) -> None:
+    """ "v1.0" is not held by "v1.1.0" though its numbers are, and the dot inside "0.4.4." ends no
+    clause: the version a statement names tells the chain's versions apart whole."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        a = service.remember("tinyfmt latest release: v0.9").node.id
+        b = service.remember("tinyfmt v1.0 released!", supersedes=a).node.id
+        c = service.remember("tinyfmt latest release: v1.0.1", supersedes=b).node.id
+        now = service.remember("tinyfmt latest release: v1.1.0", supersedes=c).node.id
+        for old in ("v1.0", "v1.0.1"):
+            out = service.check(f"The repo tinyfmt latest release uses {old}.")
+            assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The repo tinyfmt latest release uses v1.1.0.").verdict == "in_force"
+        pin = service.remember("Pin for the lint tool in pre-commit: ruff 0.4.4.").node.id
+        service.remember("pre-commit autoupdate merged: ruff 0.6.9, black untouched.", supersedes=pin)
+        assert service.check("The oss ruff version uses 0.4.4.").verdict == "superseded"
+    from evomem.domain.premise import complement
+
+    assert complement("The oss ruff version uses 0.4.4.") == "0.4.4"
+    assert complement("The mortgage rate uses 4.29%.") == "4.29%"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_words_of_a_statements_subject_no_decision_uses_do_not_keep_it_from_its_chain(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "dog" and "owner" are the statement's own labels: no note says them. The chain whose
+    versions hold the rest of its subject ("Biscuit"), one of which chose its option, replaced it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Biscuit the beagle belongs to Ann Moreau.").node.id
+        now = service.remember("Ann gave Biscuit to her nephew Luc Moreau.", supersedes=first).node.id
+        service.remember("Biscuit's vet: Dr. Okoro.")
+        out = service.check("The dog biscuit owner uses Ann Moreau.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_statement_whose_subject_says_more_by_a_word_notes_use_is_another_aspect(tmp_path: Path, wiring: str) -> None:
+    """ "the second car" holds "car" and a word more that another note uses: the chain about her car,
+    which left the Yaris, says nothing of her second car, so it flags nothing; a label no note uses
+    ("the family car") still lets that chain answer."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Yuki's car: Toyota Yaris.").node.id
+        service.remember("Yuki's car: Toyota Corolla.", supersedes=first)
+        service.remember("Yuki kept the Toyota Yaris as a second car for her partner.")
+        out = service.check("The yuki second car uses Toyota Yaris.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        assert service.check("The yuki family car uses Toyota Yaris.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_plural_in_oes_or_ies_is_the_word_it_is_a_plural_of(tmp_path: Path, wiring: str) -> None:
+    """ "tomatoes" is "tomato": the note in force on the watering holds as much of the statement as
+    the chain about the feed, whose first version named "2" and "every watering", so the words do
+    not read the statement as replaced."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("watering schedule for tomatoes: every 2 days")
+        feed = service.remember("Greenhouse tomato feed: 2 ml/L every watering.").node.id
+        service.remember("tomatoes: 4 ml/L weekly, skip feed on the other waterings", supersedes=feed)
+        out = service.check("The greenhouse tomato watering uses every 2 days.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+    from evomem.domain.premise_words import words_of
+
+    assert words_of("tomatoes, policies") == words_of("tomato, policy")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_names_before_a_verb_say_the_topic_only_in_one_phrase(tmp_path: Path, wiring: str) -> None:
+    """ "ok going forward just answer in English, I keep pasting ... into Jira": the words before
+    its last verb are a clause of their own, not a topic phrase, so "English" still tells the
+    versions apart (the version in force holds "Jira", not "English")."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("antworte mir bitte immer auf Deutsch, auch wenn ich auf Englisch frage").node.id
+        mid = "ok going forward just answer in English, I keep pasting your replies into Jira and translating them"
+        second = service.remember(mid, supersedes=first).node.id
+        service.remember(
+            "Antworten bitte wieder auf Deutsch - die Jira-Tickets schreibe ich inzwischen selbst.", supersedes=second
+        )
+        out = service.check(mid)
+        assert out.verdict == "superseded", out

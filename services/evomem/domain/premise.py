@@ -24,10 +24,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
-from evomem.domain.linkers.vocabulary import STOPWORDS, words
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_words import complement, named_words
+from evomem.domain.premise_words import holds as _holds
+from evomem.domain.premise_words import meets as _meets
+from evomem.domain.premise_words import topic_words as _topic_words
+from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default, normalise
-from evomem.domain.subject import DECISION_CUE, LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 
@@ -190,6 +195,7 @@ def _by_reading(
     # something else of the same kind (another pet, another team) holds at most half of them.
     anchors = named_words(statement) - _words(option.text)
     readings: list[Reading] = []
+    memory = set().union(*(f.core for c in cands for f in (c.facts, *c.history)))
     loose = [] if loose is None else loose  # chains whose subject meets the statement's in part (``_by_chain``)
     for (head, past), c in zip(chains, cands, strict=True):
         if anchors and len(anchors & set().union(*(_words(n.raw_text) for n in (head, *past)))) * 2 < len(anchors):
@@ -200,7 +206,7 @@ def _by_reading(
             subject, core = subject | own, core | own
         relation = subject_relation(note.subject, subject, note.core, core)
         if relation not in RELATION_SCORE:
-            by_chain = _by_chain(note, option, head, past, c, kinds)
+            by_chain = _by_chain(note, option, head, past, c, kinds, memory)
             if by_chain is not None:
                 loose.append(by_chain)
             continue
@@ -221,6 +227,12 @@ def _by_reading(
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
+            if (
+                at is not None
+                and relation == "broader"
+                and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
+            ):
+                continue  # the statement's subject holds a word more that notes use ("second car"): another aspect
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
             elif left and head.status == Status.ACTIVE:
@@ -249,7 +261,13 @@ def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None)
 
 
 def _by_chain(
-    note: Facts, option: Mention, head: MemoryNode, past: Sequence[MemoryNode], c: Candidate, kinds: frozenset[str]
+    note: Facts,
+    option: Mention,
+    head: MemoryNode,
+    past: Sequence[MemoryNode],
+    c: Candidate,
+    kinds: frozenset[str],
+    memory: set[str],
 ) -> Reading | None:
     """A chain whose head's subject neither equals nor contains the statement's ("the hiring
     background check vendor uses Vettly" against "Pre-employment screening moves to ClearPath;
@@ -262,7 +280,8 @@ def _by_chain(
         return None
     versions = [c.facts, *c.history]
     held = set().union(*(f.core for f in versions))
-    if sum(_meets({t}, held) for t in note.core) < LOOSE_SHARE * len(note.core):
+    core = {t for t in note.core if _meets({t}, memory)} or note.core  # not its own labels ("hw")
+    if sum(_meets({t}, held) for t in core) < LOOSE_SHARE * len(core):
         return None
     concepts = {t for f in versions for t in f.subject if t.startswith("@")}
     if kinds and concepts and not kinds & concepts:
@@ -387,49 +406,6 @@ LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development 
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
 LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
 HOLDS = 0.75  # the share a single version must hold to say it
-VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
-
-
-def _stem(w: str) -> str:
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-
-
-#: The stopwords that state a quantity: a value as much as "four" or "14" ("three weeks", "once a year").
-QUANTITIES = frozenset({"one", "two", "three", "once"})
-
-
-def _words(text: str) -> set[str]:
-    return {
-        _stem(w)
-        for w in words(text)
-        if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
-    }
-
-
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
-
-
-def named_words(text: str) -> set[str]:
-    """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
-    out: set[str] = set()
-    for m in _NAMED.finditer(text.strip()):
-        out |= _words(m.group(1))
-    return out
-
-
-_COMPLEMENT = re.compile(r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>[^.;!?\n]+?)\s*[.;!?]*\s*$", re.I)
-
-
-def complement(statement: str) -> str | None:
-    """What a one-clause statement says is used, after its last decision verb ("The volunteer
-    DBS renewal uses every three years" -> "every three years"); None when it has no such verb
-    or says more than one clause."""
-    cues = list(DECISION_CUE.finditer(statement))
-    if not cues:
-        return None
-    m = _COMPLEMENT.match(statement[cues[-1].end() :])
-    return m.group("phrase") if m else None
 
 
 def lexical(
@@ -450,7 +426,13 @@ def lexical(
         return None
     option = set(option_words) & said
     topic = _topic_words(statement)
-    named = named_words(statement) & said | option
+    named = named_words(statement) & said
+    # A name before the verb ("k8s", "3rd") says which thing, not which version: a chain that holds
+    # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
+    anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
+    named = (named - anchors) | option
+    memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
+    anchors = {a for a in anchors if _holds(memory, a)}
     scored: list[tuple[float, Reading]] = []
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
@@ -459,6 +441,8 @@ def lexical(
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
         union = set().union(*held)
+        if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
+            continue
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
         share = len(said & union) / len(said)
@@ -481,6 +465,10 @@ def lexical(
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
     rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    if best.stance == "replaced" and telling and _long(best):
+        # A document holds any words: a chain about the statement whose version in force holds
+        # its option's words, though fewer of its other words, says otherwise.
+        rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
     if rivals:
         return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
     strength = "strong" if best_share >= 0.8 else "weak"
@@ -488,24 +476,9 @@ def lexical(
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
 
 
-def _meets(topic: set[str], held: set[str]) -> bool:
-    """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
-    "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
-
-    def near(a: str, b: str) -> bool:
-        if a == b:
-            return True
-        short, long = sorted((a, b), key=len)
-        return len(short) >= 3 and long.startswith(short[:5]) and not short.isdigit()
-
-    return any(near(t, h) for t in topic for h in held)
-
-
-def _topic_words(statement: str) -> set[str]:
-    """The words a one-clause statement says what it is about with, before its verb ("The ward 7
-    beds" of "The ward 7 beds uses 28."): never an option a version left."""
-    cues = list(DECISION_CUE.finditer(statement))
-    return _words(statement[: cues[-1].start()]) if cues and complement(statement) is not None else set()
+def _long(reading: Reading) -> bool:
+    """Whether a reading rests on a document (its version in force, or the one that named the option)."""
+    return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
 
 
 def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
@@ -517,12 +490,6 @@ def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tu
     own = _words(_blank(head.raw_text, spans))
     gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
     return held - (gone - own)
-
-
-def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
-    for s, e in spans:
-        text = text[:s] + " " * (e - s) + text[e:]
-    return text
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:

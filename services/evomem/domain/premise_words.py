@@ -1,0 +1,104 @@
+"""The words of a statement and of a note, as the premise check compares them by their words
+(``evomem.domain.premise``'s ``lexical``): content words less stopwords and the verbs a statement says
+"uses" with, a light plural stem, a dotted version kept whole; the words that name something; what
+a one-clause statement says is used (its complement) and what it is about (the words before its verb)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from evomem.domain.linkers.vocabulary import STOPWORDS, words
+from evomem.domain.subject import DECISION_CUE
+
+VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
+
+
+def stem(w: str) -> str:
+    if len(w) > 4 and w.endswith(("ies", "oes")):
+        return w[:-3] + "y" if w.endswith("ies") else w[:-2]  # "policies", "tomatoes"
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+#: The stopwords that state a quantity: a value as much as "four" or "14" ("three weeks", "once a year").
+QUANTITIES = frozenset({"one", "two", "three", "once"})
+
+
+#: A dotted version or number ("v1.0.1", "4.1.1", "3.12"): one value, not the numbers it holds.
+_DOTTED = re.compile(r"(?<![\w.])\w*\d\.\d[\w.]*\w|(?<![\w.])\w*\d\.\d\b")
+
+
+def words_of(text: str) -> set[str]:
+    dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
+    rest = _DOTTED.sub(" ", text) if dotted else text
+    return dotted | {
+        stem(w)
+        for w in words(rest)
+        if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
+    }
+
+
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
+
+
+def named_words(text: str) -> set[str]:
+    """The words of a statement that name something (capitalised past its first word, or holding a
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
+    out: set[str] = set()
+    for m in _NAMED.finditer(text.strip()):
+        out |= words_of(m.group(1))
+    return out
+
+
+_COMPLEMENT = re.compile(
+    r"^\s*(?:(?:the|a|an|our|its|their)\s+)?(?P<phrase>(?:[^.;!?\n]|\.(?=\w))+?)\s*[.;!?]*\s*$", re.I
+)  # a dot inside a value ("4.29%", "v1.0.1") ends no clause
+
+
+def complement(statement: str) -> str | None:
+    """What a one-clause statement says is used, after its last decision verb ("The volunteer
+    DBS renewal uses every three years" -> "every three years"); None when it has no such verb
+    or says more than one clause."""
+    cues = list(DECISION_CUE.finditer(statement))
+    if not cues:
+        return None
+    m = _COMPLEMENT.match(statement[cues[-1].end() :])
+    return m.group("phrase") if m else None
+
+
+_PARTS = re.compile(r"[^\W\d_]+|\d+")
+
+
+def holds(held: set[str], name: str) -> bool:
+    """Whether words hold a name, whole or in its letter and digit parts ("ward7" in "Ward 7")."""
+    parts = _PARTS.findall(name)
+    return name in held or (len(parts) > 1 and all(stem(p) in held for p in parts))
+
+
+def meets(topic: set[str], held: set[str]) -> bool:
+    """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
+    "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
+
+    def near(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        short, long = sorted((a, b), key=len)
+        return len(short) >= 3 and long.startswith(short[:5]) and not short.isdigit()
+
+    return any(near(t, h) for t in topic for h in held)
+
+
+def topic_words(statement: str, phrase: bool = False) -> set[str]:
+    """The words a one-clause statement says what it is about with, before its verb ("The ward 7
+    beds" of "The ward 7 beds uses 28."): never an option a version left. ``phrase``: only when
+    they are one phrase (no comma: "ok going forward just answer in English, I keep ...")."""
+    cues = list(DECISION_CUE.finditer(statement))
+    if not cues or complement(statement) is None or (phrase and "," in statement[: cues[-1].start()]):
+        return set()
+    return words_of(statement[: cues[-1].start()])
+
+
+def blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    for s, e in spans:
+        text = text[:s] + " " * (e - s) + text[e:]
+    return text
