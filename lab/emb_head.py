@@ -30,7 +30,7 @@ from typing import Any
 from evomem.domain.linkers import pair as pl
 from evomem.domain.linkers import pair_features as pf
 from evomem.domain.linkers import pair_model as pm
-from evomem.domain.linkers.pair_reading import read
+from evomem.domain.linkers.pair_reading import declares, read
 from lab import train_linker as tl
 
 EVAL_SETS = ("dev-g", "dev-m", "dev-n")
@@ -277,7 +277,8 @@ def evaluate(model_path: str, groups_path: str, vector_cache: str) -> dict[str, 
     """What the product would offer on the eval replays (linked replay, with embeddings), per set:
     recall if confirmed (the gold predecessor among the top 3 offers at ``offer_at``), offers on
     notes that replace nothing, and the top offer's precision at ``hint_at`` and at 0.9. The gates
-    are the product's (``PairLinker._gate``: the decides model, the scope)."""
+    are the product's (``PairLinker._gate``: the decides model, the scope), and a record that
+    declares it replaces one candidate links to it (``pair.declares``)."""
     import numpy as np
 
     data = json.loads(Path(model_path).read_text(encoding="utf-8"))
@@ -307,7 +308,16 @@ def evaluate(model_path: str, groups_path: str, vector_cache: str) -> dict[str, 
                     continue
                 note = by_i[e["note"]]
                 probs: list[tuple[float, int]] = []
-                if dm is None or dm.decides(note["text"]):
+                texts = [e["extra"][-c - 1] if c < 0 else by_i[c]["text"] for c in e["cands"]]
+                reading = read(note["text"])
+                declared = [
+                    lab
+                    for t, lab in zip(texts, e["labels"], strict=True)
+                    if reading.decl_sents and declares(reading, read(t).ident)
+                ]
+                if len(declared) == 1:  # a record that declares it replaces one candidate links to it
+                    probs = [(1.0, declared[0])]
+                elif dm is None or dm.decides(note["text"]):
                     n_scope = tl.offers._scope_of(note)
                     for c, lab, row in zip(e["cands"], e["labels"], e["rows"], strict=True):
                         cand = {"text": e["extra"][-c - 1], "scope": None} if c < 0 else by_i[c]
@@ -343,6 +353,7 @@ def evaluate(model_path: str, groups_path: str, vector_cache: str) -> dict[str, 
             "top_precision_at_hint": precision(model.hint_at),
             "top_precision_at_0.9": precision(0.9),
         }
+    aucs = _aucs(model, groups, head is not None)
     tot = sum(v["replacing"] for v in out.values())
     nothing = sum(v["replaces_nothing"] for v in out.values())
     out["pooled"] = {
@@ -350,8 +361,33 @@ def evaluate(model_path: str, groups_path: str, vector_cache: str) -> dict[str, 
         "offers_on_nothing": round(sum(v["with_offer_on_nothing"] for v in out.values()) / nothing, 3),
         "offer_at": model.offer_at,
         "hint_at": model.hint_at,
+        "auc": aucs,
     }
     return out
+
+
+def _aucs(model: pm.PairModel, groups: Sequence[Any], with_head: bool) -> dict[str, float]:
+    """AUC over every pair with embeddings of the linked replay, of the model's probability, the
+    decision parts' cosine and (when the model has it) the head's score."""
+    from sklearn.metrics import roc_auc_score
+
+    has_emb, cos = pf.FEATURES.index("has_emb"), pf.FEATURES.index("cos_dec")
+    rows = [
+        (r, lab)
+        for _, _, es in groups
+        for e in es
+        if e["linked"]
+        for r, lab in zip(e["rows"], e["labels"], strict=True)
+    ]
+    rows = [(r, lab) for r, lab in rows if r[has_emb]]
+    y = [lab for _, lab in rows]
+    out = {
+        "model": roc_auc_score(y, [model.raw(r) for r, _ in rows]),
+        "cos_dec": roc_auc_score(y, [r[cos] for r, _ in rows]),
+    }
+    if with_head:
+        out[NAME] = roc_auc_score(y, [r[-1] for r, _ in rows])
+    return {k: round(float(v), 4) for k, v in out.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
