@@ -85,8 +85,11 @@ class Vectors:
         keys = [self.key(t) for t in texts]
         missing = [k for k in dict.fromkeys(keys) if k not in self.cache]
         if missing:
-            if self.embedder is None:
-                raise KeyError(f"{len(missing)} texts have no vector, e.g. {missing[0][:80]!r}")
+            if self.embedder is None:  # a few: a note the service stored as a duplicate of another text
+                from evomem.adapters.models.embedding import OnnxEmbedder
+
+                print(f"emb_head: embedding {len(missing)} decision parts the cache lacks", file=sys.stderr)
+                self.embedder = OnnxEmbedder(threads=1)
             for k, vec in zip(missing, self.embedder.encode(missing), strict=True):
                 self.cache[k] = [float(x) for x in vec]
         return np.asarray([self.cache[k] for k in keys], dtype=np.float32)
@@ -118,7 +121,7 @@ def pair_table(sources: Sequence[Any], groups: Sequence[Any], vectors: Vectors) 
     keys = list(pair_index)
     parts = sorted({k for pair in keys for k in pair})
     at = {k: i for i, k in enumerate(parts)}
-    mat = vectors.of(parts) if vectors.embedder is not None else _matrix(vectors.cache, parts)
+    mat = vectors.of(parts)
     return {
         "pos": np.asarray(rows_pos),
         "pair": np.asarray(rows_pair),
@@ -128,15 +131,6 @@ def pair_table(sources: Sequence[Any], groups: Sequence[Any], vectors: Vectors) 
         "v": mat[[at[b] for _, b in keys]],
         "n_rows": pos,
     }
-
-
-def _matrix(cache: dict[str, list[float]], keys: Sequence[str]) -> Any:
-    import numpy as np
-
-    missing = [k for k in keys if k not in cache]
-    if missing:
-        raise KeyError(f"{len(missing)} decision parts have no cached vector, e.g. {missing[0][:80]!r}")
-    return np.asarray([cache[k] for k in keys], dtype=np.float32)
 
 
 # ----------------------------------------------------------------------------- the head
@@ -173,21 +167,25 @@ def _pair_data(table: dict[str, Any], rows: Any, weight: Any) -> tuple[Any, Any,
     return x, y, w / w.mean(), uniq
 
 
-def out_of_fold(table: dict[str, Any], weight: Any, fold: dict[int, int], c: float = HEAD_C) -> tuple[Any, Any]:
+def out_of_fold(
+    table: dict[str, Any], weight: Any, fold: dict[int, int], c: float = HEAD_C, fit_on: Any = None
+) -> tuple[Any, Any]:
     """Each table row's head logit from a head fitted on the other folds' groups, and the head
-    fitted on all (weights, intercept). ``weight``: per table row (the trainer's row weights)."""
+    fitted on all (weights, intercept). ``weight``: per table row (the trainer's row weights);
+    ``fit_on``: a mask of the rows the heads are fitted on (default all; every row is scored)."""
     import numpy as np
 
     folds = np.asarray([fold[int(g)] for g in table["group"]])
+    fit_on = np.ones(len(folds), dtype=bool) if fit_on is None else np.asarray(fit_on)
     oof = np.zeros(len(table["pos"]))
     for k in sorted(set(fold.values())):
-        train = np.flatnonzero(folds != k)
+        train = np.flatnonzero((folds != k) & fit_on)
         x, y, w, _ = _pair_data(table, train, weight)
         wts, b0 = fit_head(x, y, w, c)
         test = np.flatnonzero(folds == k)
         oof[test] = head_score(wts, b0, head_input(table["u"][table["pair"][test]], table["v"][table["pair"][test]]))
         print(f"  head fold {k}: {len(y)} pairs, {int(y.sum())} true", file=sys.stderr)
-    x, y, w, _ = _pair_data(table, np.arange(len(table["pos"])), weight)
+    x, y, w, _ = _pair_data(table, np.flatnonzero(fit_on), weight)
     return oof, fit_head(x, y, w, c)
 
 
