@@ -824,6 +824,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.emb_head:
         from lab import emb_head
 
+        if not args.vector_cache or not Path(args.vector_cache).exists():
+            raise SystemExit("--emb-head reads the decision parts' vectors from --vector-cache (a replay's)")
+
         head = emb_head.augment(sources, groups, args.seed, args.vector_cache)
     if args.cal_cache and Path(args.cal_cache).exists():
         with open(args.cal_cache, "rb") as fh:
