@@ -794,6 +794,12 @@ def main(argv: list[str] | None = None) -> int:
         "without embeddings (--no-embeddings), each scenario's two replays in one group",
     )
     ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
+    ap.add_argument(
+        "--emb-head",
+        action="store_true",
+        help="the experiment of lab/emb_head.py: one more feature, a head over the decision parts' vectors "
+        "(out of fold; needs --vector-cache); the weights file carries the head",
+    )
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -819,6 +825,14 @@ def main(argv: list[str] | None = None) -> int:
             pickle.dump((sources, groups), fh)
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
+    head = None
+    if args.emb_head:
+        from lab import emb_head
+
+        if not args.vector_cache or not Path(args.vector_cache).exists():
+            raise SystemExit("--emb-head reads the decision parts' vectors from --vector-cache (a replay's)")
+
+        head = emb_head.augment(sources, groups, args.seed, args.vector_cache)
     if args.cal_cache and Path(args.cal_cache).exists():
         with open(args.cal_cache, "rb") as fh:
             cal = pickle.load(fh)  # our own file: the out-of-fold run of these groups
@@ -922,6 +936,8 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(time.perf_counter() - started, 1),
         },
     }
+    if head is not None:
+        out["emb_head"] = head
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
