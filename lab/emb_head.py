@@ -11,7 +11,7 @@ is the feature ``emb_head``; the trees are refitted with it.
 
     # the eval replays (dev-g, dev-m, dev-n: never trained on), with embeddings
     python -m lab.emb_head replay --out build/lab/eval-groups.pkl --vector-cache build/lab/vectors-eval.json
-    # train the pair model with the head (train_linker --emb-head) or without, then:
+    # train the pair model with the head (python -m lab.emb_head fit <train_linker's arguments>) or without, then:
     python -m lab.emb_head eval --model build/lab/pair/pair_model.json --groups build/lab/eval-groups.pkl ...
 
 Blind data is refused (``train_linker.dev_files``'s rule).
@@ -227,8 +227,9 @@ def use_feature() -> None:
 
 
 def augment(sources: Sequence[Any], groups: Sequence[Any], seed: int, vector_cache: str, c: float = HEAD_C) -> dict:
-    """The trainer's hook (``train_linker --emb-head``): the head fitted out of fold, its scores
-    appended to the rows; returns the head fitted on everything, for the weights file."""
+    """The trainer's hook (``python -m lab.emb_head fit`` passes it as ``train_linker.main``'s
+    ``augment``): the head fitted out of fold, its scores appended to the rows; returns the head
+    fitted on everything, for the weights file."""
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
@@ -399,7 +400,17 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--model", required=True)
     e.add_argument("--groups", required=True)
     e.add_argument("--vector-cache", required=True)
-    args = ap.parse_args(argv)
+    sub.add_parser(
+        "fit",
+        help="train the pair model with the head as one more feature: the rest of the line is "
+        "lab.train_linker's arguments (needs --vector-cache); the weights file carries the head",
+        add_help=False,
+    )
+    args, rest = ap.parse_known_args(argv)
+    if args.cmd == "fit":
+        return tl.main(rest, augment=augment)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.cmd == "replay":
         replay_eval(args.out, args.vector_cache, args.seed)
     else:

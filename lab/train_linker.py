@@ -52,7 +52,7 @@ import pickle
 import random
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -759,7 +759,14 @@ def _write_vector_cache(path: Path, key: str | None, vectors: dict[str, list[flo
     tmp.replace(path)
 
 
-def main(argv: list[str] | None = None) -> int:
+#: An experiment's extra feature (``lab.emb_head.augment``): given the sources, the replayed groups, the
+#: seed and the vector cache, it adds its column to every row and returns what the weights file carries.
+Augment = Callable[[Sequence[Any], Sequence[Any], int, str], dict[str, Any]]
+
+
+def main(argv: list[str] | None = None, augment: Augment | None = None) -> int:
+    """The trainer. ``augment``: an experiment's extra feature, run on the replays before the
+    calibration (``python -m lab.emb_head fit`` passes its own; the trainer imports no experiment)."""
     import numpy as np
 
     ap = argparse.ArgumentParser(prog="python -m lab.train_linker", description=__doc__.split("\n\n")[0])
@@ -794,12 +801,6 @@ def main(argv: list[str] | None = None) -> int:
         "without embeddings (--no-embeddings), each scenario's two replays in one group",
     )
     ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
-    ap.add_argument(
-        "--emb-head",
-        action="store_true",
-        help="the experiment of lab/emb_head.py: one more feature, a head over the decision parts' vectors "
-        "(out of fold; needs --vector-cache); the weights file carries the head",
-    )
     args = ap.parse_args(argv)
     started = time.perf_counter()
     embedder = None
@@ -826,13 +827,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
     head = None
-    if args.emb_head:
-        from lab import emb_head
-
+    if augment is not None:
         if not args.vector_cache or not Path(args.vector_cache).exists():
-            raise SystemExit("--emb-head reads the decision parts' vectors from --vector-cache (a replay's)")
-
-        head = emb_head.augment(sources, groups, args.seed, args.vector_cache)
+            raise SystemExit("the extra feature reads the decision parts' vectors from --vector-cache (a replay's)")
+        head = augment(sources, groups, args.seed, args.vector_cache)
     if args.cal_cache and Path(args.cal_cache).exists():
         with open(args.cal_cache, "rb") as fh:
             cal = pickle.load(fh)  # our own file: the out-of-fold run of these groups
@@ -937,7 +935,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     if head is not None:
-        out["emb_head"] = head
+        out["emb_head"] = head  # the experiment's own block (lab.emb_head's is the only one)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}", file=sys.stderr)
