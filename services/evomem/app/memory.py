@@ -223,7 +223,8 @@ class MemoryService:
         rels = self.rules.relations(relations)
         decider = None if target is not None else self.linker or self.offerer
         judged = decider is not None and decider.wants_candidates(text)  # else no candidate is searched
-        context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, decider, judged)
+        judge = decider if judged else None
+        context = self._context(text, ns, note_scope, scope_source == "inferred", rels, target, judge)
         extraction = None
         if self.extractor is not None and self.config.extract_inline:
             extraction = self.extractor.extract(text)
@@ -313,18 +314,17 @@ class MemoryService:
         scope_inferred: bool,
         relations: dict[str, tuple[str, ...]],
         target: str | None,
-        decider: Linker | None,
-        judged: bool,
+        judge: Linker | None,
     ) -> RememberContext | None:
-        """Storage's first call: the nodes the note names (checked here) and, when ``decider``
-        judges the note (``judged``), its candidates. None when there is nothing to read."""
+        """Storage's first call: the nodes the note names (checked here) and, for a linker that
+        judges the note (``wants_candidates``), its candidates. None when there is nothing to read."""
         named = [*self.rules.relation_ids(relations), *([target] if target is not None else [])]
-        if not (decider is not None and judged) and not named:
+        if judge is None and not named:
             return None
-        ahead = self._pool().submit(decider.prepare, text) if decider is not None and judged else None
+        ahead = self._pool().submit(judge.prepare, text) if judge is not None else None
         try:
             context = self.storage.remember_context(
-                self._context_query(text, namespace, scope, scope_inferred, named, candidates=ahead is not None)
+                self._context_query(text, namespace, scope, scope_inferred, named, candidates=judge is not None)
             )
         finally:
             if ahead is not None:
