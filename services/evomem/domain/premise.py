@@ -431,8 +431,9 @@ def lexical(
     # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
     anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
     named = (named - anchors) | option
-    memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
-    anchors = {a for a in anchors if _holds(memory, a)}
+    if anchors:  # the chains' words, read only for a statement with such names
+        memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
+        anchors = {a for a in anchors if _holds(memory, a)}
     scored: list[tuple[float, Reading]] = []
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
