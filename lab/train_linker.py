@@ -40,7 +40,10 @@ predecessors listed minus a quarter of notes that replace nothing but get offers
 the linker runs (``pair.plausible_ranked``: subject, leaving words or probability; until
 2026-12-03 it was calibrated on the probability alone, as if nothing else listed a candidate). The final model
 is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
-out-of-fold precision/recall per source).
+out-of-fold precision/recall per source). The offers' calibration and cut-offs (``lab/offers.py``) are
+fitted, by default (``--calibrate-on source``, since 2026-12-07), on each pair's probability from trees
+fitted without its whole hand-written source (``new_source_probabilities``), and the report's
+``source_shift`` compares the ways of calibrating on each source held out (``lab/source_shift.py``).
 """
 
 from __future__ import annotations
