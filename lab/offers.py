@@ -19,11 +19,11 @@ out-of-fold probability (grouped by scenario). This module turns those into what
    one calibration for both the probability of a pair of long records meant what short notes'
    did (blind PEP chains: offers shown at 0.9 or more were right 3 times in 12).
    Cross-fitted again for the report, so the reliability tables read probabilities that never saw
-   their pair's scenario. Since 2026-12-07 (``fresh``, the trainer's default) the calibration is
-   fitted on each pair's probability from trees fitted without its whole source, and the report's
-   probabilities come from a calibration fitted on the other sources (leave one source out): the
-   scenario folds let the trees and the calibration learn each set's authors and style, and the
-   probability claimed more on a set nobody here wrote (``lab/results/source-shift.md``).
+   their pair's scenario. With ``fresh`` (the trainer's
+   ``--calibrate-on source``, not what ships) the calibration is fitted on each pair's probability
+   from trees fitted without its whole source, and the report's probabilities come from a calibration
+   fitted on the other sources (leave one source out; ``lab/results/source-shift.md``). It predicted
+   the blind gap but did not close it (lab/HISTORY.md, calib10).
 4. **Cut-offs** on those calibrated out-of-fold probabilities, judged on the hand-written sources,
    each alike: ``offer_at`` the lowest at which notes that replace nothing get an offer in at most
    ``OFFER_SHARE`` of cases;

@@ -3,7 +3,7 @@
     python -m lab.source_shift build/lab/pair/pair_model.json --out lab/results/source-shift
 
 reads the ``source_shift`` block the trainer writes (``offers.shift_table``; ``lab.train_linker``
-with ``--calibrate-on source``, the default) and writes it as a table (``.md``) and as it is
+with ``--calibrate-on source``) and writes it as a table (``.md``) and as it is
 (``.json``). Each hand-written development source is held out in turn; four ways to calibrate it:
 
 - ``scenario_folds``: the calibration cross-fitted by scenario folds over every hand-written
@@ -13,7 +13,7 @@ with ``--calibrate-on source``, the default) and writes it as a table (``.md``) 
 - ``source_out``: the same, applied to probabilities from trees that never saw the source either: what
   the scenario-fold calibration gives on a new set;
 - ``source_out_refit``: the calibration fitted on such probabilities of the other sources, applied to
-  the held-out source's: what the shipped calibration gives on a new set since 2026-12-07.
+  the held-out source's: what that calibration gives on a new set (tried 2026-12-07, not shipped).
 
 Per source and pooled: the precision of the top offer shown at 0.9 or more (``bench.agents``'
 calibrated agent confirms it), the reliability bands of the offers shown (top 3 at ``offer_at``), and

@@ -41,9 +41,10 @@ the linker runs (``pair.plausible_ranked``: subject, leaving words or probabilit
 2026-12-03 it was calibrated on the probability alone, as if nothing else listed a candidate). The final model
 is fitted on everything and written with its metadata (files and sha256, seed, thresholds, the
 out-of-fold precision/recall per source). The offers' calibration and cut-offs (``lab/offers.py``) are
-fitted, by default (``--calibrate-on source``, since 2026-12-07), on each pair's probability from trees
-fitted without its whole hand-written source (``new_source_probabilities``), and the report's
-``source_shift`` compares the ways of calibrating on each source held out (``lab/source_shift.py``).
+fitted on the scenario folds' probabilities; with ``--calibrate-on source`` on each pair's probability
+from trees fitted without its whole hand-written source (``new_source_probabilities``), and the report's
+``source_shift`` compares the ways of calibrating on each source held out (``lab/source_shift.py``;
+tried 2026-12-07 and not shipped: on the blind sets it held no better, lab/HISTORY.md, calib10).
 """
 
 from __future__ import annotations
@@ -845,9 +846,10 @@ def main(argv: list[str] | None = None, augment: Augment | None = None) -> int:
     ap.add_argument(
         "--calibrate-on",
         choices=("source", "scenario"),
-        default="source",
-        help="the offers' calibration fitted on probabilities from trees that never saw the pair's source "
-        "(leave one hand-written source out: default) or on the scenario folds' (before 2026-12-07)",
+        default="scenario",
+        help="the offers' calibration fitted on the scenario folds' probabilities (default, what ships) or on "
+        "probabilities from trees that never saw the pair's source (leave one hand-written source out; calib10: "
+        "it did not hold better on blind data, lab/HISTORY.md); 'source' also writes the source_shift report",
     )
     args = ap.parse_args(argv)
     started = time.perf_counter()

@@ -50,10 +50,7 @@ listing gained a second candidate and the rest is probabilities and the threshol
 vectors on 2 abstentions became none and 1 none an abstention. Recorded again on 2026-12-07 (speed9) when
 a note the ``decides`` gate rejects stopped being searched for (``Linker.wants_candidates``): the 3
 such dev-long notes (off and on) have ``searched`` [] instead of their candidates; their decision
-(none, "the note decides nothing") and everything else is the same. Recorded again on 2026-12-07 (calib10)
-when the offers' calibration was fitted on probabilities from trees that never saw each hand-written source
-(``offer_at`` 0.38, ``link_at`` 1.0): no link was made or lost and no target moved; with vectors on one
-abstention became none; one listing each (off and on) changed; the rest is probabilities.
+(none, "the note decides nothing") and everything else is the same.
 The other tests check each speed-up against what it replaced.
 """
 
