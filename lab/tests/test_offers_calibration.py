@@ -96,3 +96,50 @@ def test_long_documents_get_their_own_calibration_when_there_are_enough_of_them(
     pooled, none = offers.regime_calibrations(pairs, few)
     assert none == []
     assert pooled
+
+
+def test_a_source_is_calibrated_by_the_others_and_on_what_trees_that_never_saw_it_give() -> None:
+    """Leave one source out: two sources right as often as their score says and one whose offers
+    are never right. The odd source's calibration comes from the other two only (it claims what the
+    score says), while theirs pool the odd one in (they claim less). With ``fresh`` (the score from
+    trees that never saw the source) the calibration is fitted on it and applied to it."""
+    rng = random.Random(17)
+    pairs: list[offers.Pair] = []
+    for k in range(9000):
+        source = ("a", "b", "odd")[k % 3]
+        x = rng.random()
+        right = source != "odd" and rng.random() < x
+        p = offers.Pair(source, k, k % 5, True, k, x, int(right), 0.9, 0.9, True, 1.0)
+        p.fresh = x**2  # the trees that never saw a source are less sure of it: same order, lower value
+        pairs.append(p)
+    kept = range(len(pairs))
+    judged = {"a", "b", "odd"}
+    own = offers.source_calibrated(pairs, kept, judged, fit_new=False, apply_new=False)
+    odd = [i for i in kept if pairs[i].source == "odd" and 0.75 <= pairs[i].raw < 0.85]
+    a = [i for i in kept if pairs[i].source == "a" and 0.75 <= pairs[i].raw < 0.85]
+    assert abs(sum(own[i] for i in odd) / len(odd) - 0.8) < 0.08  # fitted on a and b only
+    assert sum(own[i] for i in a) / len(a) < 0.65  # fitted on b and odd
+    refit = offers.source_calibrated(pairs, kept, judged, fit_new=True, apply_new=True)
+    assert abs(sum(refit[i] for i in odd) / len(odd) - 0.8) < 0.08  # the same truth, read on fresh
+    stale = offers.source_calibrated(pairs, kept, judged, fit_new=False, apply_new=True)
+    assert sum(stale[i] for i in odd) / len(odd) < 0.72  # fitted on raw, applied to fresh: claims too little here
+    short, _ = offers.regime_calibrations(pairs, [i for i in kept if pairs[i].source != "odd"], new=True)
+    assert abs(offers.apply(short, 0.64) - 0.8) < 0.08
+
+
+def test_the_shift_table_reports_each_source_and_the_pool() -> None:
+    pairs: list[offers.Pair] = []
+    notes: list[offers.Note] = []
+    prob: dict[int, float] = {}
+    for g in range(60):
+        source = "a" if g < 30 else "b"
+        right = source == "a" or g % 2 == 0
+        prob[len(pairs)] = 0.95
+        pairs.append(offers.Pair(source, g, g % 5, True, len(notes), 0.95, int(right), 0.9, 0.9, True, 1.0))
+        notes.append(offers.Note(source, g, True, True, True, [len(pairs) - 1]))
+    table = offers.shift_table(pairs, notes, {"m": prob}, {"a", "b"}, 0.4)["m"]
+    assert table["per_source"]["a"]["top_at_0.9"] == [1.0, 30]
+    assert table["per_source"]["b"]["top_at_0.9"] == [0.5, 30]
+    assert table["pooled"]["top_at_0.9"] == [0.75, 60]
+    assert table["worst_source_at_0.9"] == 0.5
+    assert table["pooled"]["error"] == 0.2
