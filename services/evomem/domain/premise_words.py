@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from evomem.domain.linkers.vocabulary import STOPWORDS, words
+from evomem.domain.linkers.vocabulary import STOPWORDS, fold, words
 from evomem.domain.subject import DECISION_CUE
 
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
@@ -32,7 +32,7 @@ def words_of(text: str) -> set[str]:
     dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
     rest = _DOTTED.sub(" ", text) if dotted else text
     return dotted | {
-        stem(w)
+        stem(fold(w))
         for w in words(rest)
         if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
     }
