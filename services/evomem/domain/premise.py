@@ -26,7 +26,7 @@ from enum import StrEnum
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_words import blank as _blank
-from evomem.domain.premise_words import complement, named_words
+from evomem.domain.premise_words import complement, named_words, other_versions, own_version
 from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
@@ -181,8 +181,12 @@ def _by_reading(
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
     for (head, past), c in zip(chains, cands, strict=True):
-        for n, f in zip((head, *past), (c.facts, *c.history), strict=True):
-            left[n.id] = f.left
+        facts = (c.facts, *c.history)
+        # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
+        own = [own_version(f.text, (f.option.start, f.option.end) if f.option else None, f.left) for f in facts]
+        chosen = {v for v in own if v}
+        for n, f, v in zip((head, *past), facts, own, strict=True):
+            left[n.id] = f.left + (other_versions(f.text, v, chosen) if v and len(chosen) > 1 else ())
     note = analyse(statement, vocab, scope=scope, known=known)
     left[""] = note.left  # the statement's own: what it says it left is not what it asserts
     kinds_of = ScoredLinker._option_concepts(cands)
