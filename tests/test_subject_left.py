@@ -136,15 +136,3 @@ def test_a_sentence_initial_verb_form_of_a_word_the_memory_uses_is_not_part_of_a
     vocab = lowercase_vocabulary([text, "Zapline cancellation done."])
     got = {m.text: m.role for m in analyse(text, vocab).mentions}
     assert got == {"FibreNest": "prev", "Zapline": "chosen"}
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Framework renewal: concrete moves from Breedon to Hanson from next month.",
-        "The support desk switches to Zendesk next sprint.",
-        "Faculty replaces CopyScan with Originara from September.",
-    ],
-)
-def test_a_verb_of_change_in_any_inflection_makes_a_decision(text: str) -> None:
-    assert analyse(text).is_decision
