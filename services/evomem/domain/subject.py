@@ -66,12 +66,9 @@ from evomem.domain.subject_words import CONCEPT_OF, FILLER, TOKEN, WEAK, masked,
 #: Longer notes are documents, not decision notes: only explicit references are read there.
 LONG_NOTE_CHARS = 1200
 
-#: Decision cues: a note without one of them decides nothing. The verbs of a choice or a change
-#: are read by their stem, in every inflection ("moves", "switches", "replaces", "upgrading").
+#: Decision cues: a note without one of them decides nothing.
 DECISION_CUE = re.compile(
-    r"\b(?:(?:pick|select|adopt|switch|revert)(?:s|es|ed|ing)?|"
-    r"(?:mov|migrat|replac|chang|choos|upgrad|downgrad|standardi[sz])(?:e|es|ed|ing)|"
-    r"decided|decision|picked|pick|chose|chosen|choose|selected|select|adopted|adopt|standardi[sz]ed|"
+    r"\b(?:decided|decision|picked|pick|chose|chosen|choose|selected|select|adopted|adopt|standardi[sz]ed|"
     r"settled(?: on)?|agreed|going with|go with|went with|opted for|will use|we use|uses|use|using|"
     r"will run on|runs? on|running on|now runs?|lives? (?:in|on)|hosted on|"
     r"moved|move|moving|migrated|migrate|migrating|switched|switch|switching|replaced|replace|replacing|"
