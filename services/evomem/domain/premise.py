@@ -33,7 +33,7 @@ from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default, normalise
 from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
-from evomem.domain.subject_names import Mention
+from evomem.domain.subject_names import Mention, clause_spans, left_phrases
 
 
 class Verdict(StrEnum):
@@ -301,7 +301,8 @@ def _by_chain(
     nodes = [head, *past]
     # The head names it other than as what it left: by words no other version holds ("Elif's back
     # managing"), or any, in a note that says it goes back ("Bea is back on Ysolde").
-    own = _kept(head, _words(head.raw_text), _words(past[0].raw_text), c.facts.left)
+    earlier = set().union(*(_words(n.raw_text) for n in past[1:]))
+    own = _kept(head, _words(head.raw_text), _words(past[0].raw_text), c.facts.left, earlier)
     named = _words(option.text)
     telling = named - set.intersection(*(_words(n.raw_text) for n in nodes))
     if telling & own or (c.facts.revert_cue and named <= own):
@@ -449,7 +450,7 @@ def lexical(
         if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
             continue
         if left and len(versions) > 1:
-            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
+            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), set().union(*held[2:]) - topic)
         share = len(said & union) / len(said)
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
@@ -486,14 +487,25 @@ def _long(reading: Reading) -> bool:
     return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
 
 
-def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
+def _kept(
+    head: MemoryNode,
+    held: set[str],
+    before: set[str],
+    spans: Sequence[tuple[int, int]],
+    earlier: set[str] | frozenset[str] = frozenset(),
+) -> set[str]:
     """The words the version in force holds as its own: not those it names only where it says what
     it left ("from X to", "X was overkill"), when the version it replaced held them (a version
-    leaves only what came before it: "GreenCut rehired" is not left)."""
+    leaves only what came before it: "GreenCut rehired" is not left), or, where it says so in so
+    many words ("the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier
+    version held them (``earlier``: a value two versions back)."""
     if not spans:
         return held
-    own = _words(_blank(head.raw_text, spans))
-    gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
+    text = head.raw_text
+    own = _words(_blank(text, spans))
+    gone = _words(" ".join(text[s:e] for s, e in spans)) & before
+    if earlier:
+        gone |= _words(" ".join(text[s:e] for s, e in left_phrases(text, clause_spans(text)))) & earlier
     return held - (gone - own)
 
 
