@@ -572,3 +572,19 @@ def test_a_version_the_version_in_force_names_besides_its_own_is_not_what_it_use
         service.remember("Lint pins for the api repo bumped: ruff 0.6.9, mypy 1.11.2.", supersedes=pins)
         out = service.check("Lint pins for the api repo: mypy 1.11.2.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_value_the_version_in_force_calls_old_is_left_though_two_versions_back(tmp_path: Path, wiring: str) -> None:
+    """ "Short of the old 21" says in so many words that 21 is left, though the version it replaced
+    said 14: a statement of 21 is replaced, and one of 18 is in force."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Library loans run for 21 days on adult cards.").node.id
+        second = service.remember("From March, adult loans are cut to 14 days to speed up holds.", supersedes=first)
+        now = service.remember(
+            "Update: adult loan period is 18 days. Short of the old 21, long enough for a holiday read.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The library adult loan period uses 21 days.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The library adult loan period uses 18 days.").verdict == "in_force"
