@@ -588,3 +588,16 @@ def test_a_value_the_version_in_force_calls_old_is_left_though_two_versions_back
         out = service.check("The library adult loan period uses 21 days.")
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
         assert service.check("The library adult loan period uses 18 days.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_not_the_value_an_earlier_version_chose_leaves_it(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Office days for the data team: 4 a week.").node.id
+        second = service.remember("Office days for the data team drop to 2 a week over the summer.", supersedes=first)
+        now = service.remember(
+            "Office days for the data team: 3 a week from September. Not the 4 we had before the summer, but fair.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The data team office days uses 4 a week.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out

@@ -136,3 +136,11 @@ def test_a_sentence_initial_verb_form_of_a_word_the_memory_uses_is_not_part_of_a
     vocab = lowercase_vocabulary([text, "Zapline cancellation done."])
     got = {m.text: m.role for m in analyse(text, vocab).mentions}
     assert got == {"FibreNest": "prev", "Zapline": "chosen"}
+
+
+def test_not_the_value_leaves_it() -> None:
+    """ "3 days, not the 4 we had" and "not quite the 8% I had" say in so many words what is left."""
+    assert left("Office days cap: 3 a week. Not the 4 we had before the move, but fair.") == [
+        "4 we had before the move"
+    ]
+    assert left("Savings rate set to 7% from May - not quite the 8% I had, but close.") == ["8% I had"]

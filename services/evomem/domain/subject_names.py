@@ -167,9 +167,9 @@ LOWER_WITH = re.compile(
 
 
 # What a change says it leaves, written in any case ("changes from two weeks to three weeks",
-# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14", "3 jobs, not the
-# 4 we had"): the
-# phrase runs to the next "to" (after "from"), or to the end of its clause, six words at most.
+# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14", "3 jobs, not
+# the 4 we had"): the phrase runs to the next "to" (after "from"), or to the end of its clause, six
+# words at most.
 _WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"  # a word, or a value with its inner separators: 08:40, 1,100
 _LEFT_FROM = re.compile(rf"\bfrom\s+({_WORD}(?:\s+(?!to\b){_WORD}){{0,5}}?)\s+to\s+\S", re.I)
 _LEFT_AFTER = re.compile(
