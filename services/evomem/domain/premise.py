@@ -535,8 +535,7 @@ def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: l
     if telling:
         if not older or len(telling & held[0]) > len(telling) / 2:
             return None
-    elif not older or max(shares[1:]) - shares[0] < 0.25 or (named and named <= held[0]):
-        # an option every version names, the head as its own too: more of the other words says nothing
+    elif not older or max(shares[1:]) - shares[0] < 0.25:
         return None
     at = older[0]  # the newest earlier version that says it
     return Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])
