@@ -55,7 +55,6 @@ from evomem.domain.subject_names import (
     find_names,
     known_words,
     left_phrases,
-    name_key,
     opening_reports,
     reason_spans,
     role_of,
@@ -258,7 +257,7 @@ def analyse(
         word = text[s:e]
         if sentence_initial(text, s) and " " not in word and word[1:].islower() and word.isalpha():
             unsure.add(s)
-        mentions.append(Mention(word, name_key(word), s, e, role_of(text, s, e, clauses, reasons)))
+        mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.
     if not any(m.role == "chosen" and m.start not in unsure for m in mentions):
         taken = {m.start for m in mentions}

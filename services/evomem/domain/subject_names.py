@@ -296,17 +296,6 @@ _VERSION = re.compile(
 )
 
 
-#: Titles written before a name, abbreviated: a title and the name after it are one name.
-_TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof"})
-_TITLE_LEAD = re.compile(r"^(?:mr|mrs|ms|dr|prof)\.?\s+(?=\S)")
-
-
-def name_key(name: str) -> str:
-    """How names are compared: accents off ("Raúl" is "raul"), a title before it left out
-    ("Mr. Adeyemi" is "adeyemi", as a note that drops the title writes it)."""
-    return _TITLE_LEAD.sub("", fold(name))
-
-
 def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
     """Spans of product-like names; adjacent capitalised words join one name."""
     toks = list(TOKEN.finditer(text))
@@ -326,8 +315,7 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
             nxt = toks[j]
             gap = text[end : nxt.start()]
             word = nxt.group(0)
-            titled = gap == ". " and toks[j - 1].group(0).lower() in _TITLES  # "Mr. Adeyemi", "Dr. Okoro"
-            if (gap != " " and not titled) or not (word[0].isupper() or word[0].isdigit()):
+            if gap != " " or not (word[0].isupper() or word[0].isdigit()):
                 break
             if word.lower() in STOPWORDS or word.lower() in COMMON_CAPITALISED:
                 break
