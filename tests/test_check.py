@@ -568,6 +568,9 @@ def test_a_version_the_version_in_force_names_besides_its_own_is_not_what_it_use
         ).node.id
         out = service.check(upgrade)
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        # the version in force, checked as written: the version it rejects is not what it asserts
+        rollback = "Rolling back to Tillpoint 7.2 everywhere until the vendor ships a patch. Do not install 8.0."
+        assert service.check(rollback).verdict == "in_force"
         pins = service.remember("Lint pins for the api repo: ruff 0.4.4, mypy 1.11.2.").node.id
         service.remember("Lint pins for the api repo bumped: ruff 0.6.9, mypy 1.11.2.", supersedes=pins)
         out = service.check("Lint pins for the api repo: mypy 1.11.2.")

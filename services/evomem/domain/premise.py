@@ -180,15 +180,22 @@ def _by_reading(
     known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
+    versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
     for (head, past), c in zip(chains, cands, strict=True):
         facts = (c.facts, *c.history)
         # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
-        own = [own_version(f.text, (f.option.start, f.option.end) if f.option else None, f.left) for f in facts]
+        own = [_own_version(f) for f in facts]
         chosen = {v for v in own if v}
-        for n, f, v in zip((head, *past), facts, own, strict=True):
-            left[n.id] = f.left + (other_versions(f.text, v, chosen) if v and len(chosen) > 1 else ())
+        if len(chosen) > 1:
+            versions |= chosen
+            for n, f, v in zip((head, *past), facts, own, strict=True):
+                left[n.id] = f.left + (other_versions(f.text, v, chosen) if v else ())
+        else:
+            left.update((n.id, f.left) for n, f in zip((head, *past), facts, strict=True))
     note = analyse(statement, vocab, scope=scope, known=known)
-    left[""] = note.left  # the statement's own: what it says it left is not what it asserts
+    # the statement's own: what it says it left, and the versions it names besides its own, is not what it asserts
+    own_statement = _own_version(note)
+    left[""] = note.left + (other_versions(statement, own_statement, versions) if own_statement else ())
     kinds_of = ScoredLinker._option_concepts(cands)
     note = ScoredLinker._typed_note(note, kinds_of)
     option = _option(note)
@@ -250,6 +257,10 @@ def _by_reading(
         own = [r for r in readings if not is_default(r.head.scope)]
         readings = own or readings
     return _verdict(note, option, readings)
+
+
+def _own_version(facts: Facts) -> str | None:
+    return own_version(facts.text, (facts.option.start, facts.option.end) if facts.option else None, facts.left)
 
 
 def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None) -> Judgement | None:
