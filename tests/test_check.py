@@ -532,3 +532,75 @@ def test_names_before_a_verb_say_the_topic_only_in_one_phrase(tmp_path: Path, wi
         )
         out = service.check(mid)
         assert out.verdict == "superseded", out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_leaving_verb_in_any_inflection_and_an_accented_name_are_read(tmp_path: Path, wiring: str) -> None:
+    """ "billing moves off Paddle" leaves Paddle as "moved off" does (it is not the option the note
+    chooses), and "Raúl" is "raul" when a statement writes it without its accent."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Invoices go through Paddle.").node.id
+        now = service.remember(
+            "Finance sync 17 Jan: billing moves off Paddle; Chargebee handles all customer invoicing from Feb 1.",
+            supersedes=first,
+        ).node.id
+        out = service.check("The brightloop billing provider uses Paddle.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        city = service.remember("Raúl lives in Valencia.").node.id
+        moved = service.remember("Raúl moved to Barcelona for Glovo.", supersedes=city).node.id
+        out = service.check("The raul city uses Valencia.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [moved], out
+        assert service.check("The raul city uses Barcelona.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_the_version_in_force_names_besides_its_own_is_not_what_it_uses(tmp_path: Path, wiring: str) -> None:
+    """The version in force chooses 7.2 and names 8.0, which the version before chose, only to reject
+    it ("Do not install 8.0"): the statement of 8.0 is replaced. A version no other version chose
+    (mypy's, pinned beside ruff's) is not read so."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Point of sale: every store runs Tillpoint 7.2.").node.id
+        upgrade = "Upgrading the Tillpoint client to 8.0 in all stores this weekend, replaces 7.2."
+        second = service.remember(upgrade, supersedes=first).node.id
+        now = service.remember(
+            "Rolling back to Tillpoint 7.2 everywhere until the vendor ships a patch. Do not install 8.0.",
+            supersedes=second,
+        ).node.id
+        out = service.check(upgrade)
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        # the version in force, checked as written: the version it rejects is not what it asserts
+        rollback = "Rolling back to Tillpoint 7.2 everywhere until the vendor ships a patch. Do not install 8.0."
+        assert service.check(rollback).verdict == "in_force"
+        pins = service.remember("Lint pins for the api repo: ruff 0.4.4, mypy 1.11.2.").node.id
+        service.remember("Lint pins for the api repo bumped: ruff 0.6.9, mypy 1.11.2.", supersedes=pins)
+        out = service.check("Lint pins for the api repo: mypy 1.11.2.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_value_the_version_in_force_calls_old_is_left_though_two_versions_back(tmp_path: Path, wiring: str) -> None:
+    """ "Short of the old 21" says in so many words that 21 is left, though the version it replaced
+    said 14: a statement of 21 is replaced, and one of 18 is in force."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Library loans run for 21 days on adult cards.").node.id
+        second = service.remember("From March, adult loans are cut to 14 days to speed up holds.", supersedes=first)
+        now = service.remember(
+            "Update: adult loan period is 18 days. Short of the old 21, long enough for a holiday read.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The library adult loan period uses 21 days.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The library adult loan period uses 18 days.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_not_the_value_an_earlier_version_chose_leaves_it(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Office days for the data team: 4 a week.").node.id
+        second = service.remember("Office days for the data team drop to 2 a week over the summer.", supersedes=first)
+        now = service.remember(
+            "Office days for the data team: 3 a week from September. Not the 4 we had before the summer, but fair.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The data team office days uses 4 a week.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out

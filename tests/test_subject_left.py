@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evomem.domain.subject import analyse
+from evomem.domain.subject import analyse, lowercase_vocabulary
 
 
 def roles(text: str) -> dict[str, str]:
@@ -103,3 +103,44 @@ def test_a_value_with_inner_separators_is_left_whole() -> None:
     assert left("Governors: main school first bell moves from 08:40 to 08:30, to align with the buses.") == ["08:40"]
     assert left("North Campus: first bell moves to 08:50 (instead of 08:15). The early period is gone.") == ["08:15"]
     assert left("Ward price changes from £1,100 to £1,250.") == ["£1,100"]
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Finance sync: billing moves off Paddle; Chargebee handles invoicing from Feb 1.", "Paddle"),
+        ("After the cost review we're moving shipment status events off Kafka onto NATS JetStream.", "Kafka"),
+        ("Karl gave up Japanese, learning Korean instead.", "Japanese"),
+        ("We cancelled Zoom, calls are on Jitsi now.", "Zoom"),
+    ],
+)
+def test_a_leaving_verb_leaves_its_name_in_any_inflection(text: str, name: str) -> None:
+    """A leaving verb is read by its stem ("moves off" as "moved off"), with its object between
+    ("moving X off Kafka"), and a phrase ("gave up")."""
+    assert roles(text)[name] == "prev"
+
+
+def test_accented_letters_are_part_of_a_word_and_names_compare_without_them() -> None:
+    assert "raul" in analyse("Raúl lives in Valencia.").subject
+    assert "joao" in analyse("João finally replaced the Seat, Dacia Sandero.").subject
+    accented = analyse("Team lunch moves to Café Brûlée.").option
+    plain = analyse("Team lunch moves to Cafe Brulee.").option
+    assert accented is not None and plain is not None
+    assert (accented.text, accented.key) == ("Café Brûlée", plain.key)
+
+
+def test_a_sentence_initial_verb_form_of_a_word_the_memory_uses_is_not_part_of_a_name() -> None:
+    """ "Cancelled" begins like "cancellation", which the memory writes in lowercase: a verb, not part
+    of the name "Cancelled FibreNest"; without such a word the reader cannot tell."""
+    text = "Cancelled FibreNest inside the cooling-off period and went back to Zapline."
+    vocab = lowercase_vocabulary([text, "Zapline cancellation done."])
+    got = {m.text: m.role for m in analyse(text, vocab).mentions}
+    assert got == {"FibreNest": "prev", "Zapline": "chosen"}
+
+
+def test_not_the_value_leaves_it() -> None:
+    """ "3 days, not the 4 we had" and "not quite the 8% I had" say in so many words what is left."""
+    assert left("Office days cap: 3 a week. Not the 4 we had before the move, but fair.") == [
+        "4 we had before the move"
+    ]
+    assert left("Savings rate set to 7% from May - not quite the 8% I had, but close.") == ["8% I had"]

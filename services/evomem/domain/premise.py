@@ -26,14 +26,14 @@ from enum import StrEnum
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_words import blank as _blank
-from evomem.domain.premise_words import complement, named_words
+from evomem.domain.premise_words import complement, named_words, other_versions, own_version
 from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default, normalise
 from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
-from evomem.domain.subject_names import Mention
+from evomem.domain.subject_names import Mention, clause_spans, left_phrases
 
 
 class Verdict(StrEnum):
@@ -180,11 +180,22 @@ def _by_reading(
     known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
+    versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
     for (head, past), c in zip(chains, cands, strict=True):
-        for n, f in zip((head, *past), (c.facts, *c.history), strict=True):
-            left[n.id] = f.left
+        facts = (c.facts, *c.history)
+        # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
+        own = [_own_version(f) for f in facts]
+        chosen = {v for v in own if v}
+        if len(chosen) > 1:
+            versions |= chosen
+            for n, f, v in zip((head, *past), facts, own, strict=True):
+                left[n.id] = f.left + (other_versions(f.text, v, chosen) if v else ())
+        else:
+            left.update((n.id, f.left) for n, f in zip((head, *past), facts, strict=True))
     note = analyse(statement, vocab, scope=scope, known=known)
-    left[""] = note.left  # the statement's own: what it says it left is not what it asserts
+    # the statement's own: what it says it left, and the versions it names besides its own, is not what it asserts
+    own_statement = _own_version(note)
+    left[""] = note.left + (other_versions(statement, own_statement, versions) if own_statement else ())
     kinds_of = ScoredLinker._option_concepts(cands)
     note = ScoredLinker._typed_note(note, kinds_of)
     option = _option(note)
@@ -248,6 +259,10 @@ def _by_reading(
     return _verdict(note, option, readings)
 
 
+def _own_version(facts: Facts) -> str | None:
+    return own_version(facts.text, (facts.option.start, facts.option.end) if facts.option else None, facts.left)
+
+
 def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None) -> Judgement | None:
     """``superseded`` when every chain read only as a whole (``_by_chain``) left the statement's
     option, and none chose it in force: a reading that never answers ``in_force`` or
@@ -297,7 +312,8 @@ def _by_chain(
     nodes = [head, *past]
     # The head names it other than as what it left: by words no other version holds ("Elif's back
     # managing"), or any, in a note that says it goes back ("Bea is back on Ysolde").
-    own = _kept(head, _words(head.raw_text), _words(past[0].raw_text), c.facts.left)
+    earlier = set().union(*(_words(n.raw_text) for n in past[1:]))
+    own = _kept(head, _words(head.raw_text), _words(past[0].raw_text), c.facts.left, earlier)
     named = _words(option.text)
     telling = named - set.intersection(*(_words(n.raw_text) for n in nodes))
     if telling & own or (c.facts.revert_cue and named <= own):
@@ -445,7 +461,7 @@ def lexical(
         if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
             continue
         if left and len(versions) > 1:
-            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()))
+            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), set().union(*held[2:]) - topic)
         share = len(said & union) / len(said)
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
@@ -482,14 +498,25 @@ def _long(reading: Reading) -> bool:
     return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
 
 
-def _kept(head: MemoryNode, held: set[str], before: set[str], spans: Sequence[tuple[int, int]]) -> set[str]:
+def _kept(
+    head: MemoryNode,
+    held: set[str],
+    before: set[str],
+    spans: Sequence[tuple[int, int]],
+    earlier: set[str] | frozenset[str] = frozenset(),
+) -> set[str]:
     """The words the version in force holds as its own: not those it names only where it says what
     it left ("from X to", "X was overkill"), when the version it replaced held them (a version
-    leaves only what came before it: "GreenCut rehired" is not left)."""
+    leaves only what came before it: "GreenCut rehired" is not left), or, where it says so in so
+    many words ("the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier
+    version held them (``earlier``: a value two versions back)."""
     if not spans:
         return held
-    own = _words(_blank(head.raw_text, spans))
-    gone = _words(" ".join(head.raw_text[s:e] for s, e in spans)) & before
+    text = head.raw_text
+    own = _words(_blank(text, spans))
+    gone = _words(" ".join(text[s:e] for s, e in spans)) & before
+    if earlier:
+        gone |= _words(" ".join(text[s:e] for s, e in left_phrases(text, clause_spans(text)))) & earlier
     return held - (gone - own)
 
 

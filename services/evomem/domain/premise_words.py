@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from evomem.domain.linkers.vocabulary import STOPWORDS, words
+from evomem.domain.linkers.vocabulary import STOPWORDS, fold, words
 from evomem.domain.subject import DECISION_CUE
 
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
@@ -28,11 +28,45 @@ QUANTITIES = frozenset({"one", "two", "three", "once"})
 _DOTTED = re.compile(r"(?<![\w.])\w*\d\.\d[\w.]*\w|(?<![\w.])\w*\d\.\d\b")
 
 
+def _shape(value: str) -> tuple[str, int]:
+    """A version's letters before its first digit and its number of parts: "v2.3" ("v", 2), "4.2.3" ("", 3)."""
+    lead = re.match(r"\D*", value)
+    return (lead.group(0).lower() if lead else "", len(re.findall(r"\d+", value)))
+
+
+def own_version(text: str, option: tuple[int, int] | None, left: Sequence[tuple[int, int]]) -> str | None:
+    """The version a note chooses: in its option (``option``: its span) or just after it in the same
+    phrase ("Epicure 11.4", "Timesheet macro v2.3"); a note whose option holds none, the first version
+    it names outside what it says it left ("Upgrading the client to 12.1, replaces 11.4": 12.1)."""
+    if option is not None:
+        start, end = option
+        own = _DOTTED.search(text, start, min(len(text), end + 24))
+        if own is not None and (own.start() <= end or re.fullmatch(r"[ \w-]*", text[end : own.start()])):
+            return own.group(0).lower()
+    for m in _DOTTED.finditer(text):
+        if not any(s <= m.start() < e for s, e in left):
+            return m.group(0).lower()
+    return None
+
+
+def other_versions(text: str, own: str, chosen: set[str]) -> tuple[tuple[int, int], ...]:
+    """Spans of the versions a note that chooses version ``own`` names besides it, of those another
+    version of its chain chose (``chosen``), in the same shape: what it leaves or rejects, not what it
+    uses ("Do not install 12.1", "v2.4 double-counts overtime", "the binaries for 4.3.2 give different
+    SEs"). A version no other version chose may be another thing's ("ruff 0.6.9, mypy 1.11.2")."""
+    shape = _shape(own)
+    return tuple(
+        (m.start(), m.end())
+        for m in _DOTTED.finditer(text)
+        if m.group(0).lower() != own and m.group(0).lower() in chosen and _shape(m.group(0)) == shape
+    )
+
+
 def words_of(text: str) -> set[str]:
     dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
     rest = _DOTTED.sub(" ", text) if dotted else text
     return dotted | {
-        stem(w)
+        stem(fold(w))
         for w in words(rest)
         if (w not in STOPWORDS or w in QUANTITIES) and w not in VERBS and (len(w) > 1 or w.isdigit())
     }

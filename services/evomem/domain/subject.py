@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS
+from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS, fold
 from evomem.domain.scope import infer_scope, normalise
 from evomem.domain.subject_names import (
     AFTER_REPORT,
@@ -257,7 +257,7 @@ def analyse(
         word = text[s:e]
         if sentence_initial(text, s) and " " not in word and word[1:].islower() and word.isalpha():
             unsure.add(s)
-        mentions.append(Mention(word, word.lower(), s, e, role_of(text, s, e, clauses, reasons)))
+        mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.
     if not any(m.role == "chosen" and m.start not in unsure for m in mentions):
         taken = {m.start for m in mentions}
@@ -271,7 +271,7 @@ def analyse(
                 if masked(reasons, s, m.end(1)) or masked(blocked, s, m.end(1)):
                     continue
                 taken.add(s)
-                mentions.append(Mention(w, w.lower(), s, m.end(1), role_of(text, s, m.end(1), clauses, reasons)))
+                mentions.append(Mention(w, fold(w), s, m.end(1), role_of(text, s, m.end(1), clauses, reasons)))
         mentions.sort(key=lambda x: x.start)
     mentions = opening_reports(text, mentions, clauses)
     # An unsure word is dropped when a sure name is chosen ("Admin dashboard: going with X"),
@@ -302,7 +302,7 @@ def analyse(
             prev_clauses.append((cs, ce))
             low = first.group(0).lower()
             if low in vocab and low not in STOPWORDS and not any(x.start == cs for x in mentions):
-                mentions.append(Mention(first.group(0), low, cs, first.end(), "prev"))
+                mentions.append(Mention(first.group(0), fold(low), cs, first.end(), "prev"))
     mentions.sort(key=lambda x: x.start)
     hole = blocked + reasons + prev_clauses + [(m.start, m.end) for m in mentions if m.role != "subject"]
     subject, core, spans = subject_tokens(text, hole, [(m.start, m.end) for m in mentions if m.role == "subject"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS
+from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS, fold
 from evomem.domain.subject_words import (
     CATEGORY_ACRONYMS,
     COMMON_CAPITALISED,
@@ -51,11 +51,15 @@ _REASON = re.compile(
 #: A lowercase option leading its clause before a copula ("cron is the scheduler").
 LOWER_LEAD = re.compile(r"(?:^|[:;.]\s+)([a-z][\w.+-]{1,30})\s+(?:is|are)\s+(?:the|our|back)\b")
 
-# Roles, read from the words just before and after a mention.
+# Roles, read from the words just before and after a mention. A leaving verb is read by its stem,
+# in every inflection ("moves off", "cancelled", "gave up"); a change verb leaves what it moves
+# "off", its object between ("moving shipment events off Kafka").
 _BEFORE_PREV = re.compile(
     r"(?:\bfrom|\baway from|\breplac\w*|\bdropp?\w*|\bditch\w*|\bretir\w*|\babandon\w*|\bdeprecat\w*|"
-    r"\bremov\w*|\binstead of|\brather than|\bnot|\bno longer (?:use|uses|using|on|runs? on|running on)|"
-    r"\bmoved off|\bmoving off|\bmigrated off|\bswitched off|\bleft|\bleaving|\bover)\s+(?:the\s+|our\s+)?$",
+    r"\bremov\w*|\bcancel\w*|\bquit(?:s|ting)?|\bg[ai]v(?:e|es|en|ing)\s+up(?:\s+on)?|\bstopp?(?:s|ed|ing)?\s+using|"
+    r"\binstead of|\brather than|\bnot|\bno longer (?:use|uses|using|on|runs? on|running on)|"
+    r"\b(?:mov|migrat|switch|shift|port|transition)\w*(?:\s+[^\s;:.!?,]+){0,4}?\s+off(?:\s+of)?|"
+    r"\bleft|\bleav(?:e|es|ing)|\bover)\s+(?:the\s+|our\s+)?$",
     re.I,
 )
 # Right after these words a name is what the note chooses, whatever follows it
@@ -163,12 +167,14 @@ LOWER_WITH = re.compile(
 
 
 # What a change says it leaves, written in any case ("changes from two weeks to three weeks",
-# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14"): the
-# phrase runs to the next "to" (after "from"), or to the end of its clause, six words at most.
+# "now six years instead of seven", "replacing the 14:00 rule", "short of the old 14", "3 jobs, not
+# the 4 we had"): the phrase runs to the next "to" (after "from"), or to the end of its clause, six
+# words at most.
 _WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"  # a word, or a value with its inner separators: 08:40, 1,100
 _LEFT_FROM = re.compile(rf"\bfrom\s+({_WORD}(?:\s+(?!to\b){_WORD}){{0,5}}?)\s+to\s+\S", re.I)
 _LEFT_AFTER = re.compile(
-    r"\b(?:instead of|rather than|in place of|replacing|replaces|replaced|the old|the previous|the former)\s+"
+    r"\b(?:instead of|rather than|in place of|replacing|replaces|replaced|the old|the previous|the former|"
+    r"not(?:\s+quite)?\s+the)\s+"
     rf"((?:the\s+)?{_WORD}(?:\s+{_WORD}){{0,5}}?)(?=\s*(?:[;:!?,()]|\.(?:\s|$)|$|"
     r"\s+(?:after|because|since|for|as|in|on|at|from|with|by|and|but|so|which|when|until)\b))",
     re.I,
@@ -274,7 +280,15 @@ def _name_like(tok: str, initial: bool, vocab: frozenset[str]) -> bool:
         return False
     if low in STOPWORDS or low in CUE_WORDS or low in FILLER or low in COMMON_CAPITALISED:
         return False
-    return not (initial and low in vocab)
+    return not (initial and (low in vocab or _inflected(low, vocab)))
+
+
+def _inflected(low: str, vocab: frozenset[str]) -> bool:
+    """Whether a word ending in -ed or -ing is a form of a word the memory writes in lowercase: its
+    base, five letters at least, begins one ("Cancelled" for "cancellation", "Deployed" for
+    "deploys"): at a sentence start such a word is a verb, not a name ("Cancelled FibreNest")."""
+    base = low[:-2] if low.endswith("ed") else low[:-3] if low.endswith("ing") else ""
+    return len(base) >= 5 and any(v.startswith(base) for v in vocab)
 
 
 _VERSION = re.compile(
@@ -326,10 +340,11 @@ def known_words(text: str, known: frozenset[str], names: list[tuple[int, int]]) 
     toks = list(TOKEN.finditer(text))
     for i, t in enumerate(toks):
         word = t.group(0)
-        low = word.lower()
+        low = fold(word)
         if low not in known or any(s <= t.start() < e for s, e in names):
             continue
-        if word != low and not (word[1:] == low[1:] and sentence_initial(text, t.start())):
+        lower = word.lower()
+        if word != lower and not (word[1:] == lower[1:] and sentence_initial(text, t.start())):
             continue
         nxt = toks[i + 1].group(0).lower() if i + 1 < len(toks) else ""
         if nxt and (low, nxt) in CONCEPT_OF:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from evomem.domain.linkers.vocabulary import CUE_WORDS, STOPWORDS
+from evomem.domain.linkers.vocabulary import CUE_WORDS, STOPWORDS, fold
 
 #: Words that carry no subject in a decision note: time, meeting and bookkeeping words.
 FILLER = frozenset(
@@ -229,8 +229,9 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
 CONCEPT_OF: dict[tuple[str, ...], str] = {tuple(p.split()): c for c, ps in CONCEPTS.items() for p in ps}
 CONCEPT_MAX = max(len(k) for k in CONCEPT_OF)
 
-#: A word of a note: letters and digits, with inner dots, pluses, dashes or slashes ("CI/CD", "C++").
-TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[.+\-/][A-Za-z0-9]+)*\+*")
+#: A word of a note: letters (accented ones too: "Raúl") and digits, with inner dots, pluses, dashes
+#: or slashes ("CI/CD", "C++").
+TOKEN = re.compile(r"[^\W\d_][^\W_]*(?:[.+\-/][^\W_]+)*\+*")
 
 
 def _stem(w: str) -> str:
@@ -268,10 +269,10 @@ def subject_tokens(
         if any(s < m.start() < e for s, e in names):
             continue  # inside a name already taken whole
         if m.start() in starts and " " in text[m.start() : starts[m.start()]]:
-            name = " ".join(text[m.start() : starts[m.start()]].lower().split())
+            name = " ".join(fold(text[m.start() : starts[m.start()]]).split())
             words.append(("\x00" + name, m.start(), starts[m.start()]))
             continue
-        words.append((m.group(0).lower(), m.start(), m.end()))
+        words.append((fold(m.group(0)), m.start(), m.end()))
     tokens: set[str] = set()
     core: set[str] = set()
     spans: dict[str, str] = {}

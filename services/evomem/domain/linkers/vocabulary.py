@@ -13,7 +13,9 @@ This module imports nothing from ``evomem``: it is the leaf every reader builds 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 # ----------------------------------------------------------------------------- words
 
@@ -23,6 +25,20 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def words(text: str) -> list[str]:
     """The lowercase words of a text (``\\w+`` runs, outer underscores stripped)."""
     return [w.strip("_") for w in _WORD.findall(text.lower()) if w.strip("_")]
+
+
+@lru_cache(maxsize=4096)
+def _plain(c: str) -> str:
+    base = "".join(x for x in unicodedata.normalize("NFKD", c) if not unicodedata.combining(x))
+    return base if len(base) == 1 else c
+
+
+def fold(text: str) -> str:
+    """Lowercase, accents taken off letter by letter ("Raúl" -> "raul", "João" -> "joao"), each
+    letter one letter still: how the subject reader and the premise check compare names and words
+    (a note may write a name with its accents, a question without)."""
+    low = text.lower()
+    return low if low.isascii() else "".join(_plain(c) for c in low)
 
 
 # ----------------------------------------------------------------------------- stopwords
