@@ -2,7 +2,8 @@
 
     found = find_candidates(store, vectors, pool, query)    # a ContextQuery with candidates=True
 
-BM25 looks for the note's decision part (``query.search_terms``); with vectors, the note's nearest
+BM25 looks for the note's decision part (``query.search_terms``; pruned a little harder than recall's
+search, ``CANDIDATE_PRUNE``); with vectors, the note's nearest
 active notes by meaning are fused in by rank (a paraphrase shares few words), and every candidate's
 cosine with the note comes with them: the neighbours' from the search, the others' from their stored
 vectors (so the linker embeds no candidate text again). Candidates whose
