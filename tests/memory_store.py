@@ -146,7 +146,9 @@ class MemoryStore:
             ]
             return [replace(n) for n in sorted(found, key=lambda n: n.id, reverse=True)[: max(0, limit)]]
 
-    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
+    def search(
+        self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
+    ) -> list[SearchHit]:
         """Word counts, not BM25 (see the module's docstring)."""
         wanted = {w for t in terms for w in words(t)}
         with self._lock:

@@ -94,6 +94,36 @@ def test_a_forgotten_or_other_namespace_note_never_comes_back_through_the_pruned
         assert node is not None and node.namespace == "default" and node.status != "forgotten"
 
 
+@pytest.mark.parametrize("prune", [1.25, 1.5, 3.0])
+def test_an_aggressive_threshold_misses_only_rows_under_prune_times_its_last_score(store, monkeypatch, prune) -> None:
+    """``prune`` > 1 (the linker's candidate search): every score returned is the exact one, best
+    first, and a row of the exact answer it left out scores under ``prune`` times its last score
+    (the left-out rows' bounds stayed under that). With ``prune`` 1 it is the exact answer."""
+    monkeypatch.setattr(sqlite_search, "PRUNE_FROM", 0)
+    monkeypatch.setattr(sqlite_search, "PRUNE_ROWS", 0)
+    rng = random.Random(7)
+    missed = 0
+    for _ in range(150):
+        terms = rng.sample(COMMON, rng.randint(2, 4)) + rng.sample(RARE[:120], rng.randint(0, 2))
+        want = full(store, terms, "default", 10, True)
+        got = [
+            (h.node_id, h.score)
+            for h in store.search(terms, namespace="default", limit=10, active_only=True, prune=prune)
+        ]
+        exact = dict(full(store, terms, "default", 10_000, True))
+        assert len(got) == len(want)
+        assert all(exact[i] == score for i, score in got), terms  # the same floats
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        left_out = [s for i, s in want if i not in dict(got)]
+        assert all(s < prune * got[-1][1] for s in left_out), terms
+        missed += len(left_out)
+        exact_answer = [
+            (h.node_id, h.score) for h in store.search(terms, namespace="default", limit=10, active_only=True)
+        ]
+        assert exact_answer == want
+    assert prune < 3.0 or missed > 0, "a threshold this aggressive should miss rows: the test would show nothing"
+
+
 def test_a_term_bound_is_what_fts5_can_add_at_most(store: SQLiteStore) -> None:
     """No row's weighted BM25 for one term reaches its bound, computed from the table's rows."""
     conn = store._conn()

@@ -2,7 +2,8 @@
 
     found = find_candidates(store, vectors, pool, query)    # a ContextQuery with candidates=True
 
-BM25 looks for the note's decision part (``query.search_terms``); with vectors, the note's nearest
+BM25 looks for the note's decision part (``query.search_terms``; pruned a little harder than recall's
+search, ``CANDIDATE_PRUNE``); with vectors, the note's nearest
 active notes by meaning are fused in by rank (a paraphrase shares few words), and every candidate's
 cosine with the note comes with them: the neighbours' from the search, the others' from their stored
 vectors (so the linker embeds no candidate text again). Candidates whose
@@ -24,6 +25,11 @@ from evomem.domain.recall import fuse
 from evomem.domain.remember import ContextQuery
 from evomem.domain.scope import may_list as scope_may_list
 
+#: The word search's aggressive MaxScore factor (``Store.search``'s ``prune``): FTS5 leaves out a row once
+#: its terms' bounds cannot reach 1.25 times the 20th score, not the score. A bench note's search at
+#: 100k notes ranks ~20 % fewer rows; replayed into a crowded store, no development note's candidates
+#: or decision changed (docs/BENCHMARKS.md, speed10). Recall stays exact.
+CANDIDATE_PRUNE = 1.25
 #: The linker's vector neighbours are active decisions only, but the index holds every version:
 #: the search asks it for this many times ``vector_limit`` and keeps the first active ones.
 ACTIVE_NEIGHBOURS_OVERSAMPLE = 4
@@ -51,6 +57,7 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
         limit,
         vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
         active_only=True,
+        prune=CANDIDATE_PRUNE,
     )
     nodes = store.get_many([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
     if near:

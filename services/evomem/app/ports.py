@@ -168,9 +168,15 @@ class Store(Records, Protocol):
         """The nodes that exist among ``node_ids``, by id (purged ones included)."""
         ...
 
-    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
+    def search(
+        self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
+    ) -> list[SearchHit]:
         """Full-text (BM25) matches over raw text and fields, best first; forgotten and purged
-        nodes excluded; ``active_only``: heads in force only."""
+        nodes excluded; ``active_only``: heads in force only. ``prune`` (at least 1): a word index
+        that prunes by score bounds may leave out a row whose bounds reach the ``limit``-th score but
+        not ``prune`` times it (an aggressive threshold: faster, no longer exact); 1 is exact. The
+        linker's candidate search asks for it (``evomem.app.candidates``), recall never does; an
+        index without such bounds ignores it."""
         ...
 
     def possible_successors(

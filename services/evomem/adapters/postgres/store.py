@@ -205,8 +205,10 @@ class PostgresStore:
 
         return self._read(read)
 
-    def search(self, terms: Iterable[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
-        """The ``limit`` best notes of ``namespace`` for ``terms`` (``search.py``)."""
+    def search(
+        self, terms: Iterable[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
+    ) -> list[SearchHit]:
+        """The ``limit`` best notes of ``namespace`` for ``terms`` (``search.py``); exact whatever ``prune`` asks."""
         words = list(terms)
         return self._read(
             lambda c: fulltext.search(c, words, namespace=namespace, limit=limit, active_only=active_only),

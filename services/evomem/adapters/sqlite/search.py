@@ -82,7 +82,13 @@ def essential_split(bounds: dict[str, float], theta: float) -> int:
 
 
 def search(
-    conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False
+    conn: sqlite3.Connection,
+    terms: Sequence[str],
+    *,
+    namespace: str,
+    limit: int,
+    active_only: bool = False,
+    prune: float = 1.0,
 ) -> list[SearchHit]:
     """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first.
 
@@ -94,7 +100,13 @@ def search(
     (scored with every term), which gives a lower bound ``theta`` of the ``limit``-th best
     score; then only the rows with one of the terms that ``theta`` cannot do without
     (``essential_split``). Both passes score a row exactly as the whole query does: the
-    FTS expressions ``E AND (R)`` and ``E NOT (R)`` name every term once."""
+    FTS expressions ``E AND (R)`` and ``E NOT (R)`` name every term once.
+
+    ``prune`` (at least 1; 1, the default, is exact): the MaxScore passes leave out a row once
+    its terms' bounds cannot reach ``prune`` times the ``limit``-th score (``search_pruned``),
+    not the score itself: the bounds are 1.4-2.2 times what a term adds to a row of average length, so
+    a row left out that way rarely belongs to the answer. The linker's candidate search asks for it
+    (``evomem.app.candidates.CANDIDATE_PRUNE``); recall never does."""
     if not terms:
         return []
     status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
@@ -118,7 +130,7 @@ def search(
     if not present:
         return []
     if len(present) > 1 and sum(hits[t] for t in present) >= PRUNE_FROM:
-        found = search_pruned(conn, present, hits, rows, namespace, limit, status)
+        found = search_pruned(conn, present, hits, rows, namespace, limit, status, prune)
         if found is not None:
             return found
     return ranked(conn, [fts_query(present)], namespace, limit, status)
@@ -169,6 +181,7 @@ def search_pruned(
     namespace: str,
     limit: int,
     status: str,
+    prune: float = 1.0,
 ) -> list[SearchHit] | None:
     """``search`` by MaxScore passes, each ranking only the rows no earlier pass ranked; None
     never (every match ranked in pieces is the answer too; the type is ``search``'s shortcuts').
@@ -180,7 +193,9 @@ def search_pruned(
     rows of the earlier terms were ranked by the earlier passes, whose best are kept. The passes
     partition the matches, so the kept best of all of them are the best of the rows with an
     essential term, exactly as one pass over those rows ranks them (the same floats: a term a
-    row lacks adds exactly 0.0, wherever the expression names it; ties by rowid)."""
+    row lacks adds exactly 0.0, wherever the expression names it; ties by rowid). ``prune`` above 1
+    raises the bar a left-out row's bounds must stay under to ``prune`` times the ``limit``-th score:
+    no longer exact (``search``)."""
     bounds = {t: term_bound(rows, hits[t]) for t in present}
     best: list[tuple[float, int, str, str]] = []  # (rank, rowid, id, chain_root): FTS5's rank, lower is better
     i, j = 0, 1
@@ -197,7 +212,7 @@ def search_pruned(
         if len(best) < limit:  # fewer rows than asked with those terms: the others' rows count
             j += 1
             continue
-        theta = -best[-1][0]  # every row left out scores at most the bounds of ``rest``
+        theta = -best[-1][0] * prune  # every row left out scores at most the bounds of ``rest``
         if sum(bounds[t] for t in present[j:]) < theta:
             return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
         j = max(j + 1, essential_split(bounds, theta))

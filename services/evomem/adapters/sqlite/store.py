@@ -199,11 +199,15 @@ class SQLiteStore:
         nodes = self.get_many(found)
         return [nodes[i] for i in found if i in nodes]
 
-    def search(self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False) -> list[SearchHit]:
+    def search(
+        self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
+    ) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first, from
-        the word index: FTS5 (exact, pruned by MaxScore: ``evomem.adapters.sqlite.search``) or
-        Tantivy (``tantivy_index.py``)."""
-        return self._words.search(self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only)
+        the word index: FTS5 (pruned by MaxScore, exact unless ``prune`` > 1:
+        ``evomem.adapters.sqlite.search``) or Tantivy (``tantivy_index.py``, exact)."""
+        return self._words.search(
+            self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune
+        )
 
     def possible_successors(
         self, node_ids: Iterable[str], *, namespace: str, limit: int = 8, full: bool = True

@@ -451,9 +451,9 @@ class TantivyWords:
     # ------------------------------------------------------------------ search
 
     def search(
-        self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool, **_: Any
     ) -> list[SearchHit]:
-        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first."""
+        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first; exact (no ``prune``)."""
         if limit < 1:
             return []
         self._catch_up(conn)

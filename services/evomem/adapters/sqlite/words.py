@@ -38,12 +38,20 @@ WORD_INDEXES = ("fts5", "tantivy")
 
 
 class WordIndex(Protocol):
-    """What ``SQLiteStore`` asks of its word index."""
+    """What ``SQLiteStore`` asks of its word index. ``search``'s ``prune``: ``Store.search``'s (FTS5's
+    MaxScore passes honour it; Tantivy's block-max search is exact whatever it asks)."""
 
     name: str
 
     def search(
-        self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        *,
+        namespace: str,
+        limit: int,
+        active_only: bool,
+        prune: float = 1.0,
     ) -> list[SearchHit]: ...
 
     def after_write(self, conn: sqlite3.Connection) -> None: ...
@@ -59,9 +67,16 @@ class Fts5Words:
     name = "fts5"
 
     def search(
-        self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        *,
+        namespace: str,
+        limit: int,
+        active_only: bool,
+        prune: float = 1.0,
     ) -> list[SearchHit]:
-        return fulltext.search(conn, terms, namespace=namespace, limit=limit, active_only=active_only)
+        return fulltext.search(conn, terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
 
     def after_write(self, conn: sqlite3.Connection) -> None:
         return None  # the schema's triggers wrote the FTS rows in the write's transaction
