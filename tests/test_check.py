@@ -604,3 +604,45 @@ def test_not_the_value_an_earlier_version_chose_leaves_it(tmp_path: Path, wiring
         ).node.id
         out = service.check("The data team office days uses 4 a week.")
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_option_the_version_in_force_turned_from_is_replaced_whatever_it_says_of_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force chose Sentry again and names GlitchTip, which the version it replaced
+    chose, in a report ("the GlitchTip box died"), not as what it left in so many words: GlitchTip
+    is replaced all the same, and Sentry holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Shop error tracking: Sentry, DSN in the env.").node.id
+        second = service.remember("Shop error tracking moves to GlitchTip on our own box.", supersedes=first)
+        now = service.remember(
+            "The GlitchTip box died twice this quarter. Going back to Sentry for shop error tracking.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The shop error tracking uses GlitchTip.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert [n.id for n in out.named] == [second.node.id]
+        assert service.check("The shop error tracking uses Sentry.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_read_as_one_decision_left_the_option_its_head_turned_from(tmp_path: Path, wiring: str) -> None:
+    """The head ("going back to Wavetrack") says nothing of the statement's subject, which its
+    versions hold together; it names Pulsebox, which the version it replaced chose, in a report
+    ("Pulsebox couldn't finish the installs"): its words read Pulsebox in force, what it chose says
+    it left it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Telematics: all 22 vehicles run Wavetrack units; logins in the vault.").node.id
+        second = service.remember(
+            "We're switching telematics to Pulsebox - cheaper per unit and it has driver scoring. "
+            "Installs across the fleet over April.",
+            supersedes=first,
+        )
+        now = service.remember(
+            "Decision: we're going back to Wavetrack. Pulsebox couldn't finish the installs and lost trips. "
+            "Pulsebox units come out next week.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The fleet telematics vendor uses Pulsebox.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out

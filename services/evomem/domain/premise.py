@@ -70,6 +70,7 @@ class Reading:
     named: MemoryNode | None = None  # the version that named the statement's option
     successor: MemoryNode | None = None  # the version that replaced ``named``
     option: str | None = None  # the option the head names
+    turned: bool = False  # the head chose another option than the version it replaced, which chose the statement's
 
 
 @dataclass(slots=True)
@@ -139,7 +140,7 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         by_chain = _replaced_by_chain(read, loose, scope)
         if by_chain is None or (lex is not None and lex.verdict is Verdict.SUPERSEDED):
             return lex or read
-        if lex is not None:  # the words read it otherwise: unknown rather than a guess
+        if lex is not None and not _turned_from(lex, by_chain):  # the words read it otherwise: unknown
             return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, loose + lex.readings, reason=DISAGREE)
         return by_chain
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
@@ -156,6 +157,14 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
     read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
     return read
+
+
+def _turned_from(lex: Judgement, by_chain: Judgement) -> bool:
+    """Whether the words read in force only the heads that chose another option than the version
+    they replaced, which chose the statement's: they name it in a report ("FleetHalo couldn't
+    finish the installs"), and what they chose says they left it."""
+    turned = {r.head.id for r in by_chain.readings if r.turned}
+    return lex.verdict is Verdict.IN_FORCE and bool(lex.readings) and {r.head.id for r in lex.readings} <= turned
 
 
 def _option_words(option: str | None) -> set[str]:
@@ -232,18 +241,20 @@ def _by_reading(
             (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
             None,
         )
+        # the statement's subject holds a word more that notes use ("second car"): another aspect
+        aspect = relation == "broader" and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
+        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect:
+            # The version in force chose another option than the version it replaced: it left that
+            # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
+            reading.stance, reading.named, reading.successor = "replaced", nodes[1], head
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
-            if (
-                at is not None
-                and relation == "broader"
-                and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
-            ):
-                continue  # the statement's subject holds a word more that notes use ("second car"): another aspect
+            if at is not None and aspect:
+                continue
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
             elif left and head.status == Status.ACTIVE:
@@ -304,12 +315,14 @@ def _by_chain(
     head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
     if head_option == option.key:
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
+    at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
+    nodes = [head, *past]
+    if at == 1 and head_option is not None and c.facts.option is not None:  # it chose another than the one before
+        return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
         return None  # the head names it, not as what it left: the chain cannot tell
-    at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     if at is None:
         return None
-    nodes = [head, *past]
     # The head names it other than as what it left: by words no other version holds ("Elif's back
     # managing"), or any, in a note that says it goes back ("Bea is back on Ysolde").
     earlier = set().union(*(_words(n.raw_text) for n in past[1:]))
