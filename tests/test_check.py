@@ -646,3 +646,22 @@ def test_a_chain_read_as_one_decision_left_the_option_its_head_turned_from(tmp_p
         ).node.id
         out = service.check("The fleet telematics vendor uses Pulsebox.")
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_the_version_in_force_names_as_what_holds_the_subject_is_not_left(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force names Fiona Lee "as secretary", the statement's subject: whatever it is
+    read to choose besides ("moving to Leeds"), it does not say she was left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Club officers elected at the AGM: Chair - Martin Hewitt; Secretary - Ollie Grant; Membership - Fiona Lee."
+        ).node.id
+        service.remember(
+            "Ollie has resigned as secretary (moving to Leeds for work). Committee co-opted Fiona Lee as secretary "
+            "until the AGM.",
+            supersedes=first,
+        )
+        out = service.check("The club secretary uses Fiona Lee.")
+        assert out.verdict not in ("superseded", "contradicted"), out

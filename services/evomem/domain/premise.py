@@ -243,9 +243,10 @@ def _by_reading(
         )
         # the statement's subject holds a word more that notes use ("second car"): another aspect
         aspect = relation == "broader" and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
+        holder = _named_as(head.raw_text, option.text, note.subject)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
-        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect:
+        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect and not holder:
             # The version in force chose another option than the version it replaced: it left that
             # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
             reading.stance, reading.named, reading.successor = "replaced", nodes[1], head
@@ -317,7 +318,8 @@ def _by_chain(
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
     at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     nodes = [head, *past]
-    if at == 1 and head_option is not None and c.facts.option is not None:  # it chose another than the one before
+    turned = at == 1 and head_option is not None and not _named_as(head.raw_text, option.text, note.subject)
+    if turned and c.facts.option is not None:  # it chose another option than the version before
         return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
         return None  # the head names it, not as what it left: the chain cannot tell
@@ -333,6 +335,20 @@ def _by_chain(
         return None
     option_text = c.facts.option.text if head_option else None
     return Reading(head, "loose", "replaced", named=nodes[at], successor=nodes[at - 1], option=option_text)
+
+
+_AS = re.compile(r"\s+as\s+(?:the\s+|our\s+|its\s+|an?\s+)?([\w-]+)", re.I)
+
+
+def _named_as(text: str, option: str, subject: Iterable[str]) -> bool:
+    """Whether a note names the option as what holds the statement's subject ("co-opted Fiona Lee
+    as secretary"): it chose it, whatever else it chose."""
+    words = {t for t in subject if not t.startswith("@")}
+    for m in re.finditer(re.escape(option), text, re.I):
+        after = _AS.match(text, m.end())
+        if after and _meets(words, _words(after.group(1))):
+            return True
+    return False
 
 
 def overridden(
