@@ -665,3 +665,29 @@ def test_an_option_the_version_in_force_names_as_what_holds_the_subject_is_not_l
         )
         out = service.check("The club secretary uses Fiona Lee.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_goes_back_leaves_what_it_shares_with_the_version_it_replaced_alone(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "Back to 2 weeks -- too many handovers with 5 days": the version in force goes back to what
+    came before the version it replaced; 5 days, which it shares with that version alone, is what it
+    left. 2 weeks holds, and so does a version in force checked as written (it goes back too, and names
+    what it left: "after Vask's exit")."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Support rota length: 2 weeks.").node.id
+        second = service.remember(
+            "Retro outcome: rota shortens to 5 days, fortnight-long ones burn people out.", supersedes=first
+        )
+        back = "rota back to 2 weeks -- too many handovers with 5 days"
+        now = service.remember(back, supersedes=second.node.id).node.id
+        out = service.check("The support rota length uses 5 days.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The support rota length uses 2 weeks.").verdict == "in_force"
+        assert service.check(back).verdict == "in_force"
+        first = service.remember("Halvard Ltd CEO: Lidia Krast.").node.id
+        second = service.remember("Tomas Vask replaces Lidia Krast as Halvard Ltd CEO.", supersedes=first)
+        back = "Lidia Krast is back as Halvard Ltd CEO after Vask's exit."
+        service.remember(back, supersedes=second.node.id)
+        assert service.check(back).verdict == "in_force"

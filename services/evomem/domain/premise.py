@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -128,11 +128,12 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
     loose: list[Reading] = []
-    read = _by_reading(statement, scope, chains, left, loose)
+    reverts: set[str] = set()  # the ids of versions in force that say they go back ("reverted", "back to")
+    read = _by_reading(statement, scope, chains, left, loose, reverts)
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left)
+        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:
@@ -145,7 +146,7 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         return by_chain
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left)
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left, reverts)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -182,6 +183,7 @@ def _by_reading(
     chains: list[tuple[MemoryNode, list[MemoryNode]]],
     left: dict[str, tuple[tuple[int, int], ...]],
     loose: list[Reading] | None = None,
+    reverts: set[str] | None = None,
 ) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
@@ -191,6 +193,8 @@ def _by_reading(
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
     versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
     for (head, past), c in zip(chains, cands, strict=True):
+        if reverts is not None and c.facts.revert_cue and len(past) > 1:
+            reverts.add(head.id)
         facts = (c.facts, *c.history)
         # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
         own = [_own_version(f) for f in facts]
@@ -202,6 +206,8 @@ def _by_reading(
         else:
             left.update((n.id, f.left) for n, f in zip((head, *past), facts, strict=True))
     note = analyse(statement, vocab, scope=scope, known=known)
+    if reverts is not None and note.revert_cue:  # it goes back too: it names what it left as they do
+        reverts.clear()
     # the statement's own: what it says it left, and the versions it names besides its own, is not what it asserts
     own_statement = _own_version(note)
     left[""] = note.left + (other_versions(statement, own_statement, versions) if own_statement else ())
@@ -458,6 +464,7 @@ def lexical(
     chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
     option_words: Iterable[str] = (),
     left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    reverts: Collection[str] = (),
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
@@ -465,7 +472,10 @@ def lexical(
     plainly about it, or the words do not tell. ``option_words``: the words of the statement's
     option (a name, or what it says is used: "every three years"), which tell versions apart as
     names do. ``left``: by node id, the spans where a version says what it left ("from X to",
-    "X was overkill"): a version does not say what it names only there."""
+    "X was overkill"): a version does not say what it names only there. ``reverts``: the ids of
+    versions in force that say they go back to what came before the version they replaced ("back
+    to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
+    before it held, is what they left, unless the statement names what they went back to."""
     said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
@@ -491,6 +501,10 @@ def lexical(
             continue
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), set().union(*held[2:]) - topic)
+        if head.id in reverts and len(versions) > 2:
+            before = set().union(*held[2:])
+            if not telling & (held[0] & before) - held[1] - topic:  # not what it went back to
+                held[0] = held[0] - (held[1] - before - topic)
         share = len(said & union) / len(said)
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
