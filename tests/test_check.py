@@ -686,6 +686,12 @@ def test_a_version_that_goes_back_leaves_what_it_shares_with_the_version_it_repl
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
         assert service.check("The support rota length uses 2 weeks.").verdict == "in_force"
         assert service.check(back).verdict == "in_force"
+        first = service.remember("Gym induction length: 45 minutes.").node.id
+        second = service.remember("Gym inductions shorten to 30 minutes, members get bored.", supersedes=first)
+        service.remember(
+            "Returning to 45 minutes for inductions: too rushed with 30 minutes", supersedes=second.node.id
+        )
+        assert service.check("The gym induction length uses 30 minutes.").verdict == "superseded"
         first = service.remember("Halvard Ltd CEO: Lidia Krast.").node.id
         second = service.remember("Tomas Vask replaces Lidia Krast as Halvard Ltd CEO.", supersedes=first)
         back = "Lidia Krast is back as Halvard Ltd CEO after Vask's exit."
