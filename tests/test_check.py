@@ -649,6 +649,27 @@ def test_a_chain_read_as_one_decision_left_the_option_its_head_turned_from(tmp_p
 
 
 @pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_goes_back_to_the_name_every_version_holds_says_it(tmp_path: Path, wiring: str) -> None:
+    """Every version names Wavetrack ("Wavetrack contract ends 30 April"), so its name alone does not
+    tell them apart; the version in force goes back and holds it as its own, and no earlier version
+    holds the whole statement: Wavetrack is in force, not read as replaced by the share of other words."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Telematics: all 22 vehicles run Wavetrack units; logins in the vault.").node.id
+        second = service.remember(
+            "We're switching telematics to Pulsebox - cheaper per unit and it has driver scoring. "
+            "Installs across the fleet over April, Wavetrack contract ends 30 April.",
+            supersedes=first,
+        )
+        service.remember(
+            "Decision: we're going back to Wavetrack. Pulsebox couldn't finish the installs and lost trips. "
+            "Pulsebox units come out next week.",
+            supersedes=second.node.id,
+        )
+        assert service.check("The fleet telematics vendor uses Wavetrack.").verdict == "in_force"
+        assert service.check("The fleet telematics vendor uses Pulsebox.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
 def test_an_option_the_version_in_force_names_as_what_holds_the_subject_is_not_left(
     tmp_path: Path, wiring: str
 ) -> None:

@@ -475,7 +475,8 @@ def lexical(
     "X was overkill"): a version does not say what it names only there. ``reverts``: the ids of
     versions in force that say they go back to what came before the version they replaced ("back
     to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
-    before it held, is what they left, unless the statement names what they went back to."""
+    before it held, is what they left, unless the statement names what they went back to; one that
+    holds all the statement's names says it, unless an earlier version holds the whole statement."""
     said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
@@ -514,6 +515,10 @@ def lexical(
                     loose.append(reading)
             continue
         reading = _within(said, telling, versions, held)
+        # it went back to what the statement names, which no earlier version says whole
+        back = head.id in reverts and bool(named) and named <= held[0] and all(said - h for h in held[1:])
+        if reading is not None and reading.stance == "replaced" and back:
+            reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
             scored.append((share, reading))
     if not scored:
