@@ -604,3 +604,117 @@ def test_not_the_value_an_earlier_version_chose_leaves_it(tmp_path: Path, wiring
         ).node.id
         out = service.check("The data team office days uses 4 a week.")
         assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_option_the_version_in_force_turned_from_is_replaced_whatever_it_says_of_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force chose Sentry again and names GlitchTip, which the version it replaced
+    chose, in a report ("the GlitchTip box died"), not as what it left in so many words: GlitchTip
+    is replaced all the same, and Sentry holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Shop error tracking: Sentry, DSN in the env.").node.id
+        second = service.remember("Shop error tracking moves to GlitchTip on our own box.", supersedes=first)
+        now = service.remember(
+            "The GlitchTip box died twice this quarter. Going back to Sentry for shop error tracking.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The shop error tracking uses GlitchTip.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert [n.id for n in out.named] == [second.node.id]
+        assert service.check("The shop error tracking uses Sentry.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_read_as_one_decision_left_the_option_its_head_turned_from(tmp_path: Path, wiring: str) -> None:
+    """The head ("going back to Wavetrack") says nothing of the statement's subject, which its
+    versions hold together; it names Pulsebox, which the version it replaced chose, in a report
+    ("Pulsebox couldn't finish the installs"): its words read Pulsebox in force, what it chose says
+    it left it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Telematics: all 22 vehicles run Wavetrack units; logins in the vault.").node.id
+        second = service.remember(
+            "We're switching telematics to Pulsebox - cheaper per unit and it has driver scoring. "
+            "Installs across the fleet over April.",
+            supersedes=first,
+        )
+        now = service.remember(
+            "Decision: we're going back to Wavetrack. Pulsebox couldn't finish the installs and lost trips. "
+            "Pulsebox units come out next week.",
+            supersedes=second.node.id,
+        ).node.id
+        out = service.check("The fleet telematics vendor uses Pulsebox.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_goes_back_to_the_name_every_version_holds_says_it(tmp_path: Path, wiring: str) -> None:
+    """Every version names Wavetrack ("Wavetrack contract ends 30 April"), so its name alone does not
+    tell them apart; the version in force goes back and holds it as its own, and no earlier version
+    holds the whole statement: Wavetrack is in force, not read as replaced by the share of other words."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Telematics: all 22 vehicles run Wavetrack units; logins in the vault.").node.id
+        second = service.remember(
+            "We're switching telematics to Pulsebox - cheaper per unit and it has driver scoring. "
+            "Installs across the fleet over April, Wavetrack contract ends 30 April.",
+            supersedes=first,
+        )
+        service.remember(
+            "Decision: we're going back to Wavetrack. Pulsebox couldn't finish the installs and lost trips. "
+            "Pulsebox units come out next week.",
+            supersedes=second.node.id,
+        )
+        assert service.check("The fleet telematics vendor uses Wavetrack.").verdict == "in_force"
+        assert service.check("The fleet telematics vendor uses Pulsebox.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_the_version_in_force_names_as_what_holds_the_subject_is_not_left(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force names Fiona Lee "as secretary", the statement's subject: whatever it is
+    read to choose besides ("moving to Leeds"), it does not say she was left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Club officers elected at the AGM: Chair - Martin Hewitt; Secretary - Ollie Grant; Membership - Fiona Lee."
+        ).node.id
+        service.remember(
+            "Ollie has resigned as secretary (moving to Leeds for work). Committee co-opted Fiona Lee as secretary "
+            "until the AGM.",
+            supersedes=first,
+        )
+        out = service.check("The club secretary uses Fiona Lee.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_goes_back_leaves_what_it_shares_with_the_version_it_replaced_alone(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "Back to 2 weeks -- too many handovers with 5 days": the version in force goes back to what
+    came before the version it replaced; 5 days, which it shares with that version alone, is what it
+    left. 2 weeks holds, and so does a version in force checked as written (it goes back too, and names
+    what it left: "after Vask's exit")."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Support rota length: 2 weeks.").node.id
+        second = service.remember(
+            "Retro outcome: rota shortens to 5 days, fortnight-long ones burn people out.", supersedes=first
+        )
+        back = "rota back to 2 weeks -- too many handovers with 5 days"
+        now = service.remember(back, supersedes=second.node.id).node.id
+        out = service.check("The support rota length uses 5 days.")
+        assert out.verdict == "superseded" and [n.id for n in out.in_force] == [now], out
+        assert service.check("The support rota length uses 2 weeks.").verdict == "in_force"
+        assert service.check(back).verdict == "in_force"
+        first = service.remember("Gym induction length: 45 minutes.").node.id
+        second = service.remember("Gym inductions shorten to 30 minutes, members get bored.", supersedes=first)
+        service.remember(
+            "Returning to 45 minutes for inductions: too rushed with 30 minutes", supersedes=second.node.id
+        )
+        assert service.check("The gym induction length uses 30 minutes.").verdict == "superseded"
+        first = service.remember("Halvard Ltd CEO: Lidia Krast.").node.id
+        second = service.remember("Tomas Vask replaces Lidia Krast as Halvard Ltd CEO.", supersedes=first)
+        back = "Lidia Krast is back as Halvard Ltd CEO after Vask's exit."
+        service.remember(back, supersedes=second.node.id)
+        assert service.check(back).verdict == "in_force"

@@ -144,3 +144,21 @@ def test_not_the_value_leaves_it() -> None:
         "4 we had before the move"
     ]
     assert left("Savings rate set to 7% from May - not quite the 8% I had, but close.") == ["8% I had"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Reverting to yarn: pnpm symlinks broke the React Native bundler.",
+        "Zone trial results: conveyor jams. We're returning to wave picking, 45-minute waves.",
+        "The release train goes back to Tuesdays from next week.",
+        "Rolling back to Tillpoint 7.2 everywhere until the vendor ships a patch.",
+        "Paging tool: back to PagerDuty.",
+    ],
+)
+def test_going_back_is_read_in_any_inflection(text: str) -> None:
+    assert analyse(text).revert_cue is not None
+
+
+def test_restoring_a_backup_is_no_going_back() -> None:
+    assert analyse("Restore the nightly backup to the staging bucket before the demo.").revert_cue is None

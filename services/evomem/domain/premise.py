@@ -19,7 +19,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -70,6 +70,7 @@ class Reading:
     named: MemoryNode | None = None  # the version that named the statement's option
     successor: MemoryNode | None = None  # the version that replaced ``named``
     option: str | None = None  # the option the head names
+    turned: bool = False  # the head chose another option than the version it replaced, which chose the statement's
 
 
 @dataclass(slots=True)
@@ -127,11 +128,12 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
     loose: list[Reading] = []
-    read = _by_reading(statement, scope, chains, left, loose)
+    reverts: set[str] = set()  # the ids of versions in force that say they go back ("reverted", "back to")
+    read = _by_reading(statement, scope, chains, left, loose, reverts)
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left)
+        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:
@@ -139,12 +141,12 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         by_chain = _replaced_by_chain(read, loose, scope)
         if by_chain is None or (lex is not None and lex.verdict is Verdict.SUPERSEDED):
             return lex or read
-        if lex is not None:  # the words read it otherwise: unknown rather than a guess
+        if lex is not None and not _turned_from(lex, by_chain):  # the words read it otherwise: unknown
             return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, loose + lex.readings, reason=DISAGREE)
         return by_chain
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left)
+    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left, reverts)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -156,6 +158,14 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         return Judgement(Verdict.UNKNOWN, 0.3, read.option, read.subject, read.readings + lex.readings, reason=DISAGREE)
     read.confidence = min(0.97, max(read.confidence, lex.confidence) + 0.02)  # two readings agree
     return read
+
+
+def _turned_from(lex: Judgement, by_chain: Judgement) -> bool:
+    """Whether the words read in force only the heads that chose another option than the version
+    they replaced, which chose the statement's: they name it in a report ("FleetHalo couldn't
+    finish the installs"), and what they chose says they left it."""
+    turned = {r.head.id for r in by_chain.readings if r.turned}
+    return lex.verdict is Verdict.IN_FORCE and bool(lex.readings) and {r.head.id for r in lex.readings} <= turned
 
 
 def _option_words(option: str | None) -> set[str]:
@@ -173,6 +183,7 @@ def _by_reading(
     chains: list[tuple[MemoryNode, list[MemoryNode]]],
     left: dict[str, tuple[tuple[int, int], ...]],
     loose: list[Reading] | None = None,
+    reverts: set[str] | None = None,
 ) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
@@ -182,6 +193,8 @@ def _by_reading(
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
     versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
     for (head, past), c in zip(chains, cands, strict=True):
+        if reverts is not None and c.facts.revert_cue and len(past) > 1:
+            reverts.add(head.id)
         facts = (c.facts, *c.history)
         # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
         own = [_own_version(f) for f in facts]
@@ -193,6 +206,8 @@ def _by_reading(
         else:
             left.update((n.id, f.left) for n, f in zip((head, *past), facts, strict=True))
     note = analyse(statement, vocab, scope=scope, known=known)
+    if reverts is not None and note.revert_cue:  # it goes back too: it names what it left as they do
+        reverts.clear()
     # the statement's own: what it says it left, and the versions it names besides its own, is not what it asserts
     own_statement = _own_version(note)
     left[""] = note.left + (other_versions(statement, own_statement, versions) if own_statement else ())
@@ -232,18 +247,21 @@ def _by_reading(
             (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
             None,
         )
+        # the statement's subject holds a word more that notes use ("second car"): another aspect
+        aspect = relation == "broader" and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
+        holder = _named_as(head.raw_text, option.text, note.subject)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
+        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect and not holder:
+            # The version in force chose another option than the version it replaced: it left that
+            # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
+            reading.stance, reading.named, reading.successor = "replaced", nodes[1], head
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
             left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
-            if (
-                at is not None
-                and relation == "broader"
-                and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
-            ):
-                continue  # the statement's subject holds a word more that notes use ("second car"): another aspect
+            if at is not None and aspect:
+                continue
             if at is not None:
                 reading.stance, reading.named, reading.successor = "replaced", nodes[at], nodes[at - 1]
             elif left and head.status == Status.ACTIVE:
@@ -304,12 +322,15 @@ def _by_chain(
     head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
     if head_option == option.key:
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
+    at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
+    nodes = [head, *past]
+    turned = at == 1 and head_option is not None and not _named_as(head.raw_text, option.text, note.subject)
+    if turned and c.facts.option is not None:  # it chose another option than the version before
+        return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
         return None  # the head names it, not as what it left: the chain cannot tell
-    at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     if at is None:
         return None
-    nodes = [head, *past]
     # The head names it other than as what it left: by words no other version holds ("Elif's back
     # managing"), or any, in a note that says it goes back ("Bea is back on Ysolde").
     earlier = set().union(*(_words(n.raw_text) for n in past[1:]))
@@ -320,6 +341,20 @@ def _by_chain(
         return None
     option_text = c.facts.option.text if head_option else None
     return Reading(head, "loose", "replaced", named=nodes[at], successor=nodes[at - 1], option=option_text)
+
+
+_AS = re.compile(r"\s+as\s+(?:the\s+|our\s+|its\s+|an?\s+)?([\w-]+)", re.I)
+
+
+def _named_as(text: str, option: str, subject: Iterable[str]) -> bool:
+    """Whether a note names the option as what holds the statement's subject ("co-opted Fiona Lee
+    as secretary"): it chose it, whatever else it chose."""
+    words = {t for t in subject if not t.startswith("@")}
+    for m in re.finditer(re.escape(option), text, re.I):
+        after = _AS.match(text, m.end())
+        if after and _meets(words, _words(after.group(1))):
+            return True
+    return False
 
 
 def overridden(
@@ -429,6 +464,7 @@ def lexical(
     chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
     option_words: Iterable[str] = (),
     left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    reverts: Collection[str] = (),
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
@@ -436,7 +472,11 @@ def lexical(
     plainly about it, or the words do not tell. ``option_words``: the words of the statement's
     option (a name, or what it says is used: "every three years"), which tell versions apart as
     names do. ``left``: by node id, the spans where a version says what it left ("from X to",
-    "X was overkill"): a version does not say what it names only there."""
+    "X was overkill"): a version does not say what it names only there. ``reverts``: the ids of
+    versions in force that say they go back to what came before the version they replaced ("back
+    to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
+    before it held, is what they left, unless the statement names what they went back to; one that
+    holds all the statement's names says it, unless an earlier version holds the whole statement."""
     said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
@@ -462,6 +502,10 @@ def lexical(
             continue
         if left and len(versions) > 1:
             held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), set().union(*held[2:]) - topic)
+        if head.id in reverts and len(versions) > 2:
+            before = set().union(*held[2:])
+            if not telling & (held[0] & before) - held[1] - topic:  # not what it went back to
+                held[0] = held[0] - (held[1] - before - topic)
         share = len(said & union) / len(said)
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
@@ -471,6 +515,10 @@ def lexical(
                     loose.append(reading)
             continue
         reading = _within(said, telling, versions, held)
+        # it went back to what the statement names, which no earlier version says whole
+        back = head.id in reverts and bool(named) and named <= held[0] and all(said - h for h in held[1:])
+        if reading is not None and reading.stance == "replaced" and back:
+            reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
             scored.append((share, reading))
     if not scored:

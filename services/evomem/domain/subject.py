@@ -99,9 +99,10 @@ HEDGE = re.compile(
     r"prototyp\w+|test(?:ing|ed)? out|looking (?:at|into)|investigat\w+|draft|tbd)\b|\?",
     re.I,
 )
+# Going back, read by the stem of its verb in every inflection ("reverting", "returning to", "goes back").
 REVERT_CUE = re.compile(
-    r"\b(?:reverted|revert|rolled back|roll back|went back|go back|going back|back (?:on|to)|is back|are back|"
-    r"returns? to|returned to|restored)\b",
+    r"\b(?:revert\w*|roll\w*\s+back|(?:go|goes|going|gone|went)\s+back|back (?:on|to)|is back|are back|"
+    r"return\w*\s+to|restored)\b",
     re.I,
 )
 
