@@ -452,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         r / "agents.md",
         AGENTS_NOTE,
     )
+    text += part(r / "agents_changes.md")  # what was tried on the offers and why, written by hand with the runs
     text += section(
         "Premise check and dependency staleness",
         r / "premise.md",
