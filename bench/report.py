@@ -444,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         "`make bench-linking` (part of `make bench`): every offline linker and the pair linker with the "
         "agent confirming its candidates, on development data (which the linkers may be tuned on) and on "
         "blind data (never read while changing a linker; aggregates only).\n\n"
-        "> Measured with the pair model before 2026-12-06's calibrated, selective offers (issue 30); what an agent "
+        "> The `pair` rows are the linker's own decisions (links, and the candidates it lists when it abstains), not "
+        "the offers the default server shows at `offer_at`; what an agent "
         'reading today\'s offers would do is in "Five simulated agents" below.\n\n',
     )
     text += section(
