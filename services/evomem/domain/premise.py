@@ -191,7 +191,7 @@ def _by_reading(
     known = lowercase_options(f for c in cands for f in (c.facts, *c.history))
     if known:
         cands = [ScoredLinker._candidate(h, past, vocab, known) for h, past in chains]
-    versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
+    chosen_versions: set[str] = set()  # the versions the chains' versions chose, in chains that chose several
     for (head, past), c in zip(chains, cands, strict=True):
         if reverts is not None and c.facts.revert_cue and len(past) > 1:
             reverts.add(head.id)
@@ -200,7 +200,7 @@ def _by_reading(
         own = [_own_version(f) for f in facts]
         chosen = {v for v in own if v}
         if len(chosen) > 1:
-            versions |= chosen
+            chosen_versions |= chosen
             for n, f, v in zip((head, *past), facts, own, strict=True):
                 left[n.id] = f.left + (other_versions(f.text, v, chosen) if v else ())
         else:
@@ -210,7 +210,7 @@ def _by_reading(
         reverts.clear()
     # the statement's own: what it says it left, and the versions it names besides its own, is not what it asserts
     own_statement = _own_version(note)
-    left[""] = note.left + (other_versions(statement, own_statement, versions) if own_statement else ())
+    left[""] = note.left + (other_versions(statement, own_statement, chosen_versions) if own_statement else ())
     kinds_of = ScoredLinker._option_concepts(cands)
     note = ScoredLinker._typed_note(note, kinds_of)
     option = _option(note)
@@ -500,12 +500,12 @@ def lexical(
         union = set().union(*held)
         if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
             continue
+        before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
-            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), set().union(*held[2:]) - topic)
-        if head.id in reverts and len(versions) > 2:
-            before = set().union(*held[2:])
-            if not telling & (held[0] & before) - held[1] - topic:  # not what it went back to
-                held[0] = held[0] - (held[1] - before - topic)
+            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), before - topic)
+        # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
+        if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
+            held[0] = held[0] - (held[1] - before - topic)
         share = len(said & union) / len(said)
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
