@@ -842,6 +842,12 @@ def main(argv: list[str] | None = None, augment: Augment | None = None) -> int:
         help="read the pair dataset --save-groups wrote instead of replaying; twice: the replays with and "
         "without embeddings (--no-embeddings), each scenario's two replays in one group",
     )
+    ap.add_argument(
+        "--replay-only",
+        action="store_true",
+        help="replay and write --save-groups (and --vector-cache), fit nothing: the first half of a training on "
+        "both replays (make -C lab train-linker)",
+    )
     ap.add_argument("--cal-cache", default="", help="keep the out-of-fold run here (pickle) and reuse it if present")
     ap.add_argument(
         "--calibrate-on",
@@ -852,6 +858,8 @@ def main(argv: list[str] | None = None, augment: Augment | None = None) -> int:
         "it did not hold better on blind data, lab/HISTORY.md); 'source' also writes the source_shift report",
     )
     args = ap.parse_args(argv)
+    if args.replay_only and not args.save_groups:
+        ap.error("--replay-only writes the replay to --save-groups: name the file")
     started = time.perf_counter()
     embedder = None
     if not args.no_embeddings:
@@ -876,6 +884,8 @@ def main(argv: list[str] | None = None, augment: Augment | None = None) -> int:
             pickle.dump((sources, groups), fh)
     if args.vector_cache and embedder is not None:
         _write_vector_cache(Path(args.vector_cache), cache_key, linker._vectors)
+    if args.replay_only:
+        return 0
     head = None
     if augment is not None:
         if not args.vector_cache or not Path(args.vector_cache).exists():

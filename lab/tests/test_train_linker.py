@@ -198,3 +198,15 @@ def test_shipped_model_is_monotone_where_its_training_says() -> None:
             a, b = list(row), list(row)
             a[k], b[k] = lo, hi
             assert sign * (model.prob(b) - model.prob(a)) >= -1e-12, (name, lo, hi)
+
+
+def test_a_replay_alone_must_name_where_it_goes() -> None:
+    """``--replay-only`` (the first half of ``make -C lab train-linker``) fits nothing, so without
+    ``--save-groups`` it would throw the replay away: refused before any replay starts."""
+    import pytest
+
+    from lab import train_linker
+
+    with pytest.raises(SystemExit) as stop:
+        train_linker.main(["--replay-only", "--no-embeddings"])
+    assert stop.value.code == 2
