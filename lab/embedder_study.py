@@ -228,6 +228,13 @@ def rows_of(scenarios: list[dict[str, Any]], vec: dict[str, np.ndarray]) -> list
     return rows
 
 
+def _kinds(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r["kind"]] = out.get(r["kind"], 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def summarise(rows: list[dict[str, Any]], pooled_cut: float | None) -> dict[str, Any]:
     gold = [r for r in rows if "rank" in r]
     none_all = [r["max"] for r in rows if not r["gold"]]
@@ -254,6 +261,7 @@ def summarise(rows: list[dict[str, Any]], pooled_cut: float | None) -> dict[str,
         "own_cut": own,
         "recall_own_cut": recall(own),
         "recall_pooled_cut": recall(pooled_cut),
+        "above_own_cut_by_kind": _kinds([r for r in rows if not r["gold"] and own is not None and r["max"] >= own]),
         "false_offer_rate_pooled_cut": (
             sum(1 for x in none_all if x >= pooled_cut) / len(none_all) if none_all and pooled_cut is not None else None
         ),
@@ -339,7 +347,7 @@ def report() -> str:
     ]
     for r in runs:
         p, q = r["pooled"], r["paraphrase"]
-        t1, t2 = r.get("ms_1t", {}), r.get("ms_2t", {})
+        t1, t2 = r.get("ms_1t") or {}, r.get("ms_2t") or {}
         lines.append(
             f"| {r['name']} | {r['size_mb']} | {r['dim']} | {_f(t1.get('p50_ms'), 1)} / {_f(t1.get('p95_ms'), 1)} "
             f"| {_f(t2.get('p50_ms'), 1)} / {_f(t2.get('p95_ms'), 1)} | {_f(p['top1'])} / {_f(p['top3'])} "
