@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evomem.adapters.sqlite import term_bounds
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -68,17 +69,6 @@ def term_bound(rows: int, hits: int) -> float:
     only grows with it), ``hits`` must not exceed the rows the term is in."""
     idf = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows > hits else 0.0
     return (BM25_K1 + 1.0) * max(idf, 1e-6)
-
-
-def essential_split(bounds: dict[str, float], theta: float) -> int:
-    """MaxScore: how many of the terms, best bound first, a row must contain one of to score
-    above ``theta``. The terms after that many can together add at most ``theta`` to a row
-    that has none of the first ones. ``len(bounds)`` when no term can be left out."""
-    ordered = sorted(bounds.values(), reverse=True)
-    for j in range(1, len(ordered)):
-        if sum(ordered[j:]) < theta:
-            return j
-    return len(ordered)
 
 
 def search(
@@ -173,6 +163,13 @@ def search_informative(
     return found[:limit]
 
 
+#: ``search_pruned`` ranks a part whole, without splitting it further, once one of its required terms is
+#: in at most this many rows (the part has no more: a split would cost more queries than it saves rows),
+SMALL_PART = 500
+#: or once it has visited this many parts (a long note's 64 terms could otherwise split 2^64 ways).
+MAX_PARTS = 64
+
+
 def search_pruned(
     conn: sqlite3.Connection,
     present: list[str],
@@ -183,39 +180,78 @@ def search_pruned(
     status: str,
     prune: float = 1.0,
 ) -> list[SearchHit] | None:
-    """``search`` by MaxScore passes, each ranking only the rows no earlier pass ranked; None
-    never (every match ranked in pieces is the answer too; the type is ``search``'s shortcuts').
-    ``present``: the terms rarest first, so their bounds never grow along it. ``rows``: at
-    least the FTS table's rows (``max(rowid)`` of ``nodes``).
+    """``search`` over the matches split by which of the terms they have; None never (the type
+    is ``search``'s shortcuts'). ``present``: the terms rarest first. ``rows``: at least the FTS
+    table's rows (``max(rowid)`` of ``nodes``).
 
-    A pass that adds the terms ``present[i:j]`` to the essential ones ranks the rows that have
-    one of them and none of ``present[:i]`` (``(N) NOT (O)``, split on the rest as before): the
-    rows of the earlier terms were ranked by the earlier passes, whose best are kept. The passes
-    partition the matches, so the kept best of all of them are the best of the rows with an
-    essential term, exactly as one pass over those rows ranks them (the same floats: a term a
-    row lacks adds exactly 0.0, wherever the expression names it; ties by rowid). ``prune`` above 1
-    raises the bar a left-out row's bounds must stay under to ``prune`` times the ``limit``-th score:
-    no longer exact (``search``)."""
-    bounds = {t: term_bound(rows, hits[t]) for t in present}
+    Each term adds at most its bound to a score (``term_bounds.bounds``: its stored largest
+    contribution to any row, for the idf and average length now), so the rows that have all of
+    the terms ``req``, none of ``exc`` and any of ``free`` score at most the bounds of ``req`` and
+    ``free`` summed. Depth first from every match (``req``, ``exc`` empty), a part splits on its
+    first free term: the rows with it (searched first: the best rows have many terms), then the
+    rows without it; a part whose bound stays under the ``limit``-th score found so far is left
+    out, and one that cannot leave anything out (its required terms alone reach that score, a
+    required term in at most ``SMALL_PART`` rows, or ``MAX_PARTS`` parts visited) is ranked whole:
+    the rows with one of its free terms, and, while the required terms' bounds reach the score,
+    the rows with none. The parts partition the matches, so the kept best of the ranked ones are
+    the answer (what ranking every match answers: the same floats, each expression naming every
+    term of a row in ``present``'s order, a term a row lacks adding exactly 0.0; ties by rowid).
+    On a bench note's candidate search at 100k notes: 5 parts, ~750 rows ranked of 23,000 matches,
+    where a pass per essential term (MaxScore) ranked 8,000. ``prune`` above 1 raises the bar a
+    left-out part's bound must stay under to ``prune`` times the ``limit``-th score: no longer
+    exact (``search``)."""
+    if conn.in_transaction:  # FTS5's averages in the file may lag this transaction's own writes
+        bounds = {t: term_bound(rows, hits[t]) for t in present}
+    else:
+        bounds = term_bounds.bounds(conn, present, hits, rows)
     best: list[tuple[float, int, str, str]] = []  # (rank, rowid, id, chain_root): FTS5's rank, lower is better
-    i, j = 0, 1
-    while True:
-        old, new = fts_query(present[:i]), fts_query(present[i:j])
-        fresh = f"({new}) NOT ({old})" if i else new
-        if j >= len(present):  # every term essential: this last pass ranks the remaining matches
-            best = sorted(best + _ranked_rows(conn, [fresh], namespace, limit, status))[:limit]
-            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
-        rest = fts_query(present[j:])
-        split = [f"({fresh}) AND ({rest})", f"({fresh}) NOT ({rest})"]
-        best = sorted(best + _ranked_rows(conn, split, namespace, limit, status))[:limit]
-        i = j
-        if len(best) < limit:  # fewer rows than asked with those terms: the others' rows count
-            j += 1
-            continue
-        theta = -best[-1][0] * prune  # every row left out scores at most the bounds of ``rest``
-        if sum(bounds[t] for t in present[j:]) < theta:
-            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
-        j = max(j + 1, essential_split(bounds, theta))
+    later: list[tuple[float, str]] = []  # (bound, expression): the parts' rows with none of their free terms
+    parts = 0
+
+    def bar() -> float:
+        return -best[-1][0] * prune if len(best) >= limit else 0.0
+
+    def take(matches: list[str]) -> None:
+        nonlocal best
+        best = sorted(best + _ranked_rows(conn, matches, namespace, limit, status))[:limit]
+
+    def visit(req: list[str], exc: list[str], free: list[str]) -> None:
+        nonlocal parts
+        parts += 1
+        if sum(bounds[t] for t in req) + sum(bounds[t] for t in free) < bar():
+            return
+        if not req:
+            if not free:
+                return
+            if parts >= MAX_PARTS:  # every row with one of the free terms, none of exc
+                take([f"({fts_query(free)}) NOT ({fts_query(exc)})" if exc else fts_query(free)])
+                return
+            visit([free[0]], exc, free[1:])
+            visit([], [*exc, free[0]], free[1:])
+            return
+        core = " AND ".join(fts_query([t]) for t in req)
+        if exc:
+            core = f"({core}) NOT ({fts_query(exc)})"
+        small = min(hits[t] for t in req) <= SMALL_PART
+        if free and not small and parts < MAX_PARTS and sum(bounds[t] for t in req) < bar():
+            size = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (core,)).fetchone()[0]
+            if size == 0:
+                return
+            if size > SMALL_PART:
+                visit([*req, free[0]], exc, free[1:])
+                visit(req, [*exc, free[0]], free[1:])
+                return
+        if not free:
+            take([core])
+            return
+        take([f"({core}) AND ({fts_query(free)})"])
+        later.append((sum(bounds[t] for t in req), f"({core}) NOT ({fts_query(free)})"))
+
+    visit([], [], present)
+    for bound, rest in sorted(later, reverse=True):
+        if bound >= bar():
+            take([rest])
+    return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
 
 
 def ranked(
@@ -257,16 +293,19 @@ def _ranked_rows(
     """``ranked``'s rows: (FTS5 rank, rowid, node id, chain root), best (lowest rank) first."""
     one = f"SELECT rowid, {BM25_SQL} AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
     best = " UNION ALL ".join(f"SELECT * FROM ({one} ORDER BY rank, rowid LIMIT ?)" for _ in matches)
+    # Every ranked row, with whether it passes the filters: fewer than ``ranked_first`` of them
+    # means each expression's matches were all ranked, and no wider ranking can add a row.
     sql = (
-        f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r "
-        f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?"
+        f"SELECT r.rank, r.rowid, n.id, n.chain_root, n.namespace = ? AND {status} "
+        f"FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r JOIN nodes n ON n.rowid = r.rowid ORDER BY r.rank, r.rowid"
     )
     first = RANK_FIRST * limit
     for ranked_first in (first, first * WIDEN):
         args: list[object] = [v for m in matches for v in (m, ranked_first)]
-        rows = conn.execute(sql, (*args, ranked_first, namespace, limit)).fetchall()
-        if len(rows) >= limit or complete:
-            return [tuple(r) for r in rows]
+        every = conn.execute(sql, (namespace, *args, ranked_first)).fetchall()
+        rows = [tuple(r[:4]) for r in every if r[4]][:limit]
+        if len(rows) >= limit or complete or len(every) < ranked_first:
+            return rows
     every = " UNION ALL ".join(one for _ in matches)
     rows = conn.execute(
         f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "

@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema, term_bounds
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
@@ -81,6 +81,7 @@ class SQLiteStore:
         self._purges = PurgeFinisher(self._db, busy_timeout_ms=busy_timeout_ms, retry_s=purge_retry_s)
         with self._write() as conn:
             schema.migrate(conn)
+            term_bounds.ensure(conn)  # the bounds MaxScore prunes with: filled after a bulk load or the migration
         try:
             self._words = open_words(word_index, self._db)  # words.py: fts5, or tantivy beside the file
         except BaseException:
