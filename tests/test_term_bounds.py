@@ -260,3 +260,23 @@ def test_averages_reads_fts5s_own_counts(tmp_path: Path, n: int) -> None:
         assert tokens >= 4 * n
     finally:
         store.close()
+
+
+def test_a_purge_deletes_the_bounds_of_the_words_only_its_note_had(tmp_path: Path) -> None:
+    """A stored term is a piece of a note's text: purging the only note with a word leaves no
+    bound of it (the file keeps nothing of a purged note), and the words other notes have keep theirs."""
+    store = SQLiteStore(tmp_path / "purge.db")
+    try:
+        _fill(store, 60, seed=11)
+        secret = store.insert(NewNote(raw_text="ledger zqxsecretword moved", tags=["zqxtag"]))
+        conn = store._conn()
+        stored = lambda term: conn.execute("SELECT count(*) FROM term_bounds WHERE term = ?", (term,)).fetchone()[0]  # noqa: E731
+        assert stored("zqxsecretword") == stored("zqxtag") == stored("ledger") == 1
+        store.forget(secret.id)  # forgotten, not purged: the text stays, and so do its bounds
+        assert stored("zqxsecretword") == 1
+        store.forget(secret.id, purge=True)
+        assert stored("zqxsecretword") == stored("zqxtag") == 0
+        assert stored("ledger") == 1  # other notes have it
+        _check_bounds(store)
+    finally:
+        store.close()
