@@ -280,3 +280,47 @@ def test_a_purge_deletes_the_bounds_of_the_words_only_its_note_had(tmp_path: Pat
         _check_bounds(store)
     finally:
         store.close()
+
+
+def test_a_store_on_tantivy_keeps_no_bounds_and_the_next_fts5_open_rebuilds_them(tmp_path: Path) -> None:
+    """Tantivy never reads the bounds: a store that runs it drops their triggers (its writes pay
+    nothing for them) and marks them not maintained; an FTS5 search meanwhile (another process's)
+    bounds with idf * (k1 + 1); the next FTS5 open puts the triggers back and rebuilds."""
+    pytest.importorskip("tantivy")
+    db = tmp_path / "switch.db"
+    first = SQLiteStore(db)
+    _fill(first, 200, seed=12)
+    first.close()
+    on_tantivy = SQLiteStore(db, word_index="tantivy")
+    try:
+        assert on_tantivy.word_index == "tantivy"
+        conn = on_tantivy._conn()
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        assert not names & set(term_bounds.TRIGGERS)
+        assert not term_bounds.maintained(conn)
+        assert conn.execute("SELECT count(*) FROM term_bounds").fetchone()[0] == 0
+        _fill(on_tantivy, 100, seed=13)  # written while the bounds are not kept
+        hits = sqlite_search.term_rows(conn, ["ledger"])["ledger"]
+        assert term_bounds.bounds(conn, ["ledger"], {"ledger": hits}, 300) == {
+            "ledger": term_bound(300, hits) * term_bounds.SAFETY  # an FTS5 search now: idf * (k1 + 1)
+        }
+        beside = SQLiteStore(db)  # FTS5 in the same file (another process would be the same)
+        try:
+            assert beside.word_index == "fts5" and term_bounds.maintained(beside._conn())
+        finally:
+            beside.close()
+        # the last open decides: the FTS5 store rebuilt them and put the triggers back, and they
+        # fire for the Tantivy store's writes too until its next open
+        _fill(on_tantivy, 50, seed=14)
+        assert term_bounds.maintained(conn)
+        _check_bounds(on_tantivy)
+    finally:
+        on_tantivy.close()
+    back = SQLiteStore(db)
+    try:
+        conn = back._conn()
+        assert term_bounds.maintained(conn)
+        assert conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0] == 350
+        _check_bounds(back)
+    finally:
+        back.close()

@@ -235,10 +235,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0010_term_bounds",
         """
         -- Each FTS5 token's largest weighted frequency in a row and smallest row length over it
-        -- (evomem.adapters.sqlite.term_bounds): the exact bound of MaxScore's passes. Written by the
-        -- triggers below in the write's transaction, a row at a time, through a one-row contentless
-        -- FTS5 table with the same tokenizer; filled from the FTS index by term_bounds.ensure at open
-        -- (rows = -1: not yet; it compares rows with FTS5's own count).
+        -- (evomem.adapters.sqlite.term_bounds): the bounds the pruned search leaves rows out with.
+        -- term_bounds.ensure, at every open, creates the triggers that write it in each write's
+        -- transaction (a row at a time, through a one-row contentless FTS5 table with the same
+        -- tokenizer) and fills it from the FTS index when stale (rows = -1: not maintained; else
+        -- the FTS rows the triggers have seen, compared with FTS5's own count).
         CREATE TABLE term_bounds (
             term       TEXT PRIMARY KEY,
             max_f      REAL NOT NULL,
@@ -252,39 +253,6 @@ MIGRATIONS: list[tuple[str, str]] = [
             content='', tokenize='porter unicode61 remove_diacritics 2'
         );
         CREATE VIRTUAL TABLE term_probe_instances USING fts5vocab(term_probe, instance);
-        CREATE TRIGGER term_bounds_insert AFTER INSERT ON nodes BEGIN
-            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
-            VALUES (1, new.raw_text, new.change, new.trigger, new.alternatives_tried, new.consequences,
-                    new.summary, new.tags);
-            INSERT INTO term_bounds(term, max_f, min_ratio)
-                SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f FROM (
-                    SELECT term, sum(CASE col WHEN 'raw_text' THEN 1.0 WHEN 'change' THEN 2.0
-                        WHEN 'trigger' THEN 1.0 WHEN 'alternatives_tried' THEN 0.75
-                        WHEN 'consequences' THEN 0.75 WHEN 'summary' THEN 0.5 WHEN 'tags' THEN 1.5 END) AS f
-                    FROM term_probe_instances GROUP BY term) WHERE true
-                ON CONFLICT(term) DO UPDATE SET max_f = max(max_f, excluded.max_f),
-                    min_ratio = min(min_ratio, excluded.min_ratio);
-            INSERT INTO term_probe(term_probe) VALUES ('delete-all');
-            UPDATE term_bounds_state SET rows = rows + 1;
-        END;
-        CREATE TRIGGER term_bounds_update AFTER UPDATE OF raw_text, change, trigger, alternatives_tried,
-                consequences, summary, tags ON nodes BEGIN
-            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
-            VALUES (1, new.raw_text, new.change, new.trigger, new.alternatives_tried, new.consequences,
-                    new.summary, new.tags);
-            INSERT INTO term_bounds(term, max_f, min_ratio)
-                SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f FROM (
-                    SELECT term, sum(CASE col WHEN 'raw_text' THEN 1.0 WHEN 'change' THEN 2.0
-                        WHEN 'trigger' THEN 1.0 WHEN 'alternatives_tried' THEN 0.75
-                        WHEN 'consequences' THEN 0.75 WHEN 'summary' THEN 0.5 WHEN 'tags' THEN 1.5 END) AS f
-                    FROM term_probe_instances GROUP BY term) WHERE true
-                ON CONFLICT(term) DO UPDATE SET max_f = max(max_f, excluded.max_f),
-                    min_ratio = min(min_ratio, excluded.min_ratio);
-            INSERT INTO term_probe(term_probe) VALUES ('delete-all');
-        END;
-        CREATE TRIGGER term_bounds_delete AFTER DELETE ON nodes BEGIN
-            UPDATE term_bounds_state SET rows = rows - 1;
-        END;
         """,
     ),
 ]

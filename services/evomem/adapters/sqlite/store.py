@@ -81,10 +81,12 @@ class SQLiteStore:
         self._purges = PurgeFinisher(self._db, busy_timeout_ms=busy_timeout_ms, retry_s=purge_retry_s)
         with self._write() as conn:
             schema.migrate(conn)
-            term_bounds.ensure(conn)  # the bounds MaxScore prunes with: filled after a bulk load or the migration
         try:
             self._words = open_words(word_index, self._db)  # words.py: fts5, or tantivy beside the file
+            with self._write() as conn:  # the FTS5 search's term bounds: kept (rebuilt if stale) or suspended
+                term_bounds.ensure(conn, keep=self._words.name == "fts5")
         except BaseException:
+            self._words.close()
             self._db.close()
             raise
         if self._purges.pending():  # a purge the last process could not finish (a reader, a crash)

@@ -11,17 +11,21 @@ its weight, ``FTS_WEIGHTS``) and ``D`` the row's length in tokens (every column)
 shrinks with ``D / f``; so with ``max_f`` (its largest ``f`` in any row) and ``min_ratio`` (its
 smallest ``D / f``) the expression with both is at least what the term adds to any row, whatever
 ``idf`` and ``avgdl`` the table has when a query runs (both read then). That is the exact bound of
-MaxScore's passes (``search.search_pruned``), in place of ``idf * (k1 + 1)``, the most any term
-could add with no statistics: on the bench notes a term's part is 0.45-0.75 of that.
+the pruned search (``search.search_pruned``), in place of ``idf * (k1 + 1)``, the most any term
+could add with no statistics: on the bench notes a term's largest part is 0.8-0.9 of that, and its
+part in a row of average length about 0.75.
 
-``term_bounds`` (term, max_f, min_ratio), one row per FTS5 token, is written by triggers on ``nodes``
-(migration 0010) in the transaction of the write: every row inserted, and every update of an indexed
-column, is tokenized by a one-row contentless FTS5 table with the same tokenizer (``term_probe``) and
-its terms' ``f`` and ``D / f`` merged in (``max``, ``min``). A delete leaves the bounds as they were:
-still true, perhaps looser (the rows left are a subset); a purge deletes the bounds of the note's terms
-no other row has (``drop_unused``: a term is a piece of its text). ``term_bounds_state.rows`` counts the FTS
-rows the triggers have seen; a file written with the triggers set aside (a bulk load) disagrees with
-FTS5's own count and ``ensure`` rebuilds the table from the FTS index (``rebuild``, 4.5 s at 100k notes).
+``term_bounds`` (term, max_f, min_ratio), one row per FTS5 token (migration 0010), is written by
+triggers on ``nodes`` (``TRIGGERS``, created by ``ensure`` at open) in the transaction of the write:
+every row inserted, and every update of an indexed column, is tokenized by a one-row contentless
+FTS5 table with the same tokenizer (``term_probe``) and its terms' ``f`` and ``D / f`` merged in
+(``max``, ``min``). A delete leaves the bounds as they were: still true, perhaps looser (the rows
+left are a subset); a purge deletes the bounds of the note's terms no other row has
+(``drop_unused``: a term is a piece of its text). ``term_bounds_state.rows`` counts the FTS rows
+the triggers have seen; a file written with the triggers set aside (a bulk load) disagrees with
+FTS5's own count and ``ensure`` rebuilds the table from the FTS index (``rebuild``, 4.5 s at 100k
+notes). A store that runs Tantivy drops the triggers and the bounds (``ensure(keep=False)``, rows
+-1): its writes pay nothing for what it never reads, and the next FTS5 open rebuilds them.
 """
 
 from __future__ import annotations
@@ -46,6 +50,28 @@ WEIGHT_SQL = (
     "WHEN 'alternatives_tried' THEN 0.75 WHEN 'consequences' THEN 0.75 WHEN 'summary' THEN 0.5 "
     "WHEN 'tags' THEN 1.5 END"
 )
+
+# One row's terms (the one-row probe filled with its indexed columns) merged into the bounds.
+_MERGE_ROW = f"""
+            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
+            VALUES (1, new.raw_text, new.change, new.trigger, new.alternatives_tried, new.consequences,
+                    new.summary, new.tags);
+            INSERT INTO term_bounds(term, max_f, min_ratio)
+                SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f FROM (
+                    SELECT term, sum({WEIGHT_SQL}) AS f FROM term_probe_instances GROUP BY term) WHERE true
+                ON CONFLICT(term) DO UPDATE SET max_f = max(max_f, excluded.max_f),
+                    min_ratio = min(min_ratio, excluded.min_ratio);
+            INSERT INTO term_probe(term_probe) VALUES ('delete-all');"""
+#: The triggers that keep the bounds in each write's transaction (``ensure`` creates them).
+TRIGGERS = {
+    "term_bounds_insert": "CREATE TRIGGER IF NOT EXISTS term_bounds_insert AFTER INSERT ON nodes BEGIN"
+    + _MERGE_ROW
+    + "\n            UPDATE term_bounds_state SET rows = rows + 1;\n        END",
+    "term_bounds_update": "CREATE TRIGGER IF NOT EXISTS term_bounds_update AFTER UPDATE OF raw_text, change, "
+    "trigger, alternatives_tried, consequences, summary, tags ON nodes BEGIN" + _MERGE_ROW + "\n        END",
+    "term_bounds_delete": "CREATE TRIGGER IF NOT EXISTS term_bounds_delete AFTER DELETE ON nodes BEGIN "
+    "UPDATE term_bounds_state SET rows = rows - 1; END",
+}
 
 #: Every term's (max_f, min_ratio) over the whole FTS index, from its instances.
 REBUILD_SQL = f"""
@@ -96,16 +122,26 @@ def rebuild(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE term_bounds_state SET rows = ?", (averages(conn)[0],))
 
 
-def ensure(conn: sqlite3.Connection) -> bool:
-    """Rebuild the bounds when the triggers have not seen every FTS row (a bulk load that set them
-    aside; the migration that created them). In the caller's write transaction. True if rebuilt."""
-    if not _has_bounds(conn):
+def ensure(conn: sqlite3.Connection, *, keep: bool = True) -> bool:
+    """At open, in the caller's write transaction. ``keep`` (the store searches with FTS5): create the
+    triggers if missing and rebuild the bounds when they have not seen every FTS row (the migration
+    that created the table, a bulk load that set them aside, a time on Tantivy). Not ``keep`` (the
+    store runs Tantivy, which never reads them): drop the triggers and the bounds, marked not
+    maintained (-1), so a write pays nothing for them; an FTS5 search in another process then bounds
+    with ``k1 + 1``, and the next FTS5 open rebuilds them. True if rebuilt."""
+    if not _has_table(conn):
         return False  # a file pinned to an older schema (tests): the search bounds with k1 + 1
-    seen = conn.execute("SELECT rows FROM term_bounds_state").fetchone()
-    if seen is not None and seen[0] == averages(conn)[0]:
+    if not keep:
+        for name in TRIGGERS:
+            conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        if conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0] != -1:
+            conn.execute("DELETE FROM term_bounds")
+            conn.execute("UPDATE term_bounds_state SET rows = -1")
         return False
-    if seen is None:
-        conn.execute("INSERT INTO term_bounds_state(rows) VALUES (-1)")
+    for sql in TRIGGERS.values():
+        conn.execute(sql)
+    if conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0] == averages(conn)[0]:
+        return False
     rebuild(conn)
     return True
 
@@ -114,7 +150,7 @@ def drop_unused(conn: sqlite3.Connection, texts: Sequence[str]) -> int:
     """After a purge blanked a note (``texts``: its indexed columns before): delete the bounds of its
     terms that no row has any more, since a term is a piece of the note's text and a purge leaves
     none in the file. In the caller's write transaction, after the FTS rows changed. How many."""
-    if not _has_bounds(conn):
+    if not maintained(conn):
         return 0
     conn.execute("INSERT INTO term_probe(rowid, raw_text) VALUES (1, ?)", (" ".join(t or "" for t in texts),))
     terms = [r[0] for r in conn.execute("SELECT DISTINCT term FROM term_probe_instances")]
@@ -127,8 +163,16 @@ def drop_unused(conn: sqlite3.Connection, texts: Sequence[str]) -> int:
 _USED_SQL = "SELECT 1 FROM nodes_fts_instances WHERE term = ? LIMIT 1"
 
 
-def _has_bounds(conn: sqlite3.Connection) -> bool:
+def _has_table(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'term_bounds_state'").fetchone() is not None
+
+
+def maintained(conn: sqlite3.Connection) -> bool:
+    """Whether the bounds are kept (the file has the table, and its triggers are not suspended)."""
+    if not _has_table(conn):
+        return False
+    row = conn.execute("SELECT rows FROM term_bounds_state").fetchone()
+    return row is not None and row[0] >= 0
 
 
 # ------------------------------------------------------------------ query terms to FTS5 tokens
@@ -176,7 +220,7 @@ def bounds(conn: sqlite3.Connection, terms: Sequence[str], hits: dict[str, int],
     by_term = tokens(conn, terms)
     wanted = sorted({tok for toks in by_term.values() for tok in toks})
     stats: dict[str, tuple[float, float]] = {}
-    if not _has_bounds(conn):
+    if not maintained(conn):
         wanted = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
