@@ -1,12 +1,13 @@
-"""Full-text search over the store's FTS5 index: BM25 ranking, exact, pruned by MaxScore.
+"""Full-text search over the store's FTS5 index: BM25 ranking, exact, pruned by each term's bound.
 
     search(conn, ["ledger", "queue"], namespace="default", limit=20)   # [SearchHit], best first
 
 Functions on a connection of the store's file (``nodes`` and ``nodes_fts``, schema.py). The
 query is the OR of the terms, each quoted (``fts_query``), ranked by FTS5's ``bm25`` with the
 column weights ``FTS_WEIGHTS``. On a large table ``search`` prunes (``search_pruned``: each
-term's bound, ``term_bound``, lets it leave out rows that cannot reach the ``limit``-th score);
-on a small one a long query leaves out the words half the rows have (``search_informative``).
+term's stored largest contribution, ``term_bounds.py``, lets it leave out the parts of the matches
+that cannot reach the ``limit``-th score; ``search_passes`` for a long query); on a small one a
+long query leaves out the words half the rows have (``search_informative``).
 Both answer what ranking every match (``ranked`` over the whole query) answers.
 """
 
@@ -168,6 +169,10 @@ def search_informative(
 SMALL_PART = 500
 #: or once it has visited this many parts (a long note's 64 terms could otherwise split 2^64 ways).
 MAX_PARTS = 64
+#: A query of more terms than this is searched by MaxScore passes instead (``search_passes``): every
+#: ranked part reads all its terms' rows for their idf, and a long query's parts add up (dev-long's
+#: 64-term queries at 100k notes, CPU ms mean / max: parts 22.6 / 115, passes above 12 terms 18.7 / 53).
+PARTS_UP_TO = 12
 
 
 def search_pruned(
@@ -188,22 +193,26 @@ def search_pruned(
     contribution to any row, for the idf and average length now), so the rows that have all of
     the terms ``req``, none of ``exc`` and any of ``free`` score at most the bounds of ``req`` and
     ``free`` summed. Depth first from every match (``req``, ``exc`` empty), a part splits on its
-    first free term: the rows with it (searched first: the best rows have many terms), then the
-    rows without it; a part whose bound stays under the ``limit``-th score found so far is left
-    out, and one that cannot leave anything out (its required terms alone reach that score, a
-    required term in at most ``SMALL_PART`` rows, or ``MAX_PARTS`` parts visited) is ranked whole:
-    the rows with one of its free terms, and, while the required terms' bounds reach the score,
-    the rows with none. The parts partition the matches, so the kept best of the ranked ones are
-    the answer (what ranking every match answers: the same floats, each expression naming every
-    term of a row in ``present``'s order, a term a row lacks adding exactly 0.0; ties by rowid).
-    On a bench note's candidate search at 100k notes: 5 parts, ~750 rows ranked of 23,000 matches,
-    where a pass per essential term (MaxScore) ranked 8,000. ``prune`` above 1 raises the bar a
-    left-out part's bound must stay under to ``prune`` times the ``limit``-th score: no longer
-    exact (``search``)."""
+    first free term: the rows with it first (the best rows have many terms), then the rows without
+    it. A part whose bound stays under the ``limit``-th score found so far is left out. A part is
+    ranked whole when splitting cannot pay: its required terms alone reach that score (or none is
+    known yet), it has at most ``SMALL_PART`` rows (counted, without ranking), or ``MAX_PARTS``
+    parts were visited; then its rows with one of its free terms are ranked at once, and those
+    with none at the end, if their bound (the required terms') still reaches the score. The parts
+    partition the matches, so the kept best of the ranked ones are the answer (what ranking every
+    match answers: the same floats, each expression naming every term of a row in ``present``'s
+    order, a term a row lacks adding exactly 0.0; ties by rowid). On a bench note's candidate
+    search at 100k notes: ~540 rows ranked (p50) of ~23,000 matches, where MaxScore passes over
+    idf * (k1 + 1) bounds ranked 8,100. A query of more than ``PARTS_UP_TO`` terms goes through
+    MaxScore passes instead (``search_passes``). ``prune`` above 1 raises the bar a left-out
+    part's bound must stay under to ``prune`` times the ``limit``-th score: no longer exact
+    (``search``)."""
     if conn.in_transaction:  # FTS5's averages in the file may lag this transaction's own writes
         bounds = {t: term_bound(rows, hits[t]) for t in present}
     else:
         bounds = term_bounds.bounds(conn, present, hits, rows)
+    if len(present) > PARTS_UP_TO:
+        return search_passes(conn, present, bounds, namespace, limit, status, prune)
     best: list[tuple[float, int, str, str]] = []  # (rank, rowid, id, chain_root): FTS5's rank, lower is better
     later: list[tuple[float, str]] = []  # (bound, expression): the parts' rows with none of their free terms
     parts = 0
@@ -252,6 +261,44 @@ def search_pruned(
         if bound >= bar():
             take([rest])
     return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+
+
+def search_passes(
+    conn: sqlite3.Connection,
+    present: list[str],
+    bounds: dict[str, float],
+    namespace: str,
+    limit: int,
+    status: str,
+    prune: float = 1.0,
+) -> list[SearchHit]:
+    """``search_pruned`` for a long query, by MaxScore passes (Turtle and Flood 1995): each expression
+    names every term, so its ranking reads every term's rows for their idf, and a long query's
+    many parts would read them many times. A pass adds the terms ``present[i:j]`` to the essential
+    ones and ranks the rows that have one of them and none of ``present[:i]`` (``(N) NOT (O)``,
+    split on the rest), whose best are kept; once the bounds of the terms after the essential ones
+    stay under the ``limit``-th score (times ``prune``), no row left can reach it. The passes
+    partition the matches: exact, as the parts are."""
+    best: list[tuple[float, int, str, str]] = []
+    i, j = 0, 1
+    while True:
+        old, new = fts_query(present[:i]), fts_query(present[i:j])
+        fresh = f"({new}) NOT ({old})" if i else new
+        if j >= len(present):  # every term essential: this last pass ranks the remaining matches
+            best = sorted(best + _ranked_rows(conn, [fresh], namespace, limit, status))[:limit]
+            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+        rest = fts_query(present[j:])
+        split = [f"({fresh}) AND ({rest})", f"({fresh}) NOT ({rest})"]
+        best = sorted(best + _ranked_rows(conn, split, namespace, limit, status))[:limit]
+        i = j
+        if len(best) < limit:  # fewer rows than asked with those terms: the others' rows count
+            j += 1
+            continue
+        theta = -best[-1][0] * prune  # every row left out scores at most the bounds of ``rest``
+        if sum(bounds[t] for t in present[j:]) < theta:
+            return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+        ordered = sorted(bounds.values(), reverse=True)  # the essential terms: those theta cannot do without
+        j = max(j + 1, next((k for k in range(1, len(ordered)) if sum(ordered[k:]) < theta), len(ordered)))
 
 
 def ranked(
