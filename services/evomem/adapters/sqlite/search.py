@@ -340,19 +340,22 @@ def _ranked_rows(
     """``ranked``'s rows: (FTS5 rank, rowid, node id, chain root), best (lowest rank) first."""
     one = f"SELECT rowid, {BM25_SQL} AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
     best = " UNION ALL ".join(f"SELECT * FROM ({one} ORDER BY rank, rowid LIMIT ?)" for _ in matches)
-    # Every ranked row, with whether it passes the filters: fewer than ``ranked_first`` of them
-    # means each expression's matches were all ranked, and no wider ranking can add a row.
     sql = (
-        f"SELECT r.rank, r.rowid, n.id, n.chain_root, n.namespace = ? AND {status} "
-        f"FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r JOIN nodes n ON n.rowid = r.rowid ORDER BY r.rank, r.rowid"
+        f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({best} ORDER BY rank, rowid LIMIT ?) AS r "
+        f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?"
     )
     first = RANK_FIRST * limit
+    matched: int | None = None
     for ranked_first in (first, first * WIDEN):
         args: list[object] = [v for m in matches for v in (m, ranked_first)]
-        every = conn.execute(sql, (namespace, *args, ranked_first)).fetchall()
-        rows = [tuple(r[:4]) for r in every if r[4]][:limit]
-        if len(rows) >= limit or complete or len(every) < ranked_first:
-            return rows
+        rows = conn.execute(sql, (*args, ranked_first, namespace, limit)).fetchall()
+        if len(rows) >= limit or complete:
+            return [tuple(r) for r in rows]
+        if matched is None:  # counted, not ranked: when every match was ranked, no wider ranking adds one
+            count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
+            matched = sum(conn.execute(count, (m,)).fetchone()[0] for m in matches)
+        if matched <= ranked_first:
+            return [tuple(r) for r in rows]
     every = " UNION ALL ".join(one for _ in matches)
     rows = conn.execute(
         f"SELECT r.rank, r.rowid, n.id, n.chain_root FROM ({every}) AS r JOIN nodes n ON n.rowid = r.rowid "

@@ -35,6 +35,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evomem.adapters.sqlite import driver
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -112,6 +114,16 @@ def averages(conn: sqlite3.Connection) -> tuple[int, float]:
     values = _varints(bytes(row[0]))
     rows = values[0]
     return rows, (sum(values[1:]) / rows if rows else 0.0)
+
+
+def _average_length(block: bytes | None) -> float:
+    if not block:
+        return 0.0
+    values = _varints(bytes(block))
+    return sum(values[1:]) / values[0] if values[0] else 0.0
+
+
+_STATE_SQL = "SELECT (SELECT rows FROM term_bounds_state), (SELECT block FROM nodes_fts_data WHERE id = 1)"
 
 
 def rebuild(conn: sqlite3.Connection) -> None:
@@ -220,13 +232,17 @@ def bounds(conn: sqlite3.Connection, terms: Sequence[str], hits: dict[str, int],
     by_term = tokens(conn, terms)
     wanted = sorted({tok for toks in by_term.values() for tok in toks})
     stats: dict[str, tuple[float, float]] = {}
-    if not maintained(conn):
+    try:  # whether the bounds are kept, and FTS5's averages, in one read
+        seen, block = conn.execute(_STATE_SQL).fetchone()
+    except driver.sqlite.OperationalError:  # a file pinned to an older schema (tests)
+        seen, block = -1, None
+    avgdl = _average_length(block)
+    if seen is None or seen < 0:
         wanted = []
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         sql = f"SELECT term, max_f, min_ratio FROM term_bounds WHERE term IN ({', '.join('?' * len(chunk))})"
         stats.update((r[0], (r[1], r[2])) for r in conn.execute(sql, chunk))
-    _, avgdl = averages(conn)
     out: dict[str, float] = {}
     for term in terms:
         n = hits[term]
