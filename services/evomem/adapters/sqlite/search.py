@@ -83,21 +83,17 @@ def search(
 ) -> list[SearchHit]:
     """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first.
 
-    Exact, and cheap on a large store (MaxScore, Turtle and Flood 1995): an OR query over
-    common words matches a good part of the store, and scoring every match was most of a
-    recall's cost (100k notes: 34k matches, ~40 of ~55 ms). Each term can add at most
-    ``term_bound`` to a score, so a row that has none of the rarest terms scores at most
-    the bounds of the others. ``search`` first ranks the rows with the rarest term only
-    (scored with every term), which gives a lower bound ``theta`` of the ``limit``-th best
-    score; then only the rows with one of the terms that ``theta`` cannot do without
-    (``essential_split``). Both passes score a row exactly as the whole query does: the
-    FTS expressions ``E AND (R)`` and ``E NOT (R)`` name every term once.
+    Exact, and cheap on a large store: an OR query over common words matches a good part of
+    the store, and scoring every match was most of a recall's cost (100k notes: 34k matches,
+    ~40 of ~55 ms). Each term can add at most its stored bound to a score
+    (``term_bounds.bounds``), so a row scores at most the bounds of the terms it has:
+    ``search_pruned`` ranks the matches in parts split by the terms they have and leaves out
+    the parts that cannot reach the ``limit``-th score (a long query: MaxScore passes,
+    ``search_passes``). Every ranked expression scores a row exactly as the whole query does.
 
-    ``prune`` (at least 1; 1, the default, is exact): the MaxScore passes leave out a row once
-    its terms' bounds cannot reach ``prune`` times the ``limit``-th score (``search_pruned``),
-    not the score itself: the bounds are 1.4-2.2 times what a term adds to a row of average length, so
-    a row left out that way rarely belongs to the answer. The linker's candidate search asks for it
-    (``evomem.app.candidates.CANDIDATE_PRUNE``); recall never does."""
+    ``prune`` (at least 1; 1, the default, is exact): a part is left out once its bounds cannot
+    reach ``prune`` times the ``limit``-th score (``search_pruned``), not the score itself. Nothing
+    asks for more than 1 since the bounds are tight (``evomem.app.candidates.CANDIDATE_PRUNE``)."""
     if not terms:
         return []
     status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
