@@ -13,9 +13,9 @@ Design points (docs/ARCHITECTURE.md has the long form):
 
 ``SQLiteStore`` holds the connections and the transactions; the work is done by the modules
 beside it, on a connection: ``schema`` (the migrations), ``words`` (the word index ``search``
-asks: FTS5, ``search``'s BM25 pruned by MaxScore, or Tantivy beside the file, ``tantivy_index``),
-``chains`` (the writes that change chains), ``purge`` (erasing a purged note, from the file
-too) and ``audit`` (the link audit and the write audit log).
+asks: FTS5, ``search``'s BM25 pruned by the terms' stored bounds, ``term_bounds``, or Tantivy
+beside the file, ``tantivy_index``), ``chains`` (the writes that change chains), ``purge``
+(erasing a purged note, from the file too) and ``audit`` (the link audit and the write audit log).
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ class SQLiteStore:
         self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
     ) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first, from
-        the word index: FTS5 (pruned by MaxScore, exact unless ``prune`` > 1:
+        the word index: FTS5 (pruned by the terms' stored bounds, exact unless ``prune`` > 1:
         ``evomem.adapters.sqlite.search``) or Tantivy (``tantivy_index.py``, exact)."""
         return self._words.search(
             self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune
