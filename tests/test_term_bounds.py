@@ -37,7 +37,8 @@ def _fill(store: SQLiteStore, n: int, seed: int) -> list[str]:
 
 def _check_bounds(store: SQLiteStore) -> int:
     """Every word's largest one-term score over the rows is at most its bound, and the bound at most
-    FTS5's idf * (k1 + 1). Returns how many words the stored bound made tighter than that."""
+    FTS5's idf * (k1 + 1); its stored row count is FTS5's (when kept). Returns how many words the
+    stored bound made tighter than idf * (k1 + 1)."""
     conn = store._conn()
     rows = conn.execute("SELECT coalesce(max(rowid), 0) FROM nodes").fetchone()[0]
     tighter = 0
@@ -51,6 +52,7 @@ def _check_bounds(store: SQLiteStore) -> int:
         ).fetchone()[0]
         bound = term_bounds.bounds(conn, [word], {word: hits}, rows)[word]
         assert 0 < best <= bound <= term_bound(rows, hits) * term_bounds.SAFETY, word
+        assert term_bounds.counts(conn, [word]) in ({word: hits}, None), word  # the stored count is FTS5's
         tighter += bound < term_bound(rows, hits)
     return tighter
 
@@ -73,6 +75,8 @@ def test_the_stored_bound_holds_through_every_kind_of_write(tmp_path: Path) -> N
             conn.execute("DELETE FROM nodes WHERE rowid IN (SELECT rowid FROM nodes ORDER BY rowid DESC LIMIT 20)")
         _check_bounds(store)
         conn = store._conn()
+        every = [*WORDS, *FILLER, "note", "absentword"]
+        assert term_bounds.counts(conn, every) == sqlite_search.term_rows(conn, every)
         fts_rows = term_bounds.averages(conn)[0]
         assert conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0] == fts_rows == 280
     finally:

@@ -243,7 +243,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE term_bounds (
             term       TEXT PRIMARY KEY,
             max_f      REAL NOT NULL,
-            min_ratio  REAL NOT NULL
+            min_ratio  REAL NOT NULL,
+            docs       INTEGER NOT NULL  -- the rows that have it (FTS5's count for its idf)
         ) WITHOUT ROWID;
         CREATE TABLE term_bounds_state (rows INTEGER NOT NULL);
         INSERT INTO term_bounds_state(rows) VALUES (-1);

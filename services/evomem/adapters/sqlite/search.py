@@ -110,7 +110,8 @@ def search(
             if found is not None:
                 return found
         return ranked(conn, [fts_query(unique)], namespace, limit, status, complete=complete)
-    hits = term_rows(conn, list(dict.fromkeys(terms)))
+    unique = list(dict.fromkeys(terms))
+    hits = term_bounds.counts(conn, unique) or term_rows(conn, unique)  # stored (exact), or counted
     # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
     # expression's order, so the same order gives the same float, and ties break alike.
     present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))

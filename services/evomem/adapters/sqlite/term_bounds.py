@@ -58,11 +58,19 @@ _MERGE_ROW = f"""
             INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
             VALUES (1, new.raw_text, new.change, new.trigger, new.alternatives_tried, new.consequences,
                     new.summary, new.tags);
-            INSERT INTO term_bounds(term, max_f, min_ratio)
-                SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f FROM (
+            INSERT INTO term_bounds(term, max_f, min_ratio, docs)
+                SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f, 1 FROM (
                     SELECT term, sum({WEIGHT_SQL}) AS f FROM term_probe_instances GROUP BY term) WHERE true
                 ON CONFLICT(term) DO UPDATE SET max_f = max(max_f, excluded.max_f),
-                    min_ratio = min(min_ratio, excluded.min_ratio);
+                    min_ratio = min(min_ratio, excluded.min_ratio), docs = docs + 1;
+            INSERT INTO term_probe(term_probe) VALUES ('delete-all');"""
+# One row's terms taken out of the rows counts (their bounds stay: still true); a term no row has left goes.
+_UNCOUNT_ROW = """
+            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
+            VALUES (1, old.raw_text, old.change, old.trigger, old.alternatives_tried, old.consequences,
+                    old.summary, old.tags);
+            UPDATE term_bounds SET docs = docs - 1 WHERE term IN (SELECT DISTINCT term FROM term_probe_instances);
+            DELETE FROM term_bounds WHERE docs <= 0 AND term IN (SELECT DISTINCT term FROM term_probe_instances);
             INSERT INTO term_probe(term_probe) VALUES ('delete-all');"""
 #: The triggers that keep the bounds in each write's transaction (``ensure`` creates them).
 TRIGGERS = {
@@ -70,17 +78,21 @@ TRIGGERS = {
     + _MERGE_ROW
     + "\n            UPDATE term_bounds_state SET rows = rows + 1;\n        END",
     "term_bounds_update": "CREATE TRIGGER IF NOT EXISTS term_bounds_update AFTER UPDATE OF raw_text, change, "
-    "trigger, alternatives_tried, consequences, summary, tags ON nodes BEGIN" + _MERGE_ROW + "\n        END",
-    "term_bounds_delete": "CREATE TRIGGER IF NOT EXISTS term_bounds_delete AFTER DELETE ON nodes BEGIN "
-    "UPDATE term_bounds_state SET rows = rows - 1; END",
+    "trigger, alternatives_tried, consequences, summary, tags ON nodes BEGIN"
+    + _UNCOUNT_ROW
+    + _MERGE_ROW
+    + "\n        END",
+    "term_bounds_delete": "CREATE TRIGGER IF NOT EXISTS term_bounds_delete AFTER DELETE ON nodes BEGIN"
+    + _UNCOUNT_ROW
+    + "\n            UPDATE term_bounds_state SET rows = rows - 1;\n        END",
 }
 
 #: Every term's (max_f, min_ratio) over the whole FTS index, from its instances.
 REBUILD_SQL = f"""
-INSERT INTO term_bounds(term, max_f, min_ratio)
+INSERT INTO term_bounds(term, max_f, min_ratio, docs)
 WITH per AS (SELECT term, doc, sum({WEIGHT_SQL}) AS f, count(*) AS n FROM nodes_fts_instances GROUP BY term, doc),
 len AS (SELECT doc, sum(n) AS d FROM per GROUP BY doc)
-SELECT term, max(f), min(d / f) FROM per JOIN len USING (doc) GROUP BY term
+SELECT term, max(f), min(d / f), count(*) FROM per JOIN len USING (doc) GROUP BY term
 """
 
 # FTS5's averages record (``<table>_data`` rowid 1): varints, the rows then each column's tokens.
@@ -221,6 +233,30 @@ def tokens(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, tuple[st
             for i, term in enumerate(missing, start=1):
                 _tokens[term] = tuple(t for _, t in sorted(found.get(i, [])))
     return {t: _tokens.get(t, ()) for t in terms}
+
+
+def counts(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[str, int] | None:
+    """How many rows have each term (what ``search.term_rows`` counts in the index), from the stored
+    ``docs``: None when the bounds are not kept, inside a transaction, or when a term is not one
+    token (a phrase's rows are counted by FTS5)."""
+    if conn.in_transaction:
+        return None
+    by_term = tokens(conn, terms)
+    if any(len(toks) != 1 for toks in by_term.values()):
+        return None
+    try:
+        seen = conn.execute("SELECT rows FROM term_bounds_state").fetchone()
+    except driver.sqlite.OperationalError:  # a file pinned to an older schema (tests)
+        return None
+    if seen is None or seen[0] < 0:
+        return None
+    wanted = sorted({toks[0] for toks in by_term.values()})
+    docs: dict[str, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        sql = f"SELECT term, docs FROM term_bounds WHERE term IN ({', '.join('?' * len(chunk))})"
+        docs.update((r[0], int(r[1])) for r in conn.execute(sql, chunk))
+    return {t: docs.get(by_term[t][0], 0) for t in terms}
 
 
 def bounds(conn: sqlite3.Connection, terms: Sequence[str], hits: dict[str, int], rows: int) -> dict[str, float]:
