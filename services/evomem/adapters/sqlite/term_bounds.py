@@ -1,7 +1,8 @@
-"""Each term's largest BM25 contribution to any row of ``nodes_fts``, kept beside FTS5 in the same file.
+"""Each term's largest BM25 contribution to any row of ``nodes_fts``, and its row count, kept beside FTS5.
 
     term_bounds.ensure(conn)                       # at open, in the write transaction: rebuilt if stale
     rows, avgdl = term_bounds.averages(conn)       # FTS5's own N and average row length
+    hits = term_bounds.counts(conn, terms)         # term -> the rows that have it (None: count them)
     bounds = term_bounds.bounds(conn, terms, hits, rows)   # term -> the most it adds to any row's score
 
 FTS5's BM25 (fts5_aux.c) scores a row ``sum over terms of idf * f * (k1 + 1) / (f + k1 * (1 - b + b
@@ -15,17 +16,19 @@ the pruned search (``search.search_pruned``), in place of ``idf * (k1 + 1)``, th
 could add with no statistics: on the bench notes a term's largest part is 0.8-0.9 of that, and its
 part in a row of average length about 0.75.
 
-``term_bounds`` (term, max_f, min_ratio), one row per FTS5 token (migration 0010), is written by
-triggers on ``nodes`` (``TRIGGERS``, created by ``ensure`` at open) in the transaction of the write:
-every row inserted, and every update of an indexed column, is tokenized by a one-row contentless
-FTS5 table with the same tokenizer (``term_probe``) and its terms' ``f`` and ``D / f`` merged in
-(``max``, ``min``). A delete leaves the bounds as they were: still true, perhaps looser (the rows
-left are a subset); a purge deletes the bounds of the note's terms no other row has
-(``drop_unused``: a term is a piece of its text). ``term_bounds_state.rows`` counts the FTS rows
-the triggers have seen; a file written with the triggers set aside (a bulk load) disagrees with
-FTS5's own count and ``ensure`` rebuilds the table from the FTS index (``rebuild``, 4.5 s at 100k
-notes). A store that runs Tantivy drops the triggers and the bounds (``ensure(keep=False)``, rows
--1): its writes pay nothing for what it never reads, and the next FTS5 open rebuilds them.
+``term_bounds`` (term, max_f, min_ratio, docs), one row per FTS5 token (migration 0010), is written
+by triggers on ``nodes`` (``TRIGGERS``, created by ``ensure`` at open) in the transaction of the
+write: every row inserted, and every update of an indexed column, is tokenized by a one-row
+contentless FTS5 table with the same tokenizer (``term_probe``) and its terms' ``f`` and ``D / f``
+merged in (``max``, ``min``), each term's ``docs`` counted up; a row deleted or updated is tokenized
+too and its terms counted down, a term no row has left deleted (a term is a piece of a note's text:
+a purge's words leave with it; ``drop_unused`` checks the index after a purge). Otherwise a delete
+leaves the bounds as they were: still true, perhaps looser (the rows left are a subset).
+``term_bounds_state.rows`` counts the FTS rows the triggers have seen; a file written with the
+triggers set aside (a bulk load) disagrees with FTS5's own count and ``ensure`` rebuilds the table
+from the FTS index (``rebuild``, 2.5-4.5 s at 100k notes). A store that runs Tantivy drops the
+triggers and the bounds (``ensure(keep=False)``, rows -1): its writes pay nothing for what it never
+reads, and the next FTS5 open rebuilds them.
 """
 
 from __future__ import annotations
