@@ -333,3 +333,21 @@ def test_a_store_on_tantivy_keeps_no_bounds_and_the_next_fts5_open_rebuilds_them
         _check_bounds(back)
     finally:
         back.close()
+
+
+def test_a_ranking_that_held_every_match_is_not_widened(tmp_path: Path) -> None:
+    """Fewer rows than ``limit`` pass: when every match was ranked already (a small part of the
+    search), ``_ranked_rows`` counts the matches instead of ranking them twice more."""
+    store = SQLiteStore(tmp_path / "widen.db")
+    try:
+        _fill(store, 50, seed=15)
+        conn = store._conn()
+        ranked: list[str] = []
+        conn.set_trace_callback(lambda sql: ranked.append(sql) if sql.startswith("SELECT r.rank") else None)
+        try:
+            rows = sqlite_search._ranked_rows(conn, [fts_query(["ledger"])], "default", 500, "n.status != 'forgotten'")
+        finally:
+            conn.set_trace_callback(None)
+        assert 0 < len(rows) < 500 and len(ranked) == 1
+    finally:
+        store.close()
