@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evomem.adapters.sqlite import term_bounds
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import new_id
 
@@ -114,9 +115,10 @@ def build(
 
     The schema is the product's (``SQLiteStore`` creates it, every migration). The load is a bulk
     import into it: rows in ``batch``-note transactions, with the secondary indexes of ``nodes`` and
-    the FTS insert trigger set aside and put back afterwards from their own SQL in ``sqlite_master``
-    (so the file holds exactly the schema the store created), the FTS index built once at the end
-    (``rebuild``, then ``optimize``); unique indexes re-created over the loaded rows check the chains.
+    the FTS and term-bound insert triggers set aside and put back afterwards from their own SQL in
+    ``sqlite_master`` (so the file holds exactly the schema the store created), the FTS index built once
+    at the end (``rebuild``, then ``optimize``, then the term bounds from it: ``term_bounds.rebuild``);
+    unique indexes re-created over the loaded rows check the chains.
     Memory is bounded (one batch, ``TOPIC_WINDOW`` topics). Built under a temporary name and renamed
     when complete, so an interrupted build never leaves a store that looks finished.
     """
@@ -132,7 +134,8 @@ def build(
     conn.execute("PRAGMA cache_size = -262144")  # 256 MiB
     set_aside = conn.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE tbl_name = 'nodes' AND sql IS NOT NULL "
-        "AND (type = 'index' OR (type = 'trigger' AND name = 'nodes_fts_insert')) ORDER BY rowid"
+        "AND (type = 'index' OR (type = 'trigger' AND name IN ('nodes_fts_insert', 'term_bounds_insert'))) "
+        "ORDER BY rowid"
     ).fetchall()
     for kind, name, _ in set_aside:
         conn.execute(f'DROP {kind.upper()} "{name}"')
@@ -193,6 +196,9 @@ def build(
     steps.update(1)
     conn.execute("COMMIT")
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+    conn.execute("BEGIN IMMEDIATE")
+    term_bounds.rebuild(conn)  # every term's largest contribution, from the index (the trigger was set aside)
+    conn.execute("COMMIT")
     steps.update(1)
     steps.close()
     conn.execute("PRAGMA foreign_keys = ON")

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from evomem.adapters.sqlite import search as sqlite_search
-from evomem.adapters.sqlite.search import essential_split, fts_query, term_bound
+from evomem.adapters.sqlite.search import fts_query, term_bound
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import NewNote
 
@@ -139,13 +139,6 @@ def test_a_term_bound_is_what_fts5_can_add_at_most(store: SQLiteStore) -> None:
     assert term_bound(1000, 10) > term_bound(1000, 100) > term_bound(1000, 400)
     assert term_bound(1000, 900) == pytest.approx(2.2e-6)  # FTS5 floors the idf of a word most rows have
     assert term_bound(2000, 10) > term_bound(1000, 10)  # an upper bound of the rows is safe
-
-
-def test_essential_split_keeps_the_terms_a_score_above_theta_needs() -> None:
-    bounds = {"rare": 8.0, "mid": 4.0, "common": 2.0}
-    assert essential_split(bounds, 7.0) == 1  # mid + common can add 6 < 7: rows need "rare"
-    assert essential_split(bounds, 5.0) == 2  # common alone adds 2 < 5
-    assert essential_split(bounds, 1.0) == 3  # nothing can be left out
 
 
 # ----------------------------------------------------------------------------- long queries, small store

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evomem.adapters.sqlite import tantivy_index
+from evomem.adapters.sqlite import tantivy_index, tantivy_tail
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.memory import MemoryService
 from evomem.bootstrap.stores import open_store
@@ -445,7 +445,7 @@ def _score_tail_before(
     """``TantivyWords._score_tail`` as it was: every field of every tail node, each token's idf looked up."""
     import math
 
-    k1, b, weights = tantivy_index.K1, tantivy_index.B, tantivy_index.WEIGHTS
+    k1, b, weights = tantivy_tail.K1, tantivy_tail.B, tantivy_tail.WEIGHTS
     docs = [(r, p) for r, p in tail.items() if p.namespace == ns]
     n = max(searcher.num_docs, 1)  # type: ignore[attr-defined]
     idf: dict[tuple[str, str], float] = {}

@@ -2,11 +2,10 @@
 
     found = find_candidates(store, vectors, pool, query)    # a ContextQuery with candidates=True
 
-BM25 looks for the note's decision part (``query.search_terms``; pruned a little harder than recall's
-search, ``CANDIDATE_PRUNE``); with vectors, the note's nearest
-active notes by meaning are fused in by rank (a paraphrase shares few words), and every candidate's
-cosine with the note comes with them: the neighbours' from the search, the others' from their stored
-vectors (so the linker embeds no candidate text again). Candidates whose
+BM25 looks for the note's decision part (``query.search_terms``; exact, ``CANDIDATE_PRUNE``); with
+vectors, the note's nearest active notes by meaning are fused in by rank (a paraphrase shares few
+words), and every candidate's cosine with the note comes with them: the neighbours' from the search,
+the others' from their stored vectors (so the linker embeds no candidate text again). Candidates whose
 scope rules them out are dropped, but a scope inferred from a text (the note's, or a candidate's)
 is a guess and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
 agent to confirm, never link it. Each candidate's earlier versions are read too, so a linker that
@@ -25,11 +24,12 @@ from evomem.domain.recall import fuse
 from evomem.domain.remember import ContextQuery
 from evomem.domain.scope import may_list as scope_may_list
 
-#: The word search's aggressive MaxScore factor (``Store.search``'s ``prune``): FTS5 leaves out a row once
-#: its terms' bounds cannot reach 1.25 times the 20th score, not the score. A bench note's search at
-#: 100k notes ranks ~20 % fewer rows; replayed into a crowded store, no development note's candidates
-#: or decision changed (docs/BENCHMARKS.md, speed10). Recall stays exact.
-CANDIDATE_PRUNE = 1.25
+#: The word search's aggressive pruning factor (``Store.search``'s ``prune``): 1, exact. speed10 set 1.25
+#: (FTS5 left out a row once its terms' bounds could not reach 1.25 times the 20th score) when the bound
+#: was idf * (k1 + 1); with each term's stored largest contribution (speed11) the exact search of a bench
+#: note at 100k ranks fewer rows than 1.25 did and takes less time, and 1.25 on the tight bounds changed
+#: 40 % of the bench notes' top 20. So the linker's candidates are the exact BM25 answer again.
+CANDIDATE_PRUNE = 1.0
 #: The linker's vector neighbours are active decisions only, but the index holds every version:
 #: the search asks it for this many times ``vector_limit`` and keeps the first active ones.
 ACTIVE_NEIGHBOURS_OVERSAMPLE = 4

@@ -6,11 +6,12 @@
     finisher.start()                                 # retry in a daemon thread until none is left
 
 A purge blanks every free-text column of the node (the FTS trigger removes its tokens), merges
-the FTS index so no segment still holds them, and deletes the node's vector, in one
-transaction; with ``secure_delete`` on, the freed pages are zeroed. The old bytes leave the
-file only when the WAL is copied back and truncated, and a reader's snapshot keeps that from
-finishing: ``PurgeFinisher`` records ``file_erased_at`` once a TRUNCATE checkpoint has
-finished, and retries in the background while one cannot.
+the FTS index so no segment still holds them, deletes the stored bounds of the terms no other
+note has (``term_bounds.drop_unused``) and the node's vector, in one transaction; with
+``secure_delete`` on, the freed pages are zeroed. The old bytes leave the file only when the WAL
+is copied back and truncated, and a reader's snapshot keeps that from finishing:
+``PurgeFinisher`` records ``file_erased_at`` once a TRUNCATE checkpoint has finished, and
+retries in the background while one cannot.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import driver
+from evomem.adapters.sqlite import driver, term_bounds
 from evomem.adapters.sqlite.audit import record_change
 from evomem.adapters.sqlite.conn import Connections, in_chunks
 from evomem.domain.errors import Unavailable
@@ -30,12 +31,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evomem.store")
 
+INDEXED = "raw_text, trigger, change, alternatives_tried, consequences, summary, tags"  # the FTS5 columns
+
 PURGE_CHECKPOINT_TIMEOUT_MS = 1000  # how long a purge waits for a reader to finish before answering file_erased: false
 
 
 def erase_note(conn: sqlite3.Connection, node_id: str, now: int, *, vec_loaded: bool) -> None:
     """Blank ``node_id``'s text everywhere the store keeps it, in the caller's write transaction
     (the node is forgotten already or in the same transaction)."""
+    texts = conn.execute(f"SELECT {INDEXED} FROM nodes WHERE id = ?", (node_id,)).fetchone()
     # Blank every free-text column: the FTS trigger removes the old tokens from the
     # index. Ids, chain links, versions, labels of the link method and timestamps stay
     # (the tombstone keeps the chain consistent).
@@ -55,6 +59,8 @@ def erase_note(conn: sqlite3.Connection, node_id: str, now: int, *, vec_loaded: 
     # Merge the index so no segment still holds the purged tokens; with
     # secure_delete on, the freed pages are zeroed.
     conn.execute("INSERT INTO nodes_fts(nodes_fts) VALUES ('optimize')")
+    if texts is not None:  # the stored bounds of the terms only this note had (a term is its text)
+        term_bounds.drop_unused(conn, tuple(texts))
     purge_vector(conn, node_id, vec_loaded=vec_loaded)
 
 

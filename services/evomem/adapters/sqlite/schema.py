@@ -231,6 +231,31 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX nodes_heads_recent ON nodes(namespace, id) WHERE superseded_by IS NULL AND status = 'active';
         """,
     ),
+    (
+        "0010_term_bounds",
+        """
+        -- Each FTS5 token's largest weighted frequency in a row and smallest row length over it
+        -- (evomem.adapters.sqlite.term_bounds): the bounds the pruned search leaves rows out with.
+        -- term_bounds.ensure, at every open, creates the triggers that write it in each write's
+        -- transaction (a row at a time, through a one-row contentless FTS5 table with the same
+        -- tokenizer) and fills it from the FTS index when stale (rows = -1: not maintained; else
+        -- the FTS rows the triggers have seen, compared with FTS5's own count).
+        CREATE TABLE term_bounds (
+            term       TEXT PRIMARY KEY,
+            max_f      REAL NOT NULL,
+            min_ratio  REAL NOT NULL,
+            docs       INTEGER NOT NULL  -- the rows that have it (FTS5's count for its idf)
+        ) WITHOUT ROWID;
+        CREATE TABLE term_bounds_state (rows INTEGER NOT NULL);
+        INSERT INTO term_bounds_state(rows) VALUES (-1);
+        CREATE VIRTUAL TABLE nodes_fts_instances USING fts5vocab(nodes_fts, instance);
+        CREATE VIRTUAL TABLE term_probe USING fts5(
+            raw_text, change, trigger, alternatives_tried, consequences, summary, tags,
+            content='', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE term_probe_instances USING fts5vocab(term_probe, instance);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

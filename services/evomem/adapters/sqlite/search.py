@@ -1,12 +1,13 @@
-"""Full-text search over the store's FTS5 index: BM25 ranking, exact, pruned by MaxScore.
+"""Full-text search over the store's FTS5 index: BM25 ranking, exact, pruned by each term's bound.
 
     search(conn, ["ledger", "queue"], namespace="default", limit=20)   # [SearchHit], best first
 
 Functions on a connection of the store's file (``nodes`` and ``nodes_fts``, schema.py). The
 query is the OR of the terms, each quoted (``fts_query``), ranked by FTS5's ``bm25`` with the
 column weights ``FTS_WEIGHTS``. On a large table ``search`` prunes (``search_pruned``: each
-term's bound, ``term_bound``, lets it leave out rows that cannot reach the ``limit``-th score);
-on a small one a long query leaves out the words half the rows have (``search_informative``).
+term's stored largest contribution, ``term_bounds.py``, lets it leave out the parts of the matches
+that cannot reach the ``limit``-th score; ``search_passes`` for a long query); on a small one a
+long query leaves out the words half the rows have (``search_informative``).
 Both answer what ranking every match (``ranked`` over the whole query) answers.
 """
 
@@ -17,6 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evomem.adapters.sqlite import term_bounds
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -70,17 +72,6 @@ def term_bound(rows: int, hits: int) -> float:
     return (BM25_K1 + 1.0) * max(idf, 1e-6)
 
 
-def essential_split(bounds: dict[str, float], theta: float) -> int:
-    """MaxScore: how many of the terms, best bound first, a row must contain one of to score
-    above ``theta``. The terms after that many can together add at most ``theta`` to a row
-    that has none of the first ones. ``len(bounds)`` when no term can be left out."""
-    ordered = sorted(bounds.values(), reverse=True)
-    for j in range(1, len(ordered)):
-        if sum(ordered[j:]) < theta:
-            return j
-    return len(ordered)
-
-
 def search(
     conn: sqlite3.Connection,
     terms: Sequence[str],
@@ -92,21 +83,17 @@ def search(
 ) -> list[SearchHit]:
     """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first.
 
-    Exact, and cheap on a large store (MaxScore, Turtle and Flood 1995): an OR query over
-    common words matches a good part of the store, and scoring every match was most of a
-    recall's cost (100k notes: 34k matches, ~40 of ~55 ms). Each term can add at most
-    ``term_bound`` to a score, so a row that has none of the rarest terms scores at most
-    the bounds of the others. ``search`` first ranks the rows with the rarest term only
-    (scored with every term), which gives a lower bound ``theta`` of the ``limit``-th best
-    score; then only the rows with one of the terms that ``theta`` cannot do without
-    (``essential_split``). Both passes score a row exactly as the whole query does: the
-    FTS expressions ``E AND (R)`` and ``E NOT (R)`` name every term once.
+    Exact, and cheap on a large store: an OR query over common words matches a good part of
+    the store, and scoring every match was most of a recall's cost (100k notes: 34k matches,
+    ~40 of ~55 ms). Each term can add at most its stored bound to a score
+    (``term_bounds.bounds``), so a row scores at most the bounds of the terms it has:
+    ``search_pruned`` ranks the matches in parts split by the terms they have and leaves out
+    the parts that cannot reach the ``limit``-th score (a long query: MaxScore passes,
+    ``search_passes``). Every ranked expression scores a row exactly as the whole query does.
 
-    ``prune`` (at least 1; 1, the default, is exact): the MaxScore passes leave out a row once
-    its terms' bounds cannot reach ``prune`` times the ``limit``-th score (``search_pruned``),
-    not the score itself: the bounds are 1.4-2.2 times what a term adds to a row of average length, so
-    a row left out that way rarely belongs to the answer. The linker's candidate search asks for it
-    (``evomem.app.candidates.CANDIDATE_PRUNE``); recall never does."""
+    ``prune`` (at least 1; 1, the default, is exact): a part is left out once its bounds cannot
+    reach ``prune`` times the ``limit``-th score (``search_pruned``), not the score itself. Nothing
+    asks for more than 1 since the bounds are tight (``evomem.app.candidates.CANDIDATE_PRUNE``)."""
     if not terms:
         return []
     status = "n.status = 'active'" if active_only else "n.status != 'forgotten'"
@@ -123,7 +110,8 @@ def search(
             if found is not None:
                 return found
         return ranked(conn, [fts_query(unique)], namespace, limit, status, complete=complete)
-    hits = term_rows(conn, list(dict.fromkeys(terms)))
+    unique = list(dict.fromkeys(terms))
+    hits = term_bounds.counts(conn, unique) or term_rows(conn, unique)  # stored (exact), or counted
     # Rarest first, in every query this search runs: FTS5 sums the terms' parts in the
     # expression's order, so the same order gives the same float, and ties break alike.
     present = sorted((t for t, n in hits.items() if n), key=lambda t: (hits[t], t))
@@ -173,6 +161,17 @@ def search_informative(
     return found[:limit]
 
 
+#: ``search_pruned`` ranks a part whole, without splitting it further, once one of its required terms is
+#: in at most this many rows (the part has no more: a split would cost more queries than it saves rows),
+SMALL_PART = 500
+#: or once it has visited this many parts (a long note's 64 terms could otherwise split 2^64 ways).
+MAX_PARTS = 64
+#: A query of more terms than this is searched by MaxScore passes instead (``search_passes``): every
+#: ranked part reads all its terms' rows for their idf, and a long query's parts add up (dev-long's
+#: 64-term queries at 100k notes, CPU ms mean / max: parts 22.6 / 115, passes above 12 terms 18.7 / 53).
+PARTS_UP_TO = 12
+
+
 def search_pruned(
     conn: sqlite3.Connection,
     present: list[str],
@@ -183,21 +182,101 @@ def search_pruned(
     status: str,
     prune: float = 1.0,
 ) -> list[SearchHit] | None:
-    """``search`` by MaxScore passes, each ranking only the rows no earlier pass ranked; None
-    never (every match ranked in pieces is the answer too; the type is ``search``'s shortcuts').
-    ``present``: the terms rarest first, so their bounds never grow along it. ``rows``: at
-    least the FTS table's rows (``max(rowid)`` of ``nodes``).
+    """``search`` over the matches split by which of the terms they have; None never (the type
+    is ``search``'s shortcuts'). ``present``: the terms rarest first. ``rows``: at least the FTS
+    table's rows (``max(rowid)`` of ``nodes``).
 
-    A pass that adds the terms ``present[i:j]`` to the essential ones ranks the rows that have
-    one of them and none of ``present[:i]`` (``(N) NOT (O)``, split on the rest as before): the
-    rows of the earlier terms were ranked by the earlier passes, whose best are kept. The passes
-    partition the matches, so the kept best of all of them are the best of the rows with an
-    essential term, exactly as one pass over those rows ranks them (the same floats: a term a
-    row lacks adds exactly 0.0, wherever the expression names it; ties by rowid). ``prune`` above 1
-    raises the bar a left-out row's bounds must stay under to ``prune`` times the ``limit``-th score:
-    no longer exact (``search``)."""
-    bounds = {t: term_bound(rows, hits[t]) for t in present}
+    Each term adds at most its bound to a score (``term_bounds.bounds``: its stored largest
+    contribution to any row, for the idf and average length now), so the rows that have all of
+    the terms ``req``, none of ``exc`` and any of ``free`` score at most the bounds of ``req`` and
+    ``free`` summed. Depth first from every match (``req``, ``exc`` empty), a part splits on its
+    first free term: the rows with it first (the best rows have many terms), then the rows without
+    it. A part whose bound stays under the ``limit``-th score found so far is left out. A part is
+    ranked whole when splitting cannot pay: its required terms alone reach that score (or none is
+    known yet), it has at most ``SMALL_PART`` rows (counted, without ranking), or ``MAX_PARTS``
+    parts were visited; then its rows with one of its free terms are ranked at once, and those
+    with none at the end, if their bound (the required terms') still reaches the score. The parts
+    partition the matches, so the kept best of the ranked ones are the answer (what ranking every
+    match answers: the same floats, each expression naming every term of a row in ``present``'s
+    order, a term a row lacks adding exactly 0.0; ties by rowid). On a bench note's candidate
+    search at 100k notes: ~540 rows ranked (p50) of ~23,000 matches, where MaxScore passes over
+    idf * (k1 + 1) bounds ranked 8,100. A query of more than ``PARTS_UP_TO`` terms goes through
+    MaxScore passes instead (``search_passes``). ``prune`` above 1 raises the bar a left-out
+    part's bound must stay under to ``prune`` times the ``limit``-th score: no longer exact
+    (``search``)."""
+    if conn.in_transaction:  # FTS5's averages in the file may lag this transaction's own writes
+        bounds = {t: term_bound(rows, hits[t]) for t in present}
+    else:
+        bounds = term_bounds.bounds(conn, present, hits, rows)
+    if len(present) > PARTS_UP_TO:
+        return search_passes(conn, present, bounds, namespace, limit, status, prune)
     best: list[tuple[float, int, str, str]] = []  # (rank, rowid, id, chain_root): FTS5's rank, lower is better
+    later: list[tuple[float, str]] = []  # (bound, expression): the parts' rows with none of their free terms
+    parts = 0
+
+    def bar() -> float:
+        return -best[-1][0] * prune if len(best) >= limit else 0.0
+
+    def take(matches: list[str]) -> None:
+        nonlocal best
+        best = sorted(best + _ranked_rows(conn, matches, namespace, limit, status))[:limit]
+
+    def visit(req: list[str], exc: list[str], free: list[str]) -> None:
+        nonlocal parts
+        parts += 1
+        if sum(bounds[t] for t in req) + sum(bounds[t] for t in free) < bar():
+            return
+        if not req:
+            if not free:
+                return
+            if parts >= MAX_PARTS:  # every row with one of the free terms, none of exc
+                take([f"({fts_query(free)}) NOT ({fts_query(exc)})" if exc else fts_query(free)])
+                return
+            visit([free[0]], exc, free[1:])
+            visit([], [*exc, free[0]], free[1:])
+            return
+        core = " AND ".join(fts_query([t]) for t in req)
+        if exc:
+            core = f"({core}) NOT ({fts_query(exc)})"
+        small = min(hits[t] for t in req) <= SMALL_PART
+        if free and not small and parts < MAX_PARTS and sum(bounds[t] for t in req) < bar():
+            size = conn.execute("SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (core,)).fetchone()[0]
+            if size == 0:
+                return
+            if size > SMALL_PART:
+                visit([*req, free[0]], exc, free[1:])
+                visit(req, [*exc, free[0]], free[1:])
+                return
+        if not free:
+            take([core])
+            return
+        take([f"({core}) AND ({fts_query(free)})"])
+        later.append((sum(bounds[t] for t in req), f"({core}) NOT ({fts_query(free)})"))
+
+    visit([], [], present)
+    for bound, rest in sorted(later, reverse=True):
+        if bound >= bar():
+            take([rest])
+    return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
+
+
+def search_passes(
+    conn: sqlite3.Connection,
+    present: list[str],
+    bounds: dict[str, float],
+    namespace: str,
+    limit: int,
+    status: str,
+    prune: float = 1.0,
+) -> list[SearchHit]:
+    """``search_pruned`` for a long query, by MaxScore passes (Turtle and Flood 1995): each expression
+    names every term, so its ranking reads every term's rows for their idf, and a long query's
+    many parts would read them many times. A pass adds the terms ``present[i:j]`` to the essential
+    ones and ranks the rows that have one of them and none of ``present[:i]`` (``(N) NOT (O)``,
+    split on the rest), whose best are kept; once the bounds of the terms after the essential ones
+    stay under the ``limit``-th score (times ``prune``), no row left can reach it. The passes
+    partition the matches: exact, as the parts are."""
+    best: list[tuple[float, int, str, str]] = []
     i, j = 0, 1
     while True:
         old, new = fts_query(present[:i]), fts_query(present[i:j])
@@ -215,7 +294,8 @@ def search_pruned(
         theta = -best[-1][0] * prune  # every row left out scores at most the bounds of ``rest``
         if sum(bounds[t] for t in present[j:]) < theta:
             return [SearchHit(node_id=r[2], chain_root=r[3], score=-float(r[0])) for r in best]
-        j = max(j + 1, essential_split(bounds, theta))
+        ordered = sorted(bounds.values(), reverse=True)  # the essential terms: those theta cannot do without
+        j = max(j + 1, next((k for k in range(1, len(ordered)) if sum(ordered[k:]) < theta), len(ordered)))
 
 
 def ranked(
@@ -262,10 +342,16 @@ def _ranked_rows(
         f"JOIN nodes n ON n.rowid = r.rowid WHERE n.namespace = ? AND {status} ORDER BY r.rank, r.rowid LIMIT ?"
     )
     first = RANK_FIRST * limit
+    matched: int | None = None
     for ranked_first in (first, first * WIDEN):
         args: list[object] = [v for m in matches for v in (m, ranked_first)]
         rows = conn.execute(sql, (*args, ranked_first, namespace, limit)).fetchall()
         if len(rows) >= limit or complete:
+            return [tuple(r) for r in rows]
+        if matched is None:  # counted, not ranked: when every match was ranked, no wider ranking adds one
+            count = "SELECT count(*) FROM nodes_fts WHERE nodes_fts MATCH ?"
+            matched = sum(conn.execute(count, (m,)).fetchone()[0] for m in matches)
+        if matched <= ranked_first:
             return [tuple(r) for r in rows]
     every = " UNION ALL ".join(one for _ in matches)
     rows = conn.execute(

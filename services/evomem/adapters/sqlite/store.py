@@ -13,9 +13,9 @@ Design points (docs/ARCHITECTURE.md has the long form):
 
 ``SQLiteStore`` holds the connections and the transactions; the work is done by the modules
 beside it, on a connection: ``schema`` (the migrations), ``words`` (the word index ``search``
-asks: FTS5, ``search``'s BM25 pruned by MaxScore, or Tantivy beside the file, ``tantivy_index``),
-``chains`` (the writes that change chains), ``purge`` (erasing a purged note, from the file
-too) and ``audit`` (the link audit and the write audit log).
+asks: FTS5, ``search``'s BM25 pruned by the terms' stored bounds, ``term_bounds``, or Tantivy
+beside the file, ``tantivy_index``), ``chains`` (the writes that change chains), ``purge``
+(erasing a purged note, from the file too) and ``audit`` (the link audit and the write audit log).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema
+from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema, term_bounds
 from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
@@ -83,7 +83,10 @@ class SQLiteStore:
             schema.migrate(conn)
         try:
             self._words = open_words(word_index, self._db)  # words.py: fts5, or tantivy beside the file
+            with self._write() as conn:  # the FTS5 search's term bounds: kept (rebuilt if stale) or suspended
+                term_bounds.ensure(conn, keep=self._words.name == "fts5")
         except BaseException:
+            self._words.close()
             self._db.close()
             raise
         if self._purges.pending():  # a purge the last process could not finish (a reader, a crash)
@@ -203,7 +206,7 @@ class SQLiteStore:
         self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
     ) -> list[SearchHit]:
         """The ``limit`` best notes of ``namespace`` by BM25 over ``terms`` (OR-ed), best first, from
-        the word index: FTS5 (pruned by MaxScore, exact unless ``prune`` > 1:
+        the word index: FTS5 (pruned by the terms' stored bounds, exact unless ``prune`` > 1:
         ``evomem.adapters.sqlite.search``) or Tantivy (``tantivy_index.py``, exact)."""
         return self._words.search(
             self._conn(), terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune

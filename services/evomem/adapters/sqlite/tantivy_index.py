@@ -39,18 +39,17 @@ import logging
 import math
 import os
 import shutil
-import sys
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import tantivy
 
 from evomem.adapters.sqlite.conn import in_chunks
-from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
+from evomem.adapters.sqlite.search import FTS_COLUMNS
+from evomem.adapters.sqlite.tantivy_tail import WEIGHTS, Pending, Progress, score_tail
 from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
 
@@ -63,10 +62,7 @@ log = logging.getLogger(__name__)
 
 #: The index's layout (schema and analyser): an index of another format is rebuilt.
 FORMAT = 1
-WEIGHTS = dict(zip(FTS_COLUMNS, FTS_WEIGHTS, strict=True))
 ANALYZER = "evomem_words"
-#: Tantivy's BM25 constants.
-K1, B = 1.2, 0.75
 #: The committer commits the tail when it holds this many nodes, or its oldest is this old.
 COMMIT_EVERY = 512
 COMMIT_AFTER_S = 1.0
@@ -125,37 +121,6 @@ def build_schema() -> Any:
     sb.add_integer_field("watermark", stored=True)
     sb.add_integer_field("format", stored=True)
     return sb.build()
-
-
-@dataclass
-class Pending:
-    """A node whose words changed since the index's last commit: its new document (None: it
-    leaves the index) and its terms per field, to score it before it is committed."""
-
-    seq: int
-    namespace: str | None
-    doc: Any
-    terms: dict[str, Counter[str]]
-    purged: bool = False  # its segment is rewritten (``erase_purged``): the words leave the files
-
-
-class Progress:
-    """A progress bar on stderr (a line every tenth when stderr is not a terminal)."""
-
-    def __init__(self, total: int, what: str) -> None:
-        self.total, self.what, self.done, self.shown = max(total, 1), what, 0, -1
-        self.tty = sys.stderr.isatty()
-
-    def step(self, n: int = 1) -> None:
-        self.done += n
-        share = min(100, self.done * 100 // self.total)
-        if share == self.shown or (not self.tty and share % 10):
-            return
-        self.shown = share
-        bar = "#" * (share // 4) + "." * (25 - share // 4)
-        end = "\r" if self.tty and share < 100 else "\n"
-        sys.stderr.write(f"{self.what} [{bar}] {share:3d}% ({self.done:,}/{self.total:,}){end}")
-        sys.stderr.flush()
 
 
 class TantivyWords:
@@ -502,35 +467,8 @@ class TantivyWords:
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
-        """The tail's nodes of ``namespace`` scored as Tantivy scores them (BM25 per field, boosted,
-        summed in the query's order), with the committed index's document frequencies; ``weight *
-        idf * (K1 + 1)`` once per (field, token), a field with none of the tokens skipped."""
-        docs = [(r, p) for r, p in tail.items() if p.namespace == namespace]
-        if not docs:
-            return []
-        n = max(searcher.num_docs, 1)
-        wanted = frozenset(tokens)
-        part: dict[tuple[str, str], float] = {}  # weight * idf * (K1 + 1)
-        out = []
-        for rowid, pending in docs:
-            score = 0.0
-            for field, counts in pending.terms.items():
-                if wanted.isdisjoint(counts):
-                    continue
-                length = sum(counts.values())
-                norm = K1 * (1 - B + B * length / self._avg[field])
-                for token in tokens:
-                    tf = counts.get(token, 0)
-                    if not tf:
-                        continue
-                    c = part.get((field, token))
-                    if c is None:
-                        df = searcher.doc_freq(field, token)
-                        c = part[(field, token)] = WEIGHTS[field] * math.log(1 + (n - df + 0.5) / (df + 0.5)) * (K1 + 1)
-                    score += c * tf / (tf + norm)
-            if score > 0:
-                out.append((score, rowid))
-        return out
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (``tantivy_tail.score_tail``)."""
+        return score_tail(searcher, tail, tokens, namespace, self._avg)
 
     def _rows(
         self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool

@@ -39,7 +39,7 @@ WORD_INDEXES = ("fts5", "tantivy")
 
 class WordIndex(Protocol):
     """What ``SQLiteStore`` asks of its word index. ``search``'s ``prune``: ``Store.search``'s (FTS5's
-    MaxScore passes honour it; Tantivy's block-max search is exact whatever it asks)."""
+    pruned search honours it; Tantivy's block-max search is exact whatever it asks)."""
 
     name: str
 
@@ -62,7 +62,8 @@ class WordIndex(Protocol):
 
 
 class Fts5Words:
-    """The FTS5 table in the store's file: BM25, exact, pruned by MaxScore (``search.py``)."""
+    """The FTS5 table in the store's file: BM25, exact, pruned by the terms' stored bounds
+    (``search.py``, ``term_bounds.py``)."""
 
     name = "fts5"
 
