@@ -130,7 +130,7 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases)
+        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases, scope)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:
@@ -143,7 +143,8 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         return by_chain
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left, reverts, phrases)
+    used_chains = [c for c in chains if c[0].id in used]
+    lex = lexical(statement, used_chains, _option_words(read.option), left, reverts, phrases, scope)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -409,6 +410,7 @@ def lexical(
     left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
     reverts: Collection[str] = (),
     phrases: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    scope: str | None = None,
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
@@ -422,7 +424,9 @@ def lexical(
     before it held, is what they left, unless the statement names what they went back to; one that
     holds all the statement's names says it, unless an earlier version holds the whole statement.
     ``phrases``: by node id, the phrases a version in force says it left in so many words ("the old
-    14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held."""
+    14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held.
+    ``scope``: the statement's; a chain of that scope whose version in force holds the option's words
+    holds there over the default scope's chains, as in the reading."""
     said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
@@ -454,6 +458,12 @@ def lexical(
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
         share = len(said & union) / len(said)
+        # A note of the statement's own scope that holds the option's words says it there, though it
+        # holds fewer of its other words ("China build keeps the DRM check at launch").
+        own_scope = scope is not None and not is_default(head.scope) and len(versions) == 1
+        if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
+            scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
+            continue
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         if share < TOPICAL:
             if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
@@ -474,6 +484,8 @@ def lexical(
         if len(loose) == 1 and not in_force:
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
+    if scope is not None:  # a scope's own decisions hold there over the default scope's
+        scored = [x for x in scored if not is_default(x[1].head.scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
     rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
@@ -486,6 +498,11 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
+    """A note's words but those it names only where it says what it left."""
+    return _words(_blank(node.raw_text, (left or {}).get(node.id, ())))
 
 
 def _long(reading: Reading) -> bool:
