@@ -26,3 +26,20 @@ def test_a_scopes_own_note_holds_the_option_there_over_a_replaced_default_chain(
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [eu], held
         # in the default scope the chain's version in force left it
         assert service.check(statement).verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_in_force_about_something_else_that_names_the_option_does_not_keep_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """A chain tied to the statement by its option and a word of its topic, which named the option
+    and left it, answers `superseded` though a note in force names the option, when that note
+    holds no word of the statement's topic: it is about something else (her passport)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Priya drives the Sprinter.").node.id
+        now = service.remember("Dmitri drives the Sprinter now.", supersedes=first).node.id
+        service.remember("Priya's passport expires 2027-03-01.")
+        out = service.check("The van sprinter driver uses Priya.")
+        assert out.verdict == "superseded" and [n.id for n in out.named] == [first], out
+        assert [n.id for n in out.in_force] == [now]
+        assert service.check("The van sprinter driver uses Dmitri.").verdict not in ("superseded", "contradicted")

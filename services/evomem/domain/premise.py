@@ -464,7 +464,9 @@ def lexical(
         if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
             scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
             continue
-        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
+        # a version in force that holds the option's words and a word of the topic: the option may still hold
+        about = _meets(topic - telling, held[0]) if topic - telling else True
+        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE and about)
         if share < TOPICAL:
             if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
                 reading = _within(said, telling, versions, held)
@@ -480,7 +482,8 @@ def lexical(
             scored.append((share, reading))
     if not scored:
         # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
-        # one chain that named the option and left it, and nothing in force that holds it.
+        # one chain that named the option and left it, and nothing in force that holds it and a word of the
+        # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
         if len(loose) == 1 and not in_force:
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
