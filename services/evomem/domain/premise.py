@@ -460,7 +460,7 @@ def lexical(
         share = len(said & union) / len(said)
         # A note of the statement's own scope that holds the option's words says it there, though it
         # holds fewer of its other words ("China build keeps the DRM check at launch").
-        own_scope = scope is not None and not is_default(head.scope) and len(versions) == 1
+        own_scope = scope is not None and not is_default(head.scope) and in_scope(head, scope) and len(versions) == 1
         if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
             scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
             continue
@@ -488,7 +488,7 @@ def lexical(
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
-        scored = [x for x in scored if not is_default(x[1].head.scope)] or scored
+        scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
     rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
