@@ -43,3 +43,19 @@ def test_a_note_in_force_about_something_else_that_names_the_option_does_not_kee
         assert out.verdict == "superseded" and [n.id for n in out.named] == [first], out
         assert [n.id for n in out.in_force] == [now]
         assert service.check("The van sprinter driver uses Dmitri.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_before_the_verb_no_chain_holds_with_the_option_is_a_label(tmp_path: Path, wiring: str) -> None:
+    """ "4b" before the verb names the flat: a chain that lacks it is about something else only when a
+    chain that holds it names the option ("Kitchen on 3rd floor still uses Square Mile"); here only
+    the heating note holds it, so the rota's chain, which never says the flat, answers."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Flat 4B heating: Vaillant boiler.")
+        first = service.remember("Stairs rota this month: Ola.").node.id
+        bruno = service.remember("stairs: Bruno", supersedes=first).node.id
+        now = service.remember("stairs: Ola again", supersedes=bruno).node.id
+        old = service.check("The flat 4b stairs rota uses Bruno.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [bruno], old
+        held = service.check("The flat 4b stairs rota uses Ola.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held

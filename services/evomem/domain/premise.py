@@ -438,8 +438,12 @@ def lexical(
     anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
     named = (named - anchors) | option
     if anchors:  # the chains' words, read only for a statement with such names
-        memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
-        anchors = {a for a in anchors if _holds(memory, a)}
+        unions = [set().union(*(_words(n.raw_text) for n in (head, *past))) for head, past in chains]
+        anchors = {a for a in anchors if _holds(set().union(*unions), a)}
+        # A chain that lacks them is about something else only when one that holds them names the option
+        # ("Kitchen on 3rd floor still uses Square Mile"); else they are a label its notes do not restate.
+        if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):
+            anchors = set()
     scored: list[tuple[float, Reading]] = []
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
