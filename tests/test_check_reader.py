@@ -59,3 +59,34 @@ def test_a_name_before_the_verb_no_chain_holds_with_the_option_is_a_label(tmp_pa
         assert old.verdict == "superseded" and [n.id for n in old.named] == [bruno], old
         held = service.check("The flat 4b stairs rota uses Ola.")
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+_REJECTED = (
+    "TRS-7: Layered collars and a higher hedge ratio\n\nStatus: {status}\nDate: 2023-04-02\n\n"
+    "Context\nThe treasury hedges 50% of forecast net exposure in each currency with forwards. Sales in the US "
+    "grew and the board asked whether a higher share should be hedged, and whether options would cost less.\n\n"
+    "Proposal\nHedge 75% of forecast net exposure, half of it with zero-cost collars, rolled monthly; keep "
+    "forwards for the rest. The treasury team would need a new option pricing tool and a second dealer line.\n\n"
+    "Review outcome\nThe committee found that the collars add accounting work under hedge accounting rules, that "
+    "the dealers quoted wide spreads, and that the current 50% of forecast net exposure with forwards is enough "
+    "for the size of the business. Kept for the history of the discussion; nothing changes in the policy.\n\n"
+    "Consequences\nNo change to the hedging programme, the dealer lines or the reporting. The question may come "
+    "back when US sales pass a third of revenue. The treasury team reviews the exposure forecast every quarter and "
+    "reports the hedge coverage to the audit committee twice a year, with the mark-to-market of open forwards and "
+    "the forecast error of the previous two quarters, so that the committee can see whether 50% still fits."
+)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_rejected_document_does_not_say_the_option_is_in_force(tmp_path: Path, wiring: str) -> None:
+    """Read by the words, a document whose header says it was rejected or only proposed decides
+    nothing: it may disagree with a chain that left the option (`unknown`), never say it holds."""
+    old = "The treasury fx hedge ratio uses 50% of forecast net exposure."
+    new = "The treasury fx hedge ratio uses 60% of forecast net exposure."
+    for status, held in (("Rejected", False), ("Accepted", True)):
+        with wired(wiring, tmp_path / f"{status}.db") as service:
+            first = service.remember("FX hedging: 50% of forecast net exposure, forwards only.").node.id
+            service.remember("FX hedging raised to 60% of forecast net exposure from January.", supersedes=first)
+            service.remember(_REJECTED.format(status=status))
+            assert (service.check(old).verdict == "in_force") is held, status
+            assert service.check(new).verdict == "in_force"

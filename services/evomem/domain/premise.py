@@ -18,6 +18,7 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -445,6 +446,7 @@ def lexical(
         if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):
             anchors = set()
     scored: list[tuple[float, Reading]] = []
+    undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
     telling = option or named
@@ -483,7 +485,8 @@ def lexical(
         if reading is not None and reading.stance == "replaced" and back:
             reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
-            scored.append((share, reading))
+            # a document that says it was rejected or only proposed decides nothing: at most it disagrees
+            (undecided if _undecided(head) else scored).append((share, reading))
     if not scored:
         # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
         # one chain that named the option and left it, and nothing in force that holds it and a word of the
@@ -495,7 +498,7 @@ def lexical(
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
-    rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
     if best.stance == "replaced" and telling and _long(best):
         # A document holds any words: a chain about the statement whose version in force holds
         # its option's words, though fewer of its other words, says otherwise.
@@ -505,6 +508,24 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
+_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
+_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
+
+
+def _undecided(node: MemoryNode) -> bool:
+    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
+    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
+    it decides nothing."""
+    text = node.raw_text
+    if len(text) <= LONG_NOTE_CHARS:
+        return False
+    status = _STATUS.search(text[:600])
+    if status is not None:
+        return status.group(1).lower() in _UNDECIDED
+    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
