@@ -275,8 +275,9 @@ def test_a_quantity_in_words_tells_the_versions_apart(tmp_path: Path, wiring: st
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_chain_that_left_the_option_answers_a_topic_in_other_words(tmp_path: Path, wiring: str) -> None:
     """ "The gym yoga instructor uses Dev." shares only "yoga" with "Yoga: Dev teaches." and its
-    successor: one chain that named Dev and left it, and nothing in force that names Dev, say it was
-    replaced. A decision in force that names Dev, about anything, keeps it from being flagged."""
+    successor: one chain that named Dev and left it, and nothing in force that names Dev and a word of
+    the topic, say it was replaced. A note in force that names Dev and the topic ("yoga") keeps it from
+    being flagged; one about something else ("pilates") does not (helper premise12)."""
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember("Yoga: Dev teaches.").node.id
         now = service.remember("Yoga now with Mei.", supersedes=first).node.id
@@ -284,6 +285,8 @@ def test_a_chain_that_left_the_option_answers_a_topic_in_other_words(tmp_path: P
         assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now], old
         assert old.confidence < 0.9
         service.remember("Dev runs the Saturday pilates class.")
+        assert service.check("The gym yoga instructor uses Dev.").verdict == "superseded"
+        service.remember("Dev covers the Saturday yoga class.")
         assert service.check("The gym yoga instructor uses Dev.").verdict not in ("superseded", "contradicted")
 
 

@@ -25,15 +25,18 @@ from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_scope import covers, in_scope, overridden
 from evomem.domain.premise_words import blank as _blank
-from evomem.domain.premise_words import complement, named_words, other_versions, own_version
+from evomem.domain.premise_words import complement, kept, leaves, named_as, named_words, other_versions, own_version
 from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
-from evomem.domain.scope import is_default, normalise
+from evomem.domain.scope import is_default
 from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
-from evomem.domain.subject_names import Mention, clause_spans, left_phrases
+from evomem.domain.subject_names import Mention
+
+__all__ = ["Judgement", "Reading", "Verdict", "complement", "covers", "in_scope", "judge", "lexical", "overridden"]
 
 
 class Verdict(StrEnum):
@@ -90,12 +93,6 @@ def _option(note: Facts) -> Mention | None:
     return named[0] if len(named) == 1 else None
 
 
-def in_scope(head: MemoryNode, scope: str | None) -> bool:
-    """The decisions that answer for ``scope``: its own, and the default scope's (an unscoped
-    statement is about the default scope)."""
-    return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
-
-
 def judge(
     statement: str,
     scope: str | None,
@@ -127,13 +124,14 @@ def judge(
 def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
+    phrases: dict[str, tuple[tuple[int, int], ...]] = {}  # node id -> the phrases it says it leaves in so many words
     loose: list[Reading] = []
     reverts: set[str] = set()  # the ids of versions in force that say they go back ("reverted", "back to")
-    read = _by_reading(statement, scope, chains, left, loose, reverts)
+    read = _by_reading(statement, scope, chains, left, loose, reverts, phrases)
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts)
+        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases, scope)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:
@@ -146,7 +144,8 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
         return by_chain
     # The chains the reading decided on, read again by their words: a disagreement is unknown.
     used = {r.head.id for r in read.readings}
-    lex = lexical(statement, [c for c in chains if c[0].id in used], _option_words(read.option), left, reverts)
+    used_chains = [c for c in chains if c[0].id in used]
+    lex = lexical(statement, used_chains, _option_words(read.option), left, reverts, phrases, scope)
     if lex is None or lex.verdict is Verdict.UNKNOWN:
         return read
     if read.verdict is Verdict.SUPERSEDED and lex.verdict is Verdict.IN_FORCE:
@@ -184,6 +183,7 @@ def _by_reading(
     left: dict[str, tuple[tuple[int, int], ...]],
     loose: list[Reading] | None = None,
     reverts: set[str] | None = None,
+    phrases: dict[str, tuple[tuple[int, int], ...]] | None = None,
 ) -> Judgement:
     texts = [statement, *(n.raw_text for h, past in chains for n in (h, *past))]
     vocab = lowercase_vocabulary(texts)
@@ -196,6 +196,8 @@ def _by_reading(
         if reverts is not None and c.facts.revert_cue and len(past) > 1:
             reverts.add(head.id)
         facts = (c.facts, *c.history)
+        if phrases is not None:
+            phrases[head.id] = c.facts.left_phrases
         # the versions each chose: one it names besides its own, another chose, it left ("Do not install 12.1")
         own = [_own_version(f) for f in facts]
         chosen = {v for v in own if v}
@@ -249,7 +251,7 @@ def _by_reading(
         )
         # the statement's subject holds a word more that notes use ("second car"): another aspect
         aspect = relation == "broader" and _meets({t for t in note.subject - subject if t[0] != "@"}, memory)
-        holder = _named_as(head.raw_text, option.text, note.subject)
+        holder = named_as(head.raw_text, option.text, note.subject)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
         elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect and not holder:
@@ -259,7 +261,7 @@ def _by_reading(
         elif option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
             continue  # the version in force names it too, not as what it left: the reading cannot tell
         else:
-            left = any(m.key == option.key and _leaves(c.facts, m) for m in c.facts.prev)
+            left = any(m.key == option.key and leaves(c.facts, m) for m in c.facts.prev)
             if at is not None and aspect:
                 continue
             if at is not None:
@@ -324,7 +326,7 @@ def _by_chain(
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
     at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     nodes = [head, *past]
-    turned = at == 1 and head_option is not None and not _named_as(head.raw_text, option.text, note.subject)
+    turned = at == 1 and head_option is not None and not named_as(head.raw_text, option.text, note.subject)
     if turned and c.facts.option is not None:  # it chose another option than the version before
         return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
@@ -334,72 +336,15 @@ def _by_chain(
     # The head names it other than as what it left: by words no other version holds ("Elif's back
     # managing"), or any, in a note that says it goes back ("Bea is back on Ysolde").
     earlier = set().union(*(_words(n.raw_text) for n in past[1:]))
-    own = _kept(head, _words(head.raw_text), _words(past[0].raw_text), c.facts.left, earlier)
+    own = kept(
+        head.raw_text, _words(head.raw_text), _words(past[0].raw_text), c.facts.left, c.facts.left_phrases, earlier
+    )
     named = _words(option.text)
     telling = named - set.intersection(*(_words(n.raw_text) for n in nodes))
     if telling & own or (c.facts.revert_cue and named <= own):
         return None
     option_text = c.facts.option.text if head_option else None
     return Reading(head, "loose", "replaced", named=nodes[at], successor=nodes[at - 1], option=option_text)
-
-
-_AS = re.compile(r"\s+as\s+(?:the\s+|our\s+|its\s+|an?\s+)?([\w-]+)", re.I)
-
-
-def _named_as(text: str, option: str, subject: Iterable[str]) -> bool:
-    """Whether a note names the option as what holds the statement's subject ("co-opted Fiona Lee
-    as secretary"): it chose it, whatever else it chose."""
-    words = {t for t in subject if not t.startswith("@")}
-    for m in re.finditer(re.escape(option), text, re.I):
-        after = _AS.match(text, m.end())
-        if after and _meets(words, _words(after.group(1))):
-            return True
-    return False
-
-
-def overridden(
-    chains: list[tuple[MemoryNode, list[MemoryNode]]], scope: str | None
-) -> tuple[list[tuple[MemoryNode, list[MemoryNode]]], MemoryNode | None]:
-    """A scope's own decisions hold there over the default scope's, unless a later decision in force
-    of the default scope says it covers this scope too ("all depots, including the UK, move to
-    ..."): the chains left when the scope's own chains older than it are left out, and it."""
-    if scope is None:
-        return chains, None
-    wide = [h for h, _ in chains if is_default(h.scope) and h.status == Status.ACTIVE and covers(h.raw_text, scope)]
-    if not wide:
-        return chains, None
-    newest = max(wide, key=lambda h: h.created_at)
-    kept = [(h, past) for h, past in chains if is_default(h.scope) or h.created_at > newest.created_at]
-    return kept, newest
-
-
-_INCLUDING = re.compile(r"\b(?:including|incl\.|included)\b", re.I)
-_EXCLUDING = re.compile(
-    r"\b(?:except|excluding|apart from|other than|outside|but not|untouched|unaffected|not|separate)\b", re.I
-)
-
-
-def covers(text: str, scope: str) -> bool:
-    """Whether a decision's text says it covers ``scope`` too: a clause that names the scope (its
-    words, or words that begin like them: "children's" for "childrens") beside "including" or
-    "included" and no word that excludes ("except", "outside", "untouched"); a short note only."""
-    wanted = {w for w in _words(scope.replace("-", " ").replace("_", " ")) if len(w) > 2}
-    if not wanted or len(text) > LONG_NOTE_CHARS:  # a document includes every word somewhere
-        return False
-    for clause in re.split(r"[.;:!?\n]+|\s[-\u2013\u2014]\s|\(", text):
-        if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
-            return True
-    return False
-
-
-_BARE_FROM = re.compile(r"\bfrom\s+(?:the\s+|our\s+)?$", re.I)
-
-
-def _leaves(facts: Facts, mention: Mention) -> bool:
-    """Whether a note that names ``mention`` as left says it leaves it: "from X" alone does so only
-    in a note that says something changed ("takes freelance gigs from X" leaves nothing)."""
-    bare = _BARE_FROM.search(facts.text[max(0, mention.start - 24) : mention.start])
-    return not bare or bool(facts.change_cue or facts.revert_cue)
 
 
 def _another_aspect(note: Facts, subject: frozenset[str]) -> bool:
@@ -465,6 +410,8 @@ def lexical(
     option_words: Iterable[str] = (),
     left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
     reverts: Collection[str] = (),
+    phrases: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    scope: str | None = None,
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
@@ -476,7 +423,11 @@ def lexical(
     versions in force that say they go back to what came before the version they replaced ("back
     to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
     before it held, is what they left, unless the statement names what they went back to; one that
-    holds all the statement's names says it, unless an earlier version holds the whole statement."""
+    holds all the statement's names says it, unless an earlier version holds the whole statement.
+    ``phrases``: by node id, the phrases a version in force says it left in so many words ("the old
+    14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held.
+    ``scope``: the statement's; a chain of that scope whose version in force holds the option's words
+    holds there over the default scope's chains, as in the reading."""
     said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
     if len(said) < 2:
         return None
@@ -488,9 +439,14 @@ def lexical(
     anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
     named = (named - anchors) | option
     if anchors:  # the chains' words, read only for a statement with such names
-        memory = set().union(*(_words(n.raw_text) for head, past in chains for n in (head, *past)))
-        anchors = {a for a in anchors if _holds(memory, a)}
+        unions = [set().union(*(_words(n.raw_text) for n in (head, *past))) for head, past in chains]
+        anchors = {a for a in anchors if _holds(set().union(*unions), a)}
+        # A chain that lacks them is about something else only when one that holds them names the option
+        # ("Kitchen on 3rd floor still uses Square Mile"); else they are a label its notes do not restate.
+        if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):
+            anchors = set()
     scored: list[tuple[float, Reading]] = []
+    undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
     in_force = False  # a version in force holds the option's words
     telling = option or named
@@ -502,12 +458,21 @@ def lexical(
             continue
         before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
-            held[0] = _kept(head, held[0], held[1] - topic, left.get(head.id, ()), before - topic)
+            said_left = (phrases or {}).get(head.id, ())
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, left.get(head.id, ()), said_left, before - topic)
         # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
         share = len(said & union) / len(said)
-        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
+        # A note of the statement's own scope that holds the option's words says it there, though it
+        # holds fewer of its other words ("China build keeps the DRM check at launch").
+        own_scope = scope is not None and not is_default(head.scope) and in_scope(head, scope) and len(versions) == 1
+        if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
+            scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
+            continue
+        # a version in force that holds the option's words and a word of the topic: the option may still hold
+        about = _meets(topic - telling, held[0]) if topic - telling else True
+        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE and about)
         if share < TOPICAL:
             if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
                 reading = _within(said, telling, versions, held)
@@ -520,16 +485,20 @@ def lexical(
         if reading is not None and reading.stance == "replaced" and back:
             reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
-            scored.append((share, reading))
+            # a document that says it was rejected or only proposed decides nothing: at most it disagrees
+            (undecided if _undecided(head) else scored).append((share, reading))
     if not scored:
         # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
-        # one chain that named the option and left it, and nothing in force that holds it.
+        # one chain that named the option and left it, and nothing in force that holds it and a word of the
+        # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
         if len(loose) == 1 and not in_force:
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
         return None
+    if scope is not None:  # a scope's own decisions hold there over the default scope's
+        scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
-    rivals = [r for sh, r in scored[1:] if sh >= best_share - 0.1 and r.stance != best.stance]
+    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
     if best.stance == "replaced" and telling and _long(best):
         # A document holds any words: a chain about the statement whose version in force holds
         # its option's words, though fewer of its other words, says otherwise.
@@ -541,31 +510,32 @@ def lexical(
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
 
 
+_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
+_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
+_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
+
+
+def _undecided(node: MemoryNode) -> bool:
+    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
+    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
+    it decides nothing."""
+    text = node.raw_text
+    if len(text) <= LONG_NOTE_CHARS:
+        return False
+    status = _STATUS.search(text[:600])
+    if status is not None:
+        return status.group(1).lower() in _UNDECIDED
+    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
+
+
+def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
+    """A note's words but those it names only where it says what it left."""
+    return _words(_blank(node.raw_text, (left or {}).get(node.id, ())))
+
+
 def _long(reading: Reading) -> bool:
     """Whether a reading rests on a document (its version in force, or the one that named the option)."""
     return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
-
-
-def _kept(
-    head: MemoryNode,
-    held: set[str],
-    before: set[str],
-    spans: Sequence[tuple[int, int]],
-    earlier: set[str] | frozenset[str] = frozenset(),
-) -> set[str]:
-    """The words the version in force holds as its own: not those it names only where it says what
-    it left ("from X to", "X was overkill"), when the version it replaced held them (a version
-    leaves only what came before it: "GreenCut rehired" is not left), or, where it says so in so
-    many words ("the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier
-    version held them (``earlier``: a value two versions back)."""
-    if not spans:
-        return held
-    text = head.raw_text
-    own = _words(_blank(text, spans))
-    gone = _words(" ".join(text[s:e] for s, e in spans)) & before
-    if earlier:
-        gone |= _words(" ".join(text[s:e] for s, e in left_phrases(text, clause_spans(text)))) & earlier
-    return held - (gone - own)
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:

@@ -1,15 +1,17 @@
 """The words of a statement and of a note, as the premise check compares them by their words
 (``evomem.domain.premise``'s ``lexical``): content words less stopwords and the verbs a statement says
 "uses" with, a light plural stem, a dotted version kept whole; the words that name something; what
-a one-clause statement says is used (its complement) and what it is about (the words before its verb)."""
+a one-clause statement says is used (its complement) and what it is about (the words before its verb);
+what a version in force holds as its own (``kept``) and what it names as holding the subject (``named_as``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from evomem.domain.linkers.vocabulary import STOPWORDS, fold, words
-from evomem.domain.subject import DECISION_CUE
+from evomem.domain.subject import DECISION_CUE, Facts
+from evomem.domain.subject_names import Mention
 
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
 
@@ -136,3 +138,50 @@ def blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
     for s, e in spans:
         text = text[:s] + " " * (e - s) + text[e:]
     return text
+
+
+def kept(
+    text: str,
+    held: set[str],
+    before: set[str],
+    spans: Sequence[tuple[int, int]],
+    phrases: Sequence[tuple[int, int]] = (),
+    earlier: set[str] | frozenset[str] = frozenset(),
+) -> set[str]:
+    """The words the version in force (``text``, its words ``held``) holds as its own: not those it
+    names only where it says what it left (``spans``: "from X to", "X was overkill"), when the
+    version it replaced held them (``before``: a version leaves only what came before it: "GreenCut
+    rehired" is not left), or, where it says so in so many words (``phrases``, ``Facts.left_phrases``:
+    "the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier version held
+    them (``earlier``: a value two versions back)."""
+    if not spans:
+        return held
+    own = words_of(blank(text, spans))
+    gone = words_of(" ".join(text[s:e] for s, e in spans)) & before
+    if earlier:
+        gone |= words_of(" ".join(text[s:e] for s, e in phrases)) & earlier
+    return held - (gone - own)
+
+
+_AS = re.compile(r"\s+as\s+(?:the\s+|our\s+|its\s+|an?\s+)?([\w-]+)", re.I)
+
+
+def named_as(text: str, option: str, subject: Iterable[str]) -> bool:
+    """Whether a note names the option as what holds the statement's subject ("co-opted Fiona Lee
+    as secretary"): it chose it, whatever else it chose."""
+    wanted = {t for t in subject if not t.startswith("@")}
+    for m in re.finditer(re.escape(option), text, re.I):
+        after = _AS.match(text, m.end())
+        if after and meets(wanted, words_of(after.group(1))):
+            return True
+    return False
+
+
+_BARE_FROM = re.compile(r"\bfrom\s+(?:the\s+|our\s+)?$", re.I)
+
+
+def leaves(facts: Facts, mention: Mention) -> bool:
+    """Whether a note that names ``mention`` as left says it leaves it: "from X" alone does so only
+    in a note that says something changed ("takes freelance gigs from X" leaves nothing)."""
+    bare = _BARE_FROM.search(facts.text[max(0, mention.start - 24) : mention.start])
+    return not bare or bool(facts.change_cue or facts.revert_cue)

@@ -138,6 +138,7 @@ class Facts:
     scope_span: str | None = None
     identifier: str | None = None  # "pep 215" when the note starts with such a header
     left: tuple[tuple[int, int], ...] = ()  # spans about what the note leaves (prev names, their clauses)
+    left_phrases: tuple[tuple[int, int], ...] = ()  # of those, the phrases a change says it leaves, values included
 
     @property
     def chosen(self) -> tuple[Mention, ...]:
@@ -335,9 +336,8 @@ def analyse(
     for s, e in prev_clauses + left:
         settled = settled[:s] + " " * (e - s) + settled[e:]
     hedge = HEDGE.search(settled)
-    leaving = sorted(
-        {*prev_clauses, *((m.start, m.end) for m in mentions if m.role == "prev"), *left_phrases(text, clauses)}
-    )
+    phrases = tuple(left_phrases(text, clauses))
+    leaving = sorted({*prev_clauses, *((m.start, m.end) for m in mentions if m.role == "prev"), *phrases})
     change = CHANGE_CUE.search(plain)
     revert = REVERT_CUE.search(plain)
     return Facts(
@@ -353,4 +353,5 @@ def analyse(
         scope_span=scope_span,
         identifier=ident,
         left=tuple(leaving),
+        left_phrases=phrases,
     )

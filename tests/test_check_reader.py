@@ -1,0 +1,92 @@
+"""check, read by the words of the versions (``domain.premise.lexical``), in both wirings: rules of
+helper premise12 (issue 33's premise check)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wirings import WIRINGS, wired
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_scopes_own_note_holds_the_option_there_over_a_replaced_default_chain(tmp_path: Path, wiring: str) -> None:
+    """Read by the words, as by the reading: a scope's own decision that holds the option's words
+    holds there, though it holds fewer of the statement's words than a default-scope chain whose
+    earlier version named the option and was replaced."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Checkout card payments: 3-D Secure challenge on every order, all shops.").node.id
+        service.remember(
+            "Dropping the 3-D Secure challenge on checkout after the conversion drop: none, risk scoring only.",
+            supersedes=first,
+        )
+        eu = service.remember("The EU shop keeps 3-D Secure, a PSD2 rule.", scope="eu-shop").node.id
+        statement = "The checkout card payments challenge uses 3-D Secure."
+        held = service.check(statement, scope="eu-shop")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [eu], held
+        # in the default scope the chain's version in force left it
+        assert service.check(statement).verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_in_force_about_something_else_that_names_the_option_does_not_keep_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """A chain tied to the statement by its option and a word of its topic, which named the option
+    and left it, answers `superseded` though a note in force names the option, when that note
+    holds no word of the statement's topic: it is about something else (her passport)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Priya drives the Sprinter.").node.id
+        now = service.remember("Dmitri drives the Sprinter now.", supersedes=first).node.id
+        service.remember("Priya's passport expires 2027-03-01.")
+        out = service.check("The van sprinter driver uses Priya.")
+        assert out.verdict == "superseded" and [n.id for n in out.named] == [first], out
+        assert [n.id for n in out.in_force] == [now]
+        assert service.check("The van sprinter driver uses Dmitri.").verdict not in ("superseded", "contradicted")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_before_the_verb_no_chain_holds_with_the_option_is_a_label(tmp_path: Path, wiring: str) -> None:
+    """ "4b" before the verb names the flat: a chain that lacks it is about something else only when a
+    chain that holds it names the option ("Kitchen on 3rd floor still uses Square Mile"); here only
+    the heating note holds it, so the rota's chain, which never says the flat, answers."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Flat 4B heating: Vaillant boiler.")
+        first = service.remember("Stairs rota this month: Ola.").node.id
+        bruno = service.remember("stairs: Bruno", supersedes=first).node.id
+        now = service.remember("stairs: Ola again", supersedes=bruno).node.id
+        old = service.check("The flat 4b stairs rota uses Bruno.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [bruno], old
+        held = service.check("The flat 4b stairs rota uses Ola.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+_REJECTED = (
+    "TRS-7: Layered collars and a higher hedge ratio\n\nStatus: {status}\nDate: 2023-04-02\n\n"
+    "Context\nThe treasury hedges 50% of forecast net exposure in each currency with forwards. Sales in the US "
+    "grew and the board asked whether a higher share should be hedged, and whether options would cost less.\n\n"
+    "Proposal\nHedge 75% of forecast net exposure, half of it with zero-cost collars, rolled monthly; keep "
+    "forwards for the rest. The treasury team would need a new option pricing tool and a second dealer line.\n\n"
+    "Review outcome\nThe committee found that the collars add accounting work under hedge accounting rules, that "
+    "the dealers quoted wide spreads, and that the current 50% of forecast net exposure with forwards is enough "
+    "for the size of the business. Kept for the history of the discussion; nothing changes in the policy.\n\n"
+    "Consequences\nNo change to the hedging programme, the dealer lines or the reporting. The question may come "
+    "back when US sales pass a third of revenue. The treasury team reviews the exposure forecast every quarter and "
+    "reports the hedge coverage to the audit committee twice a year, with the mark-to-market of open forwards and "
+    "the forecast error of the previous two quarters, so that the committee can see whether 50% still fits."
+)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_rejected_document_does_not_say_the_option_is_in_force(tmp_path: Path, wiring: str) -> None:
+    """Read by the words, a document whose header says it was rejected or only proposed decides
+    nothing: it may disagree with a chain that left the option (`unknown`), never say it holds."""
+    old = "The treasury fx hedge ratio uses 50% of forecast net exposure."
+    new = "The treasury fx hedge ratio uses 60% of forecast net exposure."
+    for status, held in (("Rejected", False), ("Accepted", True)):
+        with wired(wiring, tmp_path / f"{status}.db") as service:
+            first = service.remember("FX hedging: 50% of forecast net exposure, forwards only.").node.id
+            service.remember("FX hedging raised to 60% of forecast net exposure from January.", supersedes=first)
+            service.remember(_REJECTED.format(status=status))
+            assert (service.check(old).verdict == "in_force") is held, status
+            assert service.check(new).verdict == "in_force"
