@@ -280,11 +280,57 @@ def run(sets: Sequence[str], seed: int, encode: Callable[[list[str]], np.ndarray
             "paraphrase": summarise(para, pooled_cut),
             "sets": {name: summarise(per[name], pooled_cut) for name in sets},
         }
+    result["close_calls"] = {
+        group: close_calls([r for r in rows if r["set"] in g])
+        for group, g in (("paraphrase", PARAPHRASE), ("pooled", tuple(sets)))
+    }
     result["bootstrap"] = {
         group: bootstrap([r for r in rows if r["set"] in sets_], "whole", "fit", seed)
         for group, sets_ in (("paraphrase", PARAPHRASE), ("pooled", tuple(sets)))
     }
     return result
+
+
+def close_calls(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """embed11's hard cases: the notes that replace nothing whose closest earlier decision (whole
+    cosine) reaches the 8 % cut-off, against the replacing notes' gold pairs. For each, the option
+    cosine of that pair (the closest / the gold), how often both options were read and read alike,
+    and the AUC of the option cosine between the two (does the option's kind tell them apart?)."""
+    from lab.embedder_study import auc
+
+    cut = cutoff([max(r["whole"]) for r in rows if not r["gold"]])
+    gold, close = [], []
+    for r in rows:
+        if True in r["labels"]:
+            gold.append(r["labels"].index(True))
+            gold[-1] = (r, gold[-1])
+        elif not r["gold"] and max(r["whole"]) >= cut:
+            close.append((r, int(np.argmax(r["whole"]))))
+
+    def side(pairs: list[tuple[dict[str, Any], int]]) -> dict[str, Any]:
+        have = [(r, j) for r, j in pairs if r["has_opt"][j]]
+        return {
+            "n": len(pairs),
+            "both_read": len(have),
+            "alike": sum(1 for r, j in have if r["same"][j]),
+            "option_cos_p50": float(np.median([r["ocos"][j] for r, j in have])) if have else None,
+            "by_kind": dict(
+                sorted({k: sum(1 for r, _ in pairs if r["kind"] == k) for k in {r["kind"] for r, _ in pairs}}.items())
+            ),
+        }
+
+    g_have = [r["ocos"][j] for r, j in gold if r["has_opt"][j]]
+    c_have = [r["ocos"][j] for r, j in close if r["has_opt"][j]]
+    g_diff = [r["ocos"][j] for r, j in gold if r["has_opt"][j] and not r["same"][j]]
+    c_diff = [r["ocos"][j] for r, j in close if r["has_opt"][j] and not r["same"][j]]
+    return {
+        "cut": cut,
+        "gold": side(gold),
+        "close": side(close),
+        "auc_option_cos": auc(g_have, c_have),
+        "auc_option_cos_other_options": auc(g_diff, c_diff),  # the pairs whose options are not read alike
+        "option_cos_p50_other_options": [float(np.median(x)) if x else None for x in (g_diff, c_diff)],
+    }
 
 
 def bootstrap(rows: list[dict[str, Any]], a: str, b: str, seed: int, n: int = 200) -> dict[str, Any]:
@@ -464,6 +510,27 @@ def report(result: dict[str, Any]) -> str:
         src = ", ".join(f"{k} {v}" for k, v in s["source"].items())
         lines.append(
             f"| {name} | {s['decision_notes_with_gold_option']} | {_f(s['exact'], 2)} | {_f(s['overlap'], 2)} | {src} |"
+        )
+    lines += [
+        "",
+        "## embed11's close calls: option cosine of the gold pairs against the closest pair of a note that",
+        "## replaces nothing above the whole-cosine 8 % cut",
+        "",
+    ]
+    lines += [
+        "| group | cut | gold pairs: n / both read / alike / option cos p50 | close calls: n / both read / alike"
+        " / option cos p50 | close calls by kind | AUC option cos, gold vs close: all / options not alike"
+        " (p50 gold / close) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for group, c in result["close_calls"].items():
+        g, k = c["gold"], c["close"]
+        kinds = ", ".join(f"{a} {b}" for a, b in k["by_kind"].items())
+        lines.append(
+            f"| {group} | {c['cut']:.3f} | {g['n']} / {g['both_read']} / {g['alike']} / {_f(g['option_cos_p50'])} "
+            f"| {k['n']} / {k['both_read']} / {k['alike']} / {_f(k['option_cos_p50'])} | {kinds} "
+            f"| {_f(c['auc_option_cos'])} / {_f(c['auc_option_cos_other_options'])} "
+            f"({' / '.join(_f(x) for x in c['option_cos_p50_other_options'])}) |"
         )
     lines += ["", "Scenario bootstrap, (c) minus (a) (mean [5th, 95th percentile]):", ""]
     for group, b in result["bootstrap"].items():
