@@ -432,6 +432,60 @@ def augment(sources: Sequence[Any], groups: Sequence[Any], seed: int, vector_cac
     return {"kind": COLUMN, "input": "MiniLM cosine of the options read (lab.option_study.option_of)", "rows": have}
 
 
+def evaluate_with_column(model_path: str, groups_path: str, vector_cache: str, out_groups: str) -> dict[str, Any]:
+    """``lab.emb_head``'s out-of-sample evaluation (the eval replays: dev-g, dev-m, dev-n) of a model
+    fitted with the option column: the column added to the eval rows, the model read without the
+    block the trainer wrote under the head's key."""
+    import pickle
+    import tempfile
+
+    from evomem.adapters.models.embedding import OnnxEmbedder
+    from lab import emb_head
+
+    with open(groups_path, "rb") as fh:
+        sources, groups = pickle.load(fh)
+    emb = OnnxEmbedder(threads=1)
+    emb.load()
+    add_column(groups, option_column(sources, groups, emb.encode))
+    with open(out_groups, "wb") as fh:
+        pickle.dump((sources, groups), fh)
+    data = json.loads(Path(model_path).read_text(encoding="utf-8"))
+    data.pop(emb_head.NAME, None)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(data, fh)
+    return emb_head.evaluate(fh.name, out_groups, vector_cache)
+
+
+def compare(base: dict[str, Any], opt: dict[str, Any], counts: dict[str, list[int]]) -> dict[str, Any]:
+    """Out of fold on the training replays, at each model's own offer rules: recall if confirmed and
+    offers on notes that replace nothing per source, and pooled (weighted by each source's replacing
+    notes and notes that replace nothing, ``counts``) over all, the hand-written and the paraphrase sources."""
+    out: dict[str, Any] = {"rules": {}, "per_source": {}, "pooled": {}}
+    for tag, m in (("base", base), ("option", opt)):
+        out["rules"][tag] = {k: m[k] for k in ("offer_at", "hint_at", "link_at")}
+    groups = {
+        "all": list(counts),
+        "written": [s for s in counts if s.startswith("dev-")],
+        "paraphrase": [s for s in counts if s in ("para", "gen-para-1001", "dev-j")],
+    }
+    for tag, m in (("base", base), ("option", opt)):
+        per = m["training"]["offers"]["per_source"]
+        for s in counts:
+            out["per_source"].setdefault(s, {})[tag] = {
+                k: per[s][k] for k in ("recall_if_confirmed", "offers_on_nothing", "hint_precision")
+            }
+        for g, names in groups.items():
+            rep = sum(counts[s][0] for s in names)
+            nothing = sum(counts[s][1] for s in names)
+            out["pooled"].setdefault(g, {})[tag] = {
+                "recall_if_confirmed": round(sum(per[s]["recall_if_confirmed"] * counts[s][0] for s in names) / rep, 3),
+                "offers_on_nothing": round(sum(per[s]["offers_on_nothing"] * counts[s][1] for s in names) / nothing, 3),
+                "replacing": rep,
+                "replace_nothing": nothing,
+            }
+    return out
+
+
 # ---------------------------------------------------------------------------- the report
 
 
@@ -553,6 +607,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from lab import train_linker as tl
 
         return tl.main(list(argv[1:]), augment=augment)
+    if argv and argv[0] == "eval":  # eval <model> <eval groups> <vector cache> <groups out>
+        print(json.dumps(evaluate_with_column(*argv[1:5]), indent=1))
+        return 0
+    if argv and argv[0] == "compare":  # compare <base model> <model with the column> <counts json>
+        base, opt, counts = (json.loads(Path(p).read_text(encoding="utf-8")) for p in argv[1:4])
+        print(json.dumps(compare(base, opt, counts.get("counts", counts)), indent=1))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", default=",".join(NINE), help="comma-separated development sets")
     ap.add_argument("--seed", type=int, default=7, help="the fold seed (train_linker's default)")
