@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lab import option_study as os_
 
@@ -108,3 +109,32 @@ def test_option_column_appends_one_value_per_row() -> None:
     vecs = {"Keycloak": [1.0, 0.0], "Okta": [0.6, 0.8], "KeyDB": [0.0, 1.0]}
     values = os_.option_column(sources, groups, lambda xs: np.asarray([vecs[x] for x in xs]))
     assert values == [0.6, os_.NO_OPTION]  # the second row has no embeddings
+
+
+def test_add_column_appends_and_registers_the_feature_for_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evomem.domain.linkers import pair_features as pf
+    from evomem.domain.linkers import pair_model as pm
+    from lab import train_linker as tl
+
+    monkeypatch.setattr(pf, "FEATURES", pf.FEATURES)
+    monkeypatch.setattr(pm, "FEATURES", pm.FEATURES)
+    monkeypatch.setattr(tl, "MONOTONE", dict(tl.MONOTONE))
+    groups = [("s", 0, [{"rows": [[1.0], [2.0]]}])]
+    os_.add_column(groups, [0.5, os_.NO_OPTION])
+    assert groups[0][2][0]["rows"] == [[1.0, 0.5], [2.0, os_.NO_OPTION]]
+    assert pf.FEATURES[-1] == os_.COLUMN and pm.FEATURES == pf.FEATURES and tl.MONOTONE[os_.COLUMN] == 0
+
+
+def test_compare_pools_by_the_sources_counts() -> None:
+    def model(ric: dict[str, float]) -> dict:
+        per = {
+            s: {"recall_if_confirmed": r, "offers_on_nothing": 0.1, "hint_precision": [1.0, 1]} for s, r in ric.items()
+        }
+        return {"offer_at": 0.4, "hint_at": 0.8, "link_at": 0.95, "training": {"offers": {"per_source": per}}}
+
+    counts = {"odr": [30, 10], "dev-j": [10, 10]}
+    out = os_.compare(model({"odr": 1.0, "dev-j": 0.0}), model({"odr": 1.0, "dev-j": 1.0}), counts)
+    assert out["pooled"]["all"]["base"]["recall_if_confirmed"] == 0.75
+    assert out["pooled"]["all"]["option"]["recall_if_confirmed"] == 1.0
+    assert out["pooled"]["written"]["base"]["replacing"] == 10
+    assert out["per_source"]["dev-j"]["option"]["recall_if_confirmed"] == 1.0
