@@ -351,3 +351,27 @@ def test_a_ranking_that_held_every_match_is_not_widened(tmp_path: Path) -> None:
         assert 0 < len(rows) < 500 and len(ranked) == 1
     finally:
         store.close()
+
+
+def test_a_rebuild_on_open_is_said_in_the_log_before_and_after(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large store's first open after an upgrade or a bulk load rebuilds the bounds (seconds at
+    100k notes): the log says so before it starts and how long it took; an open that has nothing to
+    rebuild says nothing."""
+    db = tmp_path / "said.db"
+    store = SQLiteStore(db)
+    _fill(store, 30, seed=21)
+    conn = store._conn()
+    with conn:
+        conn.execute("UPDATE term_bounds_state SET rows = 0")  # as a bulk load without the triggers leaves it
+    store.close()
+    monkeypatch.setattr(term_bounds, "LOG_REBUILD_FROM", 10)
+    with caplog.at_level("INFO", logger="evomem.store"):
+        SQLiteStore(db).close()
+    said = [r.getMessage() for r in caplog.records if r.name == "evomem.store"]
+    assert any("over 30 notes" in m for m in said) and any("rebuilt in" in m for m in said)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="evomem.store"):
+        SQLiteStore(db).close()
+    assert not [r for r in caplog.records if "bounds" in r.getMessage()]
