@@ -148,8 +148,10 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     nothing: tuple[int, ...] = ()
     pairs: list[tuple[int, int, int]] = []  # (i, j, length of the common run ending at a[i], b[j])
     before: dict[int, int] = {}
+    starts: list[int] = []  # where a[i]'s pairs start in ``pairs`` (a range from alo reads from there)
     besti = bestj = bestsize = 0  # the whole ranges' run, found on the way
     for i, w in enumerate(a):
+        starts.append(len(pairs))
         here: dict[int, int] = {}
         for j in b2j.get(w, nothing):
             k = here[j] = before.get(j - 1, 0) + 1
@@ -162,7 +164,7 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     run: tuple[int, int, int] | None = (besti, bestj, bestsize)
     while queue:
         alo, ahi, blo, bhi = queue.pop()
-        i, j, k = run if run is not None else _longest(pairs, alo, ahi, blo, bhi)
+        i, j, k = run if run is not None else _longest(pairs, starts[alo], alo, ahi, blo, bhi)
         run = None
         if k:
             blocks.append((i, j, k))
@@ -173,15 +175,19 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     return blocks
 
 
-def _longest(pairs: list[tuple[int, int, int]], alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
+def _longest(
+    pairs: list[tuple[int, int, int]], start: int, alo: int, ahi: int, blo: int, bhi: int
+) -> tuple[int, int, int]:
     """``find_longest_match(alo, ahi, blo, bhi)`` over ``_matching_blocks``' equal pairs: each run
-    cut at the range's starts, the first longest (i, then j) kept."""
+    cut at the range's starts, the first longest (i, then j) kept. ``start``: the first pair of
+    ``a[alo]`` (the pairs before it have ``i < alo``: skipped without reading them)."""
     besti = bestj = bestsize = 0
-    for i, j, k in pairs:
-        if i < alo or j < blo or j >= bhi:
-            continue
+    for t in range(start, len(pairs)):
+        i, j, k = pairs[t]
         if i >= ahi:
             break
+        if j < blo or j >= bhi:
+            continue
         if k > i - alo:
             k = i - alo + 1
         if k > j - blo:
