@@ -210,3 +210,17 @@ def test_a_model_decides_as_before(scenarios: list[list[Reading]]) -> None:
             gs = _grams_before(t)
             z = sum(model.decides.weights.get(g, 0.0) for g in gs) / math.sqrt(len(gs)) if gs else 0.0
             assert model.decides.p(t).hex() == decides._sigmoid(model.decides.intercept + z).hex()
+
+
+def test_a_reading_splits_as_before() -> None:
+    """``decision_text``'s patterns compiled once split and scan as the ``re`` functions did."""
+    from evomem.domain.linkers import decision_text as dt
+
+    for ts in _texts():
+        for t in ts:
+            assert dt.sentences(t) == [p.strip() for p in re.split(r"(?<=[.!?;])\s+|\n+", t) if p.strip()]
+            clauses = re.split(r"(?<=[.!?;:\n])\s+", t)
+            assert dt._CLAUSES.split(t) == clauses
+            assert [[m.span() for m in dt._WORDISH.finditer(c)] for c in clauses] == [
+                [m.span() for m in re.finditer(r"[\w.\-+/]*\w", c)] for c in clauses
+            ]
