@@ -224,3 +224,30 @@ def test_a_reading_splits_as_before() -> None:
             assert [[m.span() for m in dt._WORDISH.finditer(c)] for c in clauses] == [
                 [m.span() for m in re.finditer(r"[\w.\-+/]*\w", c)] for c in clauses
             ]
+
+
+def _distinctive_before(text: str) -> set[str]:
+    """``decision_text.distinctive`` as it was before speed12, verbatim."""
+    from evomem.domain.linkers import decision_text as dt
+
+    out: set[str] = set()
+    for sent in re.split(r"(?<=[.!?;:\n])\s+", text):
+        for j, m in enumerate(re.finditer(r"[\w.\-+/]*\w", sent)):
+            w = m.group(0)
+            low = w.lower()
+            if low in dt.STOPWORDS or (len(low) < 2 and not low.isdigit()):
+                continue
+            if any(c.isdigit() for c in w) or (j > 0 and w[0].isupper()) or any(c.isupper() for c in w[1:]):
+                out.update(dt.tokens(w))
+    return {t for t in out if t not in dt.STOPWORDS}
+
+
+def test_the_names_and_values_are_those_of_before() -> None:
+    """``distinctive`` with each word's kind cached: the same names and values, the same word at
+    the start of a sentence and after it."""
+    from evomem.domain.linkers import decision_text as dt
+
+    texts = [t for ts in _texts() for t in ts]
+    texts += ["Redis stays. Redis is out; the Q3 p99 of gRPC v1.2 is A. a I 7 x.y Ünïcode ÉCOLE", "X", ""]
+    for t in texts:
+        assert dt.distinctive(t) == _distinctive_before(t), t

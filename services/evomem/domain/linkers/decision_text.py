@@ -15,6 +15,7 @@ Every pattern here is generic English for changing one's mind; none names a prod
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -119,13 +120,22 @@ def distinctive(text: str) -> set[str]:
     out: set[str] = set()
     for sent in _CLAUSES.split(text):
         for j, m in enumerate(_WORDISH.finditer(sent)):
-            w = m.group(0)
-            low = w.lower()
-            if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
-                continue
-            if any(c.isdigit() for c in w) or (j > 0 and w[0].isupper()) or any(c.isupper() for c in w[1:]):
-                out.update(tokens(w))
+            got = _word_kind(m.group(0))
+            if got is not None and (got[0] or (j > 0 and got[1])):
+                out.update(got[2])
     return {t for t in out if t not in STOPWORDS}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_kind(w: str) -> tuple[bool, bool, tuple[str, ...]] | None:
+    """What ``distinctive`` needs of one word, worked out once per word (speed12: words recur
+    from note to note): None for a stopword or a single letter; else whether it is a name or a
+    value wherever it stands (a digit, an inner capital), whether it starts with a capital (a
+    name after a sentence's first word), and its tokens."""
+    low = w.lower()
+    if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
+        return None
+    return any(c.isdigit() for c in w) or any(c.isupper() for c in w[1:]), w[0].isupper(), tuple(tokens(w))
 
 
 def sentences(text: str) -> list[str]:

@@ -42,13 +42,9 @@ class Reading:
     part: str  # decision part
     toks: frozenset[str]  # content tokens of the decision part
     dist: frozenset[str]  # names/values of the decision part
-    leaving: frozenset[str]
-    back_to: frozenset[str]
     title: frozenset[str]
-    change: bool
     hedge: bool
     question: bool
-    keep: bool
     decides: bool
     reports: bool
     ident: str | None
@@ -58,9 +54,45 @@ class Reading:
     seq: tuple[str, ...]  # the decision part's words in order, when it is short enough to align (``frame``)
     # where each word of ``seq`` occurs in it, ascending (``frame`` aligns a candidate against the note's)
     at: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, hash=False, repr=False)
+    # what only a note's own reading needs (``leaving``, ``back_to``, ``change``, ``keep``), read from
+    # ``part`` when first asked: a candidate's reading never is (speed12: a third of reading a text)
+    _lazy: dict[str, object] = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "at", _positions(self.seq))  # derived: always the positions of ``seq``
+        object.__setattr__(self, "_lazy", {})
+
+    @property
+    def leaving(self) -> frozenset[str]:
+        """The words in a leaving position of the decision part (``decision_text.leaving_windows``)."""
+        got = self._lazy.get("leaving")
+        if got is None:
+            got = self._lazy["leaving"] = frozenset(dt.leaving_windows(self.part))
+        return got  # type: ignore[return-value]
+
+    @property
+    def back_to(self) -> frozenset[str]:
+        """The words after "back to" (``decision_text.back_to_windows``)."""
+        got = self._lazy.get("back_to")
+        if got is None:
+            got = self._lazy["back_to"] = frozenset(dt.back_to_windows(self.part))
+        return got  # type: ignore[return-value]
+
+    @property
+    def change(self) -> bool:
+        """The decision part has a change cue (``decision_text.CHANGE``)."""
+        got = self._lazy.get("change")
+        if got is None:
+            got = self._lazy["change"] = dt.CHANGE.search(self.part) is not None
+        return got  # type: ignore[return-value]
+
+    @property
+    def keep(self) -> bool:
+        """The decision part keeps something ("only", "still": ``decision_text.KEEP``)."""
+        got = self._lazy.get("keep")
+        if got is None:
+            got = self._lazy["keep"] = dt.KEEP.search(self.part) is not None
+        return got  # type: ignore[return-value]
 
 
 def read(text: str) -> Reading:
@@ -73,13 +105,9 @@ def read(text: str) -> Reading:
         part=part,
         toks=frozenset(dt.content(words)),
         dist=frozenset(dt.distinctive(part)),
-        leaving=frozenset(dt.leaving_windows(part)),
-        back_to=frozenset(dt.back_to_windows(part)),
         title=frozenset(dt.content(dt.tokens(dt.title(text)))),
-        change=dt.CHANGE.search(part) is not None,
         hedge=dt.HEDGE.search(part) is not None,
         question=part.rstrip().endswith("?"),
-        keep=dt.KEEP.search(part) is not None,
         decides=dt.DECIDES.search(part) is not None,
         reports=dt.REPORTS.search(part) is not None,
         ident=ident,
