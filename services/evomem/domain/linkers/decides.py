@@ -30,11 +30,15 @@ def _sigmoid(z: float) -> float:
 
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:['.][a-z0-9]+)*|\?")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def grams(text: str) -> list[str]:
     """The distinct unigrams and bigrams of ``text`` (lower case, numbers as ``0``), in order."""
-    toks = [re.sub(r"\d+", "0", t) for t in _TOKEN.findall(text[:READ_CHARS].lower())]
+    # every run of ASCII digits as "0" before the tokens are found: a token's digits are ASCII
+    # ones (``_TOKEN``) and a run becomes one character of the same class, so the same tokens as
+    # replacing ``\d+`` in each token (speed12: one substitution, not one per token)
+    toks = _TOKEN.findall(_DIGITS.sub("0", text[:READ_CHARS].lower()))
     out = dict.fromkeys(toks)
     out.update(dict.fromkeys(f"{a} {b}" for a, b in itertools.pairwise(toks)))
     return list(out)

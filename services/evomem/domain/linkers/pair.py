@@ -58,10 +58,11 @@ read them, else from ``lookup`` (the store's ``get_many``); the same versions gi
 
 Cost on long documents: a text's reading (``pair_reading.Reading``: decision part, its tokens and
 windows, the sentences with a replacing verb that ``refers`` searches) and its vectors are cached by
-text (``cache_size`` texts each, so a candidate is read once, not on every remember); the trees
-are compiled once per model into one function of nested ifs; ``prepare`` embeds a long note's
+text (``cache_size`` texts each, so a candidate is read once, not on every remember), and what only a
+note's reading uses (its leaving and back-to windows, change and keep cues) is read on first use; the
+trees are compiled once per model into one function of nested ifs; ``prepare`` embeds a long note's
 decision part ahead, while the service searches the candidates. None of these changes a feature's
-value.
+value (``lab/tests/test_pair_cheaper_rows.py`` compares the cheaper paths with the old ones).
 """
 
 from __future__ import annotations

@@ -104,61 +104,104 @@ def pair_features(
     recency = {i: r for r, i in enumerate(by_time)}
     scope, cand_scopes = scopes
     note_leave_dist = note.leaving & note.dist
-    sim = dec if has_emb else [_jacc(note.toks, c.toks) for c in cands]
+    jacc = [_jacc(note.toks, c.toks) for c in cands]
+    sim = dec if has_emb else jacc
+    others = _others_max(sim)
+    dated = list(zip(created, sim, strict=True))
+    # what depends on the note alone, once (speed12: the same values the loop computed per candidate)
+    emb = 1.0 if has_emb else 0.0
+    change = 1.0 if note.change else 0.0
+    hedge, question = (1.0 if note.hedge else 0.0), (1.0 if note.question else 0.0)
+    note_scoped = not is_default(scope)
+    note_long = 1.0 if note.long else 0.0
+    n_cands = math.log1p(n)
+    keep, decides, reports = (1.0 if note.keep else 0.0), (1.0 if note.decides else 0.0), (1.0 if note.reports else 0.0)
+    toks, ndist, leaving, back_to = note.toks, note.dist, note.leaving, note.back_to
+    moved = toks - leaving
     rows: list[list[float]] = []
     for i, c in enumerate(cands):
-        shared = note.toks & c.toks
-        shared_dist = note.dist & c.dist
-        left = note.leaving & c.toks
-        left_dist = note.leaving & c.dist
-        restate = (c.dist - c.toks.intersection(note.leaving)) & (note.toks - note.leaving) if c.dist else set()
-        new = note.dist - c.toks
-        back = bool(note.back_to & (c.toks | history[i])) if note.back_to else False
-        x_cos = dec[i] if has_emb else _jacc(note.toks, c.toks)
+        ctoks, cdist = c.toks, c.dist
+        shared = toks & ctoks
+        shared_dist = ndist & cdist
+        left = leaving & ctoks
+        left_dist = leaving & cdist
+        restate = (cdist - ctoks.intersection(leaving)) & moved if cdist else set()
+        new = ndist - ctoks
+        back = bool(back_to & (ctoks | history[i])) if back_to else False
+        x_cos = dec[i] if has_emb else jacc[i]
+        hit = 1.0 if left else 0.0
+        ci, si = created[i], sim[i] - 0.05
         row = [
             1.0,
-            1.0 if has_emb else 0.0,
+            emb,
             full[i],
             dec[i],
             1.0 / (1 + cos_rank[i]) if has_emb else 0.0,
             (best - dec[i]) if has_emb else 0.0,
-            _jacc(note.toks, c.toks),
+            jacc[i],
             math.log1p(len(shared)),
             math.log1p(len(shared_dist)),
-            len(shared) / len(c.toks) if c.toks else 0.0,
-            1.0 if left else 0.0,
+            len(shared) / len(ctoks) if ctoks else 0.0,
+            hit,
             1.0 if left_dist else 0.0,
-            1.0 if note_leave_dist and not (note_leave_dist & c.toks) else 0.0,
-            len(restate) / len(c.dist) if c.dist else 0.0,
-            len(new) / len(note.dist) if note.dist else 0.0,
+            1.0 if note_leave_dist and not (note_leave_dist & ctoks) else 0.0,
+            len(restate) / len(cdist) if cdist else 0.0,
+            len(new) / len(ndist) if ndist else 0.0,
             1.0 if back else 0.0,
-            1.0 if note.change else 0.0,
-            1.0 if note.hedge else 0.0,
-            1.0 if note.question else 0.0,
+            change,
+            hedge,
+            question,
             1.0 if c.hedge or c.question else 0.0,
             1.0 if refers(note, c.ident) else 0.0,
             1.0 / (1 + i),
             1.0 / (1 + recency[i]),
-            1.0 if not is_default(scope) and not is_default(cand_scopes[i]) else 0.0,
-            1.0 if note.long else 0.0,
+            1.0 if note_scoped and not is_default(cand_scopes[i]) else 0.0,
+            note_long,
             1.0 if c.long else 0.0,
             _jacc(note.title, c.title) if note.long and c.long else 0.0,
-            (1.0 if left else 0.0) * x_cos,
-            (1.0 if note.change else 0.0) * x_cos,
-            math.log1p(n),
-            float(sum(1 for j in range(n) if created[j] > created[i] and sim[j] >= sim[i] - 0.05)),
-            sim[i] - max((sim[j] for j in range(n) if j != i), default=0.0),
+            hit * x_cos,
+            change * x_cos,
+            n_cands,
+            float(sum(1 for cj, sj in dated if cj > ci and sj >= si)),
+            sim[i] - others[i],
             1.0 if chained[i] else 0.0,
-            1.0 if note.keep else 0.0,
-            1.0 if note.decides else 0.0,
-            1.0 if note.reports else 0.0,
+            keep,
+            decides,
+            reports,
             1.0 if c.decides else 0.0,
             1.0 if c.reports else 0.0,
-            len(note.toks - c.toks) / len(note.toks) if note.toks else 0.0,
+            len(toks - ctoks) / len(toks) if toks else 0.0,
             *frame(note, c),
         ]
         rows.append(row)
     return rows
+
+
+def _others_max(values: Sequence[float]) -> list[float]:
+    """For each ``i``, ``max((values[j] for j != i), default=0.0)``, in one pass each way: the
+    value the generator's ``max`` keeps (the first of the largest; which zero of +0.0 and -0.0 it
+    keeps shows in a difference) where that was a pass over the others per candidate. A NaN
+    makes ``max`` depend on where it stands: then the others are walked as before."""
+    n = len(values)
+    if any(v != v for v in values):
+        return [max((values[j] for j in range(n) if j != i), default=0.0) for i in range(n)]
+    before: list[float | None] = [None] * n  # max of values[:i], the first of the largest
+    cur: float | None = None
+    for i, v in enumerate(values):
+        before[i] = cur
+        if cur is None or v > cur:
+            cur = v
+    out = [0.0] * n
+    cur = None  # max of values[i + 1:], built from the end: values[i + 1] unless a later one is larger
+    for i in range(n - 1, -1, -1):
+        b = before[i]
+        if b is None:
+            out[i] = cur if cur is not None else 0.0
+        else:
+            out[i] = cur if cur is not None and cur > b else b
+        v = values[i]
+        cur = v if cur is None or not cur > v else cur
+    return out
 
 
 _LEAVE, _COS, _EMB = FEATURES.index("leave_hit"), FEATURES.index("cos_dec"), FEATURES.index("has_emb")

@@ -41,8 +41,12 @@ def _compile_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> Callable[[
     """``_tree_sum`` as one Python function of nested ifs, one block per tree: the same
     comparisons (each threshold written with ``repr``, which reads back as the same float) and
     the leaves added in the same order, so the same sum to the last bit; about 8 times faster
-    than walking the arrays (a long note has 20 candidates, each through every tree)."""
-    lines = ["def walk(x):", "    total = 0.0"]
+    than walking the arrays (a long note has 20 candidates, each through every tree). Each
+    feature a tree reads is taken from ``x`` once into a local variable (speed12: a quarter less
+    time than indexing ``x`` at each of the ~1,000 comparisons of a pair)."""
+    used = sorted({int(f) for t in trees for f in t["f"] if f >= 0})
+    # each feature the trees read is read from ``x`` once, into a local (``x_3``), not at every comparison
+    lines = ["def walk(x):", *(f"    x_{f} = x[{f}]" for f in used), "    total = 0.0"]
 
     def emit(t: Mapping[str, Sequence[float]], k: int, depth: int) -> None:
         pad = "    " * depth
@@ -50,7 +54,7 @@ def _compile_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> Callable[[
         if f < 0:
             lines.append(f"{pad}total += {float(t['v'][k])!r}")
             return
-        lines.append(f"{pad}if x[{int(f)}] <= {float(t['t'][k])!r}:")
+        lines.append(f"{pad}if x_{int(f)} <= {float(t['t'][k])!r}:")
         emit(t, int(t["l"][k]), depth + 1)
         lines.append(f"{pad}else:")
         emit(t, int(t["r"][k]), depth + 1)

@@ -42,13 +42,9 @@ class Reading:
     part: str  # decision part
     toks: frozenset[str]  # content tokens of the decision part
     dist: frozenset[str]  # names/values of the decision part
-    leaving: frozenset[str]
-    back_to: frozenset[str]
     title: frozenset[str]
-    change: bool
     hedge: bool
     question: bool
-    keep: bool
     decides: bool
     reports: bool
     ident: str | None
@@ -58,9 +54,45 @@ class Reading:
     seq: tuple[str, ...]  # the decision part's words in order, when it is short enough to align (``frame``)
     # where each word of ``seq`` occurs in it, ascending (``frame`` aligns a candidate against the note's)
     at: Mapping[str, tuple[int, ...]] = field(init=False, compare=False, hash=False, repr=False)
+    # what only a note's own reading needs (``leaving``, ``back_to``, ``change``, ``keep``), read from
+    # ``part`` when first asked: a candidate's reading never is (speed12: a third of reading a text)
+    _lazy: dict[str, object] = field(init=False, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "at", _positions(self.seq))  # derived: always the positions of ``seq``
+        object.__setattr__(self, "_lazy", {})
+
+    @property
+    def leaving(self) -> frozenset[str]:
+        """The words in a leaving position of the decision part (``decision_text.leaving_windows``)."""
+        got = self._lazy.get("leaving")
+        if got is None:
+            got = self._lazy["leaving"] = frozenset(dt.leaving_windows(self.part))
+        return got  # type: ignore[return-value]
+
+    @property
+    def back_to(self) -> frozenset[str]:
+        """The words after "back to" (``decision_text.back_to_windows``)."""
+        got = self._lazy.get("back_to")
+        if got is None:
+            got = self._lazy["back_to"] = frozenset(dt.back_to_windows(self.part))
+        return got  # type: ignore[return-value]
+
+    @property
+    def change(self) -> bool:
+        """The decision part has a change cue (``decision_text.CHANGE``)."""
+        got = self._lazy.get("change")
+        if got is None:
+            got = self._lazy["change"] = dt.CHANGE.search(self.part) is not None
+        return got  # type: ignore[return-value]
+
+    @property
+    def keep(self) -> bool:
+        """The decision part keeps something ("only", "still": ``decision_text.KEEP``)."""
+        got = self._lazy.get("keep")
+        if got is None:
+            got = self._lazy["keep"] = dt.KEEP.search(self.part) is not None
+        return got  # type: ignore[return-value]
 
 
 def read(text: str) -> Reading:
@@ -73,13 +105,9 @@ def read(text: str) -> Reading:
         part=part,
         toks=frozenset(dt.content(words)),
         dist=frozenset(dt.distinctive(part)),
-        leaving=frozenset(dt.leaving_windows(part)),
-        back_to=frozenset(dt.back_to_windows(part)),
         title=frozenset(dt.content(dt.tokens(dt.title(text)))),
-        change=dt.CHANGE.search(part) is not None,
         hedge=dt.HEDGE.search(part) is not None,
         question=part.rstrip().endswith("?"),
-        keep=dt.KEEP.search(part) is not None,
         decides=dt.DECIDES.search(part) is not None,
         reports=dt.REPORTS.search(part) is not None,
         ident=ident,
@@ -148,8 +176,10 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     nothing: tuple[int, ...] = ()
     pairs: list[tuple[int, int, int]] = []  # (i, j, length of the common run ending at a[i], b[j])
     before: dict[int, int] = {}
+    starts: list[int] = []  # where a[i]'s pairs start in ``pairs`` (a range from alo reads from there)
     besti = bestj = bestsize = 0  # the whole ranges' run, found on the way
     for i, w in enumerate(a):
+        starts.append(len(pairs))
         here: dict[int, int] = {}
         for j in b2j.get(w, nothing):
             k = here[j] = before.get(j - 1, 0) + 1
@@ -162,7 +192,7 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     run: tuple[int, int, int] | None = (besti, bestj, bestsize)
     while queue:
         alo, ahi, blo, bhi = queue.pop()
-        i, j, k = run if run is not None else _longest(pairs, alo, ahi, blo, bhi)
+        i, j, k = run if run is not None else _longest(pairs, starts[alo], alo, ahi, blo, bhi)
         run = None
         if k:
             blocks.append((i, j, k))
@@ -173,15 +203,19 @@ def _matching_blocks(a: tuple[str, ...], lb: int, b2j: Mapping[str, tuple[int, .
     return blocks
 
 
-def _longest(pairs: list[tuple[int, int, int]], alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
+def _longest(
+    pairs: list[tuple[int, int, int]], start: int, alo: int, ahi: int, blo: int, bhi: int
+) -> tuple[int, int, int]:
     """``find_longest_match(alo, ahi, blo, bhi)`` over ``_matching_blocks``' equal pairs: each run
-    cut at the range's starts, the first longest (i, then j) kept."""
+    cut at the range's starts, the first longest (i, then j) kept. ``start``: the first pair of
+    ``a[alo]`` (the pairs before it have ``i < alo``: skipped without reading them)."""
     besti = bestj = bestsize = 0
-    for i, j, k in pairs:
-        if i < alo or j < blo or j >= bhi:
-            continue
+    for t in range(start, len(pairs)):
+        i, j, k = pairs[t]
         if i >= ahi:
             break
+        if j < blo or j >= bhi:
+            continue
         if k > i - alo:
             k = i - alo + 1
         if k > j - blo:
