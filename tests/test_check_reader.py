@@ -90,3 +90,31 @@ def test_a_rejected_document_does_not_say_the_option_is_in_force(tmp_path: Path,
             service.remember(_REJECTED.format(status=status))
             assert (service.check(old).verdict == "in_force") is held, status
             assert service.check(new).verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_joined_by_hyphens_to_a_digit_tells_versions_apart(tmp_path: Path, wiring: str) -> None:
+    """ "us-east-2" is one name: its letters tell it from "us-west-2", though only "2" holds a digit
+    (rule of helper premise13). Before, only "2" named it, which every version held: no answer."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("staging region us-east-2").node.id
+        now = service.remember("staging migrated to us-west-2", supersedes=first).node.id
+        old = service.check("The cloud acct staging region uses us-east-2.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        assert service.check("The cloud acct staging region uses us-west-2.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_in_force_of_a_scope_the_statement_names_keeps_the_option(tmp_path: Path, wiring: str) -> None:
+    """A chain tied to the statement only by its option and a word of its topic, which left the option,
+    does not say it was replaced when a note in force of a scope the statement names ("qa") holds the
+    option and a word of the topic: the statement may be about that scope (rule of helper premise13)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("staging bucket region us-east-2").node.id
+        service.remember("staging bucket migrated to us-west-2", supersedes=first)
+        service.remember("qa bucket stays in us-east-2", scope="qa")
+        out = service.check("The cloud acct qa bucket uses us-east-2.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        # a scope the statement does not name keeps nothing
+        assert service.check("The cloud acct prod bucket uses us-east-2.").verdict == "superseded"

@@ -19,6 +19,13 @@ def in_scope(head: MemoryNode, scope: str | None) -> bool:
     return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
 
 
+def names_scope(said: set[str], node: MemoryNode) -> bool:
+    """Whether a statement's words (``said``) name a note's scope ("... dev region ...": scope dev;
+    "... uses eu-central-1": scope eu, as a note "dev stays in eu-central-1" was kept)."""
+    scope = _words(str(node.scope or "").replace("-", " ").replace("_", " "))
+    return bool(scope) and scope <= said
+
+
 def overridden(
     chains: list[tuple[MemoryNode, list[MemoryNode]]], scope: str | None
 ) -> tuple[list[tuple[MemoryNode, list[MemoryNode]]], MemoryNode | None]:

@@ -74,12 +74,14 @@ def words_of(text: str) -> set[str]:
     }
 
 
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
 
 
 def named_words(text: str) -> set[str]:
     """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another. A word
+    joined by hyphens to one that holds a digit is part of that name ("eu-central-1", "us-east-2"):
+    its letters tell it from another of the same shape ("eu-north-1")."""
     out: set[str] = set()
     for m in _NAMED.finditer(text.strip()):
         out |= words_of(m.group(1))
