@@ -118,3 +118,32 @@ def test_a_note_in_force_of_a_scope_the_statement_names_keeps_the_option(tmp_pat
         assert out.verdict not in ("superseded", "contradicted"), out
         # a scope the statement does not name keeps nothing
         assert service.check("The cloud acct prod bucket uses us-east-2.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_word_a_later_clause_reports_on_is_left_by_the_version_in_force(tmp_path: Path, wiring: str) -> None:
+    """A version in force that reports on the old option in a later clause ("hammerhead repo archived",
+    "the helix experiment is over") left it, though the word is lowercase and no name (rule of helper
+    premise13); said of the version in force itself, the note still holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Load testing tool: hammerhead (our Go tool in perf/), scenarios in perf/.").node.id
+        text = "Load tests: k6, scripts in perf/k6/, results to Grafana. hammerhead repo archived."
+        now = service.remember(text, supersedes=first).node.id
+        old = service.check("The perf load test tool uses hammerhead.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        held = service.check(text)
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_statement_does_not_assert_what_a_later_clause_reports_on(tmp_path: Path, wiring: str) -> None:
+    """The version in force, said whole, holds: the word its later clause reports on ("the Tuesday
+    rehearsal was cancelled") is left by the statement as by the note (rule of helper premise13)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("My choir rehearsal is Tuesdays 18:00 at the hall on Kiln Lane.").node.id
+        service.remember("Choir tonight as usual, Tuesday 18:00.")
+        text = "Choir is now Mondays 18:30 — the Tuesday rehearsal was cancelled by the hall."
+        now = service.remember(text, supersedes=first).node.id
+        held = service.check(text)
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held

@@ -27,7 +27,16 @@ from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_scope import covers, in_scope, names_scope, overridden
 from evomem.domain.premise_words import blank as _blank
-from evomem.domain.premise_words import complement, kept, leaves, named_as, named_words, other_versions, own_version
+from evomem.domain.premise_words import (
+    complement,
+    kept,
+    leaves,
+    named_as,
+    named_words,
+    other_versions,
+    own_version,
+    reported_words,
+)
 from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
@@ -435,7 +444,8 @@ def lexical(
     of other scopes the search found; one of a scope the statement names that holds the option's words
     and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
-    said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
+    # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
+    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -474,7 +484,8 @@ def lexical(
         before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
-            held[0] = kept(head.raw_text, held[0], held[1] - topic, left.get(head.id, ()), said_left, before - topic)
+            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
         # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
