@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from wirings import WIRINGS, wired
 
+from evomem.domain.premise_words import reported_words
+
 
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_scopes_own_note_holds_the_option_there_over_a_replaced_default_chain(tmp_path: Path, wiring: str) -> None:
@@ -147,3 +149,12 @@ def test_a_statement_does_not_assert_what_a_later_clause_reports_on(tmp_path: Pa
         now = service.remember(text, supersedes=first).node.id
         held = service.check(text)
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+def test_only_a_short_note_leaves_a_word_a_later_clause_reports_on() -> None:
+    """A document's clauses open with any words ("Options considered", "Every team ..."): only a short
+    note's are read (rule of helper premise13; read in documents it lowered note wording)."""
+    note = "Load tests: k6, scripts in perf/k6/. hammerhead repo archived."
+    assert [note[s:e] for s, e in reported_words(note)] == ["hammerhead"]
+    document = note + " Context. " + "Every team reviewed the options and the budget in the quarter. " * 25
+    assert reported_words(document) == ()

@@ -18,14 +18,13 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_scope import covers, in_scope, names_scope, overridden
+from evomem.domain.premise_scope import covers, in_scope, is_undecided, names_scope, overridden
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import (
     complement,
@@ -512,7 +511,7 @@ def lexical(
             reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
             # a document that says it was rejected or only proposed decides nothing: at most it disagrees
-            (undecided if _undecided(head) else scored).append((share, reading))
+            (undecided if is_undecided(head) else scored).append((share, reading))
     if not scored:
         # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
         # one chain that named the option and left it, and nothing in force that holds it and a word of the
@@ -534,24 +533,6 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
-
-
-_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
-_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
-_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
-
-
-def _undecided(node: MemoryNode) -> bool:
-    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
-    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
-    it decides nothing."""
-    text = node.raw_text
-    if len(text) <= LONG_NOTE_CHARS:
-        return False
-    status = _STATUS.search(text[:600])
-    if status is not None:
-        return status.group(1).lower() in _UNDECIDED
-    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
