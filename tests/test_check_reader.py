@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from wirings import WIRINGS, wired
 
+from evomem.domain.premise_words import reported_words
+
 
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_scopes_own_note_holds_the_option_there_over_a_replaced_default_chain(tmp_path: Path, wiring: str) -> None:
@@ -90,3 +92,69 @@ def test_a_rejected_document_does_not_say_the_option_is_in_force(tmp_path: Path,
             service.remember(_REJECTED.format(status=status))
             assert (service.check(old).verdict == "in_force") is held, status
             assert service.check(new).verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_joined_by_hyphens_to_a_digit_tells_versions_apart(tmp_path: Path, wiring: str) -> None:
+    """ "us-east-2" is one name: its letters tell it from "us-west-2", though only "2" holds a digit
+    (rule of helper premise13). Before, only "2" named it, which every version held: no answer."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("staging region us-east-2").node.id
+        now = service.remember("staging migrated to us-west-2", supersedes=first).node.id
+        old = service.check("The cloud acct staging region uses us-east-2.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        assert service.check("The cloud acct staging region uses us-west-2.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_in_force_of_a_scope_the_statement_names_keeps_the_option(tmp_path: Path, wiring: str) -> None:
+    """A chain tied to the statement only by its option and a word of its topic, which left the option,
+    does not say it was replaced when a note in force of a scope the statement names ("qa") holds the
+    option and a word of the topic: the statement may be about that scope (rule of helper premise13)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("staging bucket region us-east-2").node.id
+        service.remember("staging bucket migrated to us-west-2", supersedes=first)
+        service.remember("qa bucket stays in us-east-2", scope="qa")
+        out = service.check("The cloud acct qa bucket uses us-east-2.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        # a scope the statement does not name keeps nothing
+        assert service.check("The cloud acct prod bucket uses us-east-2.").verdict == "superseded"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_word_a_later_clause_reports_on_is_left_by_the_version_in_force(tmp_path: Path, wiring: str) -> None:
+    """A version in force that reports on the old option in a later clause ("hammerhead repo archived",
+    "the helix experiment is over") left it, though the word is lowercase and no name (rule of helper
+    premise13); said of the version in force itself, the note still holds."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Load testing tool: hammerhead (our Go tool in perf/), scenarios in perf/.").node.id
+        text = "Load tests: k6, scripts in perf/k6/, results to Grafana. hammerhead repo archived."
+        now = service.remember(text, supersedes=first).node.id
+        old = service.check("The perf load test tool uses hammerhead.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        held = service.check(text)
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_statement_does_not_assert_what_a_later_clause_reports_on(tmp_path: Path, wiring: str) -> None:
+    """The version in force, said whole, holds: the word its later clause reports on ("the Tuesday
+    rehearsal was cancelled") is left by the statement as by the note (rule of helper premise13)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("My choir rehearsal is Tuesdays 18:00 at the hall on Kiln Lane.").node.id
+        service.remember("Choir tonight as usual, Tuesday 18:00.")
+        text = "Choir is now Mondays 18:30 — the Tuesday rehearsal was cancelled by the hall."
+        now = service.remember(text, supersedes=first).node.id
+        held = service.check(text)
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+def test_only_a_short_note_leaves_a_word_a_later_clause_reports_on() -> None:
+    """A document's clauses open with any words ("Options considered", "Every team ..."): only a short
+    note's are read (rule of helper premise13; read in documents it lowered note wording)."""
+    note = "Load tests: k6, scripts in perf/k6/. hammerhead repo archived."
+    assert [note[s:e] for s, e in reported_words(note)] == ["hammerhead"]
+    document = note + " Context. " + "Every team reviewed the options and the budget in the quarter. " * 25
+    assert reported_words(document) == ()

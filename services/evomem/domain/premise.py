@@ -18,16 +18,24 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_scope import covers, in_scope, overridden
+from evomem.domain.premise_scope import covers, in_scope, is_undecided, names_scope, overridden
 from evomem.domain.premise_words import blank as _blank
-from evomem.domain.premise_words import complement, kept, leaves, named_as, named_words, other_versions, own_version
+from evomem.domain.premise_words import (
+    complement,
+    kept,
+    leaves,
+    named_as,
+    named_words,
+    other_versions,
+    own_version,
+    reported_words,
+)
 from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
@@ -109,19 +117,22 @@ def judge(
     option the head left, says ``superseded`` (``_by_chain``), unless the words read otherwise.
     A scope's own decision that a later one of the default scope covers (``overridden``) was
     replaced by it."""
+    elsewhere = [h for h, _ in chains if not in_scope(h, scope) and h.status == Status.ACTIVE]
     chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
     kept, covering = overridden(chains, scope)
-    out = _judge(statement, scope, chains)
+    out = _judge(statement, scope, chains, elsewhere)
     if covering is not None and out.verdict is Verdict.IN_FORCE and out.readings:
         kept_ids = {h.id for h, _ in kept}
         if all(r.head.id not in kept_ids for r in out.readings):  # only chains it overrode hold it
             readings = [Reading(covering, "scope", "replaced", named=r.head, successor=covering) for r in out.readings]
             why = "a later decision of the default scope covers this scope too"
             return Judgement(Verdict.SUPERSEDED, COVERED, out.option, out.subject, readings, reason=why)
-    return _judge(statement, scope, kept) if len(kept) != len(chains) else out
+    return _judge(statement, scope, kept, elsewhere) if len(kept) != len(chains) else out
 
 
-def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]]) -> Judgement:
+def _judge(
+    statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]], elsewhere: list[MemoryNode]
+) -> Judgement:
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
     phrases: dict[str, tuple[tuple[int, int], ...]] = {}  # node id -> the phrases it says it leaves in so many words
@@ -131,7 +142,7 @@ def _judge(statement: str, scope: str | None, chains: list[tuple[MemoryNode, lis
     if read.verdict is Verdict.UNKNOWN:
         # No name to read as its option ("... uses every three years"): what follows its verb is.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases, scope)
+        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases, scope, elsewhere)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:
@@ -412,6 +423,7 @@ def lexical(
     reverts: Collection[str] = (),
     phrases: Mapping[str, Sequence[tuple[int, int]]] | None = None,
     scope: str | None = None,
+    elsewhere: Sequence[MemoryNode] = (),
 ) -> Judgement | None:
     """The chain that holds most of the statement's words, and within it the version that holds
     the words telling its versions apart: the head (``in_force``) or an earlier one
@@ -427,8 +439,12 @@ def lexical(
     ``phrases``: by node id, the phrases a version in force says it left in so many words ("the old
     14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held.
     ``scope``: the statement's; a chain of that scope whose version in force holds the option's words
-    holds there over the default scope's chains, as in the reading."""
-    said = _words(_blank(statement, left.get("", ()))) if left else _words(statement)
+    holds there over the default scope's chains, as in the reading. ``elsewhere``: the versions in force
+    of other scopes the search found; one of a scope the statement names that holds the option's words
+    and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
+    ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
+    # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
+    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -448,8 +464,16 @@ def lexical(
     scored: list[tuple[float, Reading]] = []
     undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
-    in_force = False  # a version in force holds the option's words
     telling = option or named
+    # a version in force of a scope the statement names ("the dev region", "eu-central-1") that holds the
+    # option's words and a word of the topic: the option may still hold there
+    in_force = any(
+        telling
+        and names_scope(said, h)
+        and telling <= _words(h.raw_text)
+        and _meets(topic - telling, _words(h.raw_text))
+        for h in elsewhere
+    )
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
@@ -459,7 +483,8 @@ def lexical(
         before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
-            held[0] = kept(head.raw_text, held[0], held[1] - topic, left.get(head.id, ()), said_left, before - topic)
+            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
         # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
@@ -486,7 +511,7 @@ def lexical(
             reading = Reading(head, "words", "supports", named=head)
         if reading is not None:
             # a document that says it was rejected or only proposed decides nothing: at most it disagrees
-            (undecided if _undecided(head) else scored).append((share, reading))
+            (undecided if is_undecided(head) else scored).append((share, reading))
     if not scored:
         # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
         # one chain that named the option and left it, and nothing in force that holds it and a word of the
@@ -508,24 +533,6 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
-
-
-_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
-_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
-_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
-
-
-def _undecided(node: MemoryNode) -> bool:
-    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
-    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
-    it decides nothing."""
-    text = node.raw_text
-    if len(text) <= LONG_NOTE_CHARS:
-        return False
-    status = _STATUS.search(text[:600])
-    if status is not None:
-        return status.group(1).lower() in _UNDECIDED
-    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:

@@ -1,6 +1,7 @@
 """Which decisions answer a premise for a scope (``evomem.domain.premise``): a scope's own and the
-default scope's; and a later decision of the default scope that says it covers the scope too
-("all depots, including the UK, move to ..."), which replaced the scope's own decisions there."""
+default scope's; a later decision of the default scope that says it covers the scope too ("all depots,
+including the UK, move to ..."), which replaced the scope's own decisions there; the scope a statement
+names (``names_scope``); and a document that decides nothing, rejected or only proposed (``is_undecided``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ def in_scope(head: MemoryNode, scope: str | None) -> bool:
     """The decisions that answer for ``scope``: its own, and the default scope's (an unscoped
     statement is about the default scope)."""
     return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
+
+
+def names_scope(said: set[str], node: MemoryNode) -> bool:
+    """Whether a statement's words (``said``) name a note's scope ("... dev region ...": scope dev;
+    "... uses eu-central-1": scope eu, as a note "dev stays in eu-central-1" was kept)."""
+    scope = _words(str(node.scope or "").replace("-", " ").replace("_", " "))
+    return bool(scope) and scope <= said
 
 
 def overridden(
@@ -52,3 +60,21 @@ def covers(text: str, scope: str) -> bool:
         if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
             return True
     return False
+
+
+_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
+_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
+_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
+
+
+def is_undecided(node: MemoryNode) -> bool:
+    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
+    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
+    it decides nothing."""
+    text = node.raw_text
+    if len(text) <= LONG_NOTE_CHARS:
+        return False
+    status = _STATUS.search(text[:600])
+    if status is not None:
+        return status.group(1).lower() in _UNDECIDED
+    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))

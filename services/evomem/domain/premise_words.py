@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from evomem.domain.linkers.vocabulary import STOPWORDS, fold, words
-from evomem.domain.subject import DECISION_CUE, Facts
-from evomem.domain.subject_names import Mention
+from evomem.domain.subject import DECISION_CUE, LONG_NOTE_CHARS, Facts
+from evomem.domain.subject_names import Mention, clause_spans, reported
 
 VERBS = frozenset({"use", "uses", "used", "using", "run", "runs", "running", "is", "are", "was", "were", "be"})
 
@@ -74,12 +74,14 @@ def words_of(text: str) -> set[str]:
     }
 
 
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\w*\d[\w.+-]*)")
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
 
 
 def named_words(text: str) -> set[str]:
     """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another."""
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another. A word
+    joined by hyphens to one that holds a digit is part of that name ("eu-central-1", "us-east-2"):
+    its letters tell it from another of the same shape ("eu-north-1")."""
     out: set[str] = set()
     for m in _NAMED.finditer(text.strip()):
         out |= words_of(m.group(1))
@@ -185,3 +187,21 @@ def leaves(facts: Facts, mention: Mention) -> bool:
     in a note that says something changed ("takes freelance gigs from X" leaves nothing)."""
     bare = _BARE_FROM.search(facts.text[max(0, mention.start - 24) : mention.start])
     return not bare or bool(facts.change_cue or facts.revert_cue)
+
+
+_OPENING_WORD = re.compile(r"\s*(?:(?:the|our|their|its|his|her)\s+)?([^\W_][\w.+-]*)", re.I)
+
+
+def reported_words(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of the words a later clause opens with and reports on ("hammerhead repo archived", "the
+    helix experiment is over", "Squash button disabled"): what a version in force says of a word, in
+    any case, as the reader says it of a name ("; X was overkill"). A short note only: a document's
+    clauses open with any words ("Options considered", "Every team ...")."""
+    out: list[tuple[int, int]] = []
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    for cs, ce in clause_spans(text)[1:]:
+        m = _OPENING_WORD.match(text, cs, ce)
+        if m is not None and reported(text[:ce], m.end(1)):
+            out.append((m.start(1), m.end(1)))
+    return tuple(out)
