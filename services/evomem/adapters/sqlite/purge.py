@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from evomem.adapters.sqlite import driver, term_bounds
 from evomem.adapters.sqlite.audit import record_change
 from evomem.adapters.sqlite.conn import Connections, in_chunks
+from evomem.adapters.sqlite.schema import FTS_COLUMNS
 from evomem.domain.errors import Unavailable
 from evomem.domain.model import now_ms
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evomem.store")
 
-INDEXED = "raw_text, trigger, change, alternatives_tried, consequences, summary, tags"  # the FTS5 columns
+INDEXED = ", ".join(FTS_COLUMNS)  # the FTS5 columns
 
 PURGE_CHECKPOINT_TIMEOUT_MS = 1000  # how long a purge waits for a reader to finish before answering file_erased: false
 

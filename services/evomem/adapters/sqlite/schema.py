@@ -19,6 +19,11 @@ from evomem.domain.model import now_ms
 if TYPE_CHECKING:
     import sqlite3
 
+#: ``nodes_fts``'s columns, in the table's order (migration 0001), and bm25's weight for each (the
+#: search's ranking, the term bounds' weighted frequencies and Tantivy's field boosts read these).
+FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
+FTS_WEIGHTS = (1.0, 2.0, 1.0, 0.75, 0.75, 0.5, 1.5)
+
 # Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[str, str]] = [
     (

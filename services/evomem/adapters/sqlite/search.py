@@ -19,14 +19,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite import term_bounds
+from evomem.adapters.sqlite.schema import FTS_COLUMNS, FTS_WEIGHTS
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
     import sqlite3
 
-# bm25 column weights, in FTS column order.
-FTS_COLUMNS = ("raw_text", "change", "trigger", "alternatives_tried", "consequences", "summary", "tags")
-FTS_WEIGHTS = (1.0, 2.0, 1.0, 0.75, 0.75, 0.5, 1.5)
+__all__ = ["FTS_COLUMNS", "FTS_WEIGHTS", "search"]  # the columns and weights are schema's, named here too
 #: The weighted BM25 of a row of ``nodes_fts``, as SQL: lower is better (``SearchHit.score`` is its negation).
 BM25_SQL = "bm25(nodes_fts, " + ", ".join(str(w) for w in FTS_WEIGHTS) + ")"
 #: ``search`` ranks this many times ``limit`` matches before it reads their nodes (see there).

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evomem.adapters.sqlite import driver
+from evomem.adapters.sqlite.schema import FTS_COLUMNS, FTS_WEIGHTS
 
 log = logging.getLogger("evomem.store")
 #: A rebuild over at least this many rows is said in the log, before and after (seconds at 100k notes).
@@ -56,18 +57,21 @@ BM25_B = 0.75
 #: A bound is raised by this factor: float rounding in FTS5's sum and in ``min_ratio`` stays far under it.
 SAFETY = 1.0 + 1e-9
 
-#: bm25's column weights as SQL over an fts5vocab ``col`` (``search.FTS_WEIGHTS``, the same order).
+#: bm25's column weights as SQL over an fts5vocab ``col`` (``schema.FTS_WEIGHTS``, by column).
 WEIGHT_SQL = (
-    "CASE col WHEN 'raw_text' THEN 1.0 WHEN 'change' THEN 2.0 WHEN 'trigger' THEN 1.0 "
-    "WHEN 'alternatives_tried' THEN 0.75 WHEN 'consequences' THEN 0.75 WHEN 'summary' THEN 0.5 "
-    "WHEN 'tags' THEN 1.5 END"
+    "CASE col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(FTS_COLUMNS, FTS_WEIGHTS, strict=True)) + " END"
 )
+_COLUMNS = ", ".join(FTS_COLUMNS)
+
+
+def _probe_row(row: str) -> str:
+    """SQL that puts a trigger's ``new`` or ``old`` row's indexed columns into the one-row probe."""
+    return f"INSERT INTO term_probe(rowid, {_COLUMNS}) VALUES (1, {', '.join(f'{row}.{c}' for c in FTS_COLUMNS)});"
+
 
 # One row's terms (the one-row probe filled with its indexed columns) merged into the bounds.
 _MERGE_ROW = f"""
-            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
-            VALUES (1, new.raw_text, new.change, new.trigger, new.alternatives_tried, new.consequences,
-                    new.summary, new.tags);
+            {_probe_row("new")}
             INSERT INTO term_bounds(term, max_f, min_ratio, docs)
                 SELECT term, f, (SELECT count(*) FROM term_probe_instances) / f, 1 FROM (
                     SELECT term, sum({WEIGHT_SQL}) AS f FROM term_probe_instances GROUP BY term) WHERE true
@@ -75,10 +79,8 @@ _MERGE_ROW = f"""
                     min_ratio = min(min_ratio, excluded.min_ratio), docs = docs + 1;
             INSERT INTO term_probe(term_probe) VALUES ('delete-all');"""
 # One row's terms taken out of the rows counts (their bounds stay: still true); a term no row has left goes.
-_UNCOUNT_ROW = """
-            INSERT INTO term_probe(rowid, raw_text, change, trigger, alternatives_tried, consequences, summary, tags)
-            VALUES (1, old.raw_text, old.change, old.trigger, old.alternatives_tried, old.consequences,
-                    old.summary, old.tags);
+_UNCOUNT_ROW = f"""
+            {_probe_row("old")}
             UPDATE term_bounds SET docs = docs - 1 WHERE term IN (SELECT DISTINCT term FROM term_probe_instances);
             DELETE FROM term_bounds WHERE docs <= 0 AND term IN (SELECT DISTINCT term FROM term_probe_instances);
             INSERT INTO term_probe(term_probe) VALUES ('delete-all');"""
@@ -87,8 +89,7 @@ TRIGGERS = {
     "term_bounds_insert": "CREATE TRIGGER IF NOT EXISTS term_bounds_insert AFTER INSERT ON nodes BEGIN"
     + _MERGE_ROW
     + "\n            UPDATE term_bounds_state SET rows = rows + 1;\n        END",
-    "term_bounds_update": "CREATE TRIGGER IF NOT EXISTS term_bounds_update AFTER UPDATE OF raw_text, change, "
-    "trigger, alternatives_tried, consequences, summary, tags ON nodes BEGIN"
+    "term_bounds_update": f"CREATE TRIGGER IF NOT EXISTS term_bounds_update AFTER UPDATE OF {_COLUMNS} ON nodes BEGIN"
     + _UNCOUNT_ROW
     + _MERGE_ROW
     + "\n        END",
@@ -131,18 +132,16 @@ def _varints(blob: bytes) -> list[int]:
 def averages(conn: sqlite3.Connection) -> tuple[int, float]:
     """FTS5's row count and average row length in tokens (what its bm25 reads); (0, 0.0) if empty."""
     row = conn.execute(_AVERAGES_SQL).fetchone()
-    if row is None or not row[0]:
+    return _decode_averages(None if row is None else row[0])
+
+
+def _decode_averages(block: bytes | None) -> tuple[int, float]:
+    """The averages record's row count and average row length (its first varint, then each column's tokens)."""
+    if not block:
         return 0, 0.0
-    values = _varints(bytes(row[0]))
+    values = _varints(bytes(block))
     rows = values[0]
     return rows, (sum(values[1:]) / rows if rows else 0.0)
-
-
-def _average_length(block: bytes | None) -> float:
-    if not block:
-        return 0.0
-    values = _varints(bytes(block))
-    return sum(values[1:]) / values[0] if values[0] else 0.0
 
 
 _STATE_SQL = "SELECT (SELECT rows FROM term_bounds_state), (SELECT block FROM nodes_fts_data WHERE id = 1)"
@@ -292,7 +291,7 @@ def bounds(conn: sqlite3.Connection, terms: Sequence[str], hits: dict[str, int],
         seen, block = conn.execute(_STATE_SQL).fetchone()
     except driver.sqlite.OperationalError:  # a file pinned to an older schema (tests)
         seen, block = -1, None
-    avgdl = _average_length(block)
+    avgdl = _decode_averages(block)[1]
     if seen is None or seen < 0:
         wanted = []
     for start in range(0, len(wanted), 500):
