@@ -456,7 +456,8 @@ def lexical(
     named = (named - anchors) | option
     if anchors:  # the chains' words, read only for a statement with such names
         unions = [set().union(*(_words(n.raw_text) for n in (head, *past))) for head, past in chains]
-        anchors = {a for a in anchors if _holds(set().union(*unions), a)}
+        memory = set().union(*unions)
+        anchors = {a for a in anchors if _holds(memory, a)}
         # A chain that lacks them is about something else only when one that holds them names the option
         # ("Kitchen on 3rd floor still uses Square Mile"); else they are a label its notes do not restate.
         if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):

@@ -23,8 +23,13 @@ def in_scope(head: MemoryNode, scope: str | None) -> bool:
 def names_scope(said: set[str], node: MemoryNode) -> bool:
     """Whether a statement's words (``said``) name a note's scope ("... dev region ...": scope dev;
     "... uses eu-central-1": scope eu, as a note "dev stays in eu-central-1" was kept)."""
-    scope = _words(str(node.scope or "").replace("-", " ").replace("_", " "))
+    scope = _scope_words(str(node.scope or ""))
     return bool(scope) and scope <= said
+
+
+def _scope_words(scope: str) -> set[str]:
+    """A scope's words: its name split at hyphens and underscores ("eu-west", "kids_menu")."""
+    return _words(scope.replace("-", " ").replace("_", " "))
 
 
 def overridden(
@@ -53,7 +58,7 @@ def covers(text: str, scope: str) -> bool:
     """Whether a decision's text says it covers ``scope`` too: a clause that names the scope (its
     words, or words that begin like them: "children's" for "childrens") beside "including" or
     "included" and no word that excludes ("except", "outside", "untouched"); a short note only."""
-    wanted = {w for w in _words(scope.replace("-", " ").replace("_", " ")) if len(w) > 2}
+    wanted = {w for w in _scope_words(scope) if len(w) > 2}
     if not wanted or len(text) > LONG_NOTE_CHARS:  # a document includes every word somewhere
         return False
     for clause in re.split(r"[.;:!?\n]+|\s[-\u2013\u2014]\s|\(", text):
