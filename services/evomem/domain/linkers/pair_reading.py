@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from evomem.domain.linkers import decision_text as dt
@@ -62,37 +62,48 @@ class Reading:
         object.__setattr__(self, "at", _positions(self.seq))  # derived: always the positions of ``seq``
         object.__setattr__(self, "_lazy", {})
 
+    def _once(self, key: str, make: Callable[[str], object]) -> object:
+        """``make(part)``, read on first use and kept (``leaving``, ``back_to``, ``change``, ``keep``)."""
+        got = self._lazy.get(key)
+        if got is None:
+            got = self._lazy[key] = make(self.part)
+        return got
+
     @property
     def leaving(self) -> frozenset[str]:
         """The words in a leaving position of the decision part (``decision_text.leaving_windows``)."""
-        got = self._lazy.get("leaving")
-        if got is None:
-            got = self._lazy["leaving"] = frozenset(dt.leaving_windows(self.part))
-        return got  # type: ignore[return-value]
+        return self._once("leaving", _leaving)  # type: ignore[return-value]
 
     @property
     def back_to(self) -> frozenset[str]:
         """The words after "back to" (``decision_text.back_to_windows``)."""
-        got = self._lazy.get("back_to")
-        if got is None:
-            got = self._lazy["back_to"] = frozenset(dt.back_to_windows(self.part))
-        return got  # type: ignore[return-value]
+        return self._once("back_to", _back_to)  # type: ignore[return-value]
 
     @property
     def change(self) -> bool:
         """The decision part has a change cue (``decision_text.CHANGE``)."""
-        got = self._lazy.get("change")
-        if got is None:
-            got = self._lazy["change"] = dt.CHANGE.search(self.part) is not None
-        return got  # type: ignore[return-value]
+        return self._once("change", _changes)  # type: ignore[return-value]
 
     @property
     def keep(self) -> bool:
         """The decision part keeps something ("only", "still": ``decision_text.KEEP``)."""
-        got = self._lazy.get("keep")
-        if got is None:
-            got = self._lazy["keep"] = dt.KEEP.search(self.part) is not None
-        return got  # type: ignore[return-value]
+        return self._once("keep", _keeps)  # type: ignore[return-value]
+
+
+def _leaving(part: str) -> frozenset[str]:
+    return frozenset(dt.leaving_windows(part))
+
+
+def _back_to(part: str) -> frozenset[str]:
+    return frozenset(dt.back_to_windows(part))
+
+
+def _changes(part: str) -> bool:
+    return dt.CHANGE.search(part) is not None
+
+
+def _keeps(part: str) -> bool:
+    return dt.KEEP.search(part) is not None
 
 
 def read(text: str) -> Reading:
