@@ -14,37 +14,17 @@ token), and ``frame``'s alignment from a range's first pair. Floats are compared
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import re
 from collections.abc import Sequence
-from pathlib import Path
-
-import pytest
 
 from evomem.adapters.models.pair_weights import shipped_pair_model
 from evomem.domain.linkers import decides, pair_model, pair_reading
 from evomem.domain.linkers import pair_features as pf
 from evomem.domain.linkers.pair_reading import Reading
 from evomem.domain.scope import is_default
-
-DEVDATA = Path(__file__).resolve().parents[1] / "devdata"
-
-
-def _texts() -> list[list[str]]:
-    out = []
-    for path in sorted(DEVDATA.glob("dev-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append([n["text"] for n in json.loads(line)["notes"]])
-    return out
-
-
-@pytest.fixture(scope="module")
-def scenarios() -> list[list[Reading]]:
-    cache: dict[str, Reading] = {}
-    return [[cache.setdefault(t, pair_reading.read(t)) for t in texts] for texts in _texts()]
+from lab.tests.devtexts import scenario_texts
 
 
 def _bits(rows: Sequence[Sequence[float]]) -> list[list[str]]:
@@ -193,7 +173,7 @@ def _grams_before(text: str) -> list[str]:
 
 
 def test_the_decides_grams_are_the_grams_of_before() -> None:
-    texts = [t for ts in _texts() for t in ts]
+    texts = [t for ts in scenario_texts() for t in ts]
     texts += ["v1.2.3 on 10.0.0.1: p99 < 250ms?", "x\u0661\u06622 ab12cd 3\u0663 \u0130stanbul 12'34 a.1.b", "007 42nd"]
     rnd = random.Random(3)
     alphabet = "ab1 2.'?\u0661\u0130Z9"
@@ -205,7 +185,7 @@ def test_the_decides_grams_are_the_grams_of_before() -> None:
 def test_a_model_decides_as_before(scenarios: list[list[Reading]]) -> None:
     model = shipped_pair_model()
     assert model.decides is not None
-    for ts in _texts():
+    for ts in scenario_texts():
         for t in ts:
             gs = _grams_before(t)
             z = sum(model.decides.weights.get(g, 0.0) for g in gs) / math.sqrt(len(gs)) if gs else 0.0
@@ -216,7 +196,7 @@ def test_a_reading_splits_as_before() -> None:
     """``decision_text``'s patterns compiled once split and scan as the ``re`` functions did."""
     from evomem.domain.linkers import decision_text as dt
 
-    for ts in _texts():
+    for ts in scenario_texts():
         for t in ts:
             assert dt.sentences(t) == [p.strip() for p in re.split(r"(?<=[.!?;])\s+|\n+", t) if p.strip()]
             clauses = re.split(r"(?<=[.!?;:\n])\s+", t)
@@ -247,7 +227,7 @@ def test_the_names_and_values_are_those_of_before() -> None:
     the start of a sentence and after it."""
     from evomem.domain.linkers import decision_text as dt
 
-    texts = [t for ts in _texts() for t in ts]
+    texts = [t for ts in scenario_texts() for t in ts]
     texts += ["Redis stays. Redis is out; the Q3 p99 of gRPC v1.2 is A. a I 7 x.y Ünïcode ÉCOLE", "X", ""]
     for t in texts:
         assert dt.distinctive(t) == _distinctive_before(t), t

@@ -10,10 +10,8 @@ runs, where difflib's tie-breaking decides which words count as dropped).
 
 from __future__ import annotations
 
-import json
 import random
 from difflib import SequenceMatcher
-from pathlib import Path
 
 import pytest
 
@@ -22,8 +20,7 @@ from evomem.domain.linkers import pair_features, pair_reading
 from evomem.domain.linkers.pair import PairLinker
 from evomem.domain.linkers.pair_reading import Reading
 from evomem.domain.model import MemoryNode
-
-DEVDATA = Path(__file__).resolve().parents[1] / "devdata"
+from lab.tests.devtexts import scenario_texts
 
 
 def _frame_before(note: Reading, cand: Reading) -> tuple[float, float, float]:
@@ -41,21 +38,6 @@ def _frame_before(note: Reading, cand: Reading) -> tuple[float, float, float]:
     dropped = [a[k] for tag, i1, i2, _, _ in sm.get_opcodes() if tag != "equal" for k in range(i1, i2)]
     values = sum(1 for w in dropped if w in cand.dist) / len(dropped) if dropped else 0.0
     return kept / len(a), prefix / len(a), values
-
-
-def _scenarios() -> list[list[str]]:
-    out = []
-    for path in sorted(DEVDATA.glob("dev-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append([n["text"] for n in json.loads(line)["notes"]])
-    return out
-
-
-@pytest.fixture(scope="module")
-def scenarios() -> list[list[Reading]]:
-    cache: dict[str, Reading] = {}
-    return [[cache.setdefault(t, pair_reading.read(t)) for t in texts] for texts in _scenarios()]
 
 
 def test_the_frame_of_every_development_pair_is_what_difflib_gave(scenarios: list[list[Reading]]) -> None:
@@ -87,7 +69,7 @@ def test_the_linker_builds_the_rows_it_built(scenarios: list[list[Reading]], mon
     """Whole feature rows (and so the model's probabilities) of the development scenarios: each
     note against the notes before it, as the linker sees them, with the old frame and the new."""
     linker = PairLinker(None, model=shipped_pair_model())
-    texts = _scenarios()
+    texts = scenario_texts()
     cases = [
         (ts[i], [MemoryNode(id=f"N{k}-{j}", raw_text=t, created_at=j * 1000) for j, t in enumerate(ts[:i])])
         for k, ts in enumerate(texts)
