@@ -22,8 +22,9 @@ def open_store(settings: Settings, default_db: str) -> Store:
                 settings.db_path(default_db),
                 purge_retry_s=settings.store.purge_retry_s,
                 word_index=settings.store.word_index,
+                tantivy_from=settings.store.tantivy_from,
             )
-        except ImportError as exc:  # EVOMEM_WORD_INDEX=tantivy without the package
+        except ImportError as exc:  # EVOMEM_WORD_INDEX=tantivy without the package (auto takes FTS5 then)
             raise ConfigError(str(exc)) from None
     try:
         from evomem.adapters.postgres.store import PostgresStore
