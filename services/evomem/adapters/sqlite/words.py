@@ -125,12 +125,12 @@ def open_words(kind: str, db: Connections, *, tantivy_from: int = TANTIVY_FROM) 
 
 def choose(db: Connections, tantivy_from: int) -> WordIndex:
     """``auto``: Tantivy beside the file when the store holds ``tantivy_from`` notes or more and it
-    can be opened, else the FTS5 table; one log line says which and why (a warning when Tantivy
-    was due but could not be had)."""
+    can be opened, else the FTS5 table; one log line says which and why (info for Tantivy, debug
+    below the threshold, a warning when Tantivy was due but could not be had)."""
     notes = term_bounds.averages(db.get())[0]  # FTS5's row count: every note not purged
     held = f"the store holds {notes:,} notes; auto takes Tantivy from {tantivy_from:,}"
-    if notes < tantivy_from:
-        log.info("word index: fts5 (%s)", held)
+    if notes < tantivy_from:  # a debug line: a small store's start says nothing new
+        log.debug("word index: fts5 (%s)", held)
         return Fts5Words()
     try:
         import tantivy  # noqa: F401
