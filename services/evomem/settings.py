@@ -40,7 +40,7 @@ SQLITE_DRIVERS = ("sqlean", "sqlite3")
 WORD_INDEXES = ("auto", "fts5", "tantivy")
 #: ``EVOMEM_WORD_INDEX=auto``: Tantivy from this many notes in the store at open (docs/BENCHMARKS.md
 #: "The automatic word index": where Tantivy's recall and remember beat FTS5's clearly).
-TANTIVY_FROM = 30_000
+TANTIVY_FROM = 10_000
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.

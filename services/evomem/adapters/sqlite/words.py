@@ -1,6 +1,6 @@
 """The store's word index: which engine answers ``SQLiteStore.search`` (``EVOMEM_WORD_INDEX``).
 
-    words = open_words("auto", conns, tantivy_from=30_000)   # or "fts5", "tantivy"
+    words = open_words("auto", conns, tantivy_from=10_000)   # or "fts5", "tantivy"
     words.search(conn, ["ledger"], namespace="default", limit=20, active_only=False)
     words.after_write(conn)                  # after every write transaction of the store
     words.flush()                            # what was written is in the index's files (a purge)
