@@ -211,3 +211,23 @@ def test_auto_stays_on_fts5_without_the_package(
         store.close()
     [warning] = [r for r in choices(caplog) if r.levelno >= logging.WARNING]
     assert "tantivy package is not installed" in warning.getMessage()
+
+
+def test_evomem_admin_opens_sqlite_on_fts5_whatever_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-shot command (export, import, backup) builds no Tantivy index and takes no server's writer."""
+    from evomem.bootstrap import stores
+
+    asked: list[str] = []
+
+    class Recorded(SQLiteStore):
+        def __init__(self, *args: object, word_index: str = "fts5", **kwargs: object) -> None:
+            asked.append(word_index)
+            super().__init__(*args, word_index=word_index, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stores, "SQLiteStore", Recorded)
+    store = stores.open_location(str(tmp_path / "admin.db"))
+    store.close()
+    assert asked == ["fts5"]
+    served = stores.open_store(Settings(db=str(tmp_path / "admin.db")), "")
+    served.close()
+    assert asked == ["fts5", "auto"]  # the server's own open keeps the default
