@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--rounds", type=int, default=10)
         sp.add_argument("--remembers", type=int, default=100)
         sp.add_argument("--seed", type=int, default=11)
-        sp.add_argument("--word-index", choices=("fts5", "tantivy"), default="fts5")
+        sp.add_argument("--word-index", choices=("fts5", "tantivy", "auto"), default="fts5")
         a = sp.parse_args(argv[1:])
         print(json.dumps(serve(a.db, a.vectors, a.rounds, a.remembers, a.seed, a.word_index)))
         return 0

@@ -37,7 +37,10 @@ CRONISTA_BACKENDS = ("lite", "onnx", "triton")
 EMBEDDING_BACKENDS = ("onnx", "triton")
 EMBEDDERS = ("minilm", "static")
 SQLITE_DRIVERS = ("sqlean", "sqlite3")
-WORD_INDEXES = ("fts5", "tantivy")
+WORD_INDEXES = ("auto", "fts5", "tantivy")
+#: ``EVOMEM_WORD_INDEX=auto``: Tantivy from this many notes in the store at open (docs/BENCHMARKS.md
+#: "The automatic word index": where Tantivy's recall and remember beat FTS5's clearly).
+TANTIVY_FROM = 10_000
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.
@@ -146,10 +149,15 @@ class StoreSettings(_Section):
     )
     word_index: _choice(*WORD_INDEXES) = _var(
         "WORD_INDEX",
-        "fts5",
-        "the SQLite store's word index: fts5 (in the file) or tantivy (a folder beside it, <db>.words; "
-        "pip install 'evomem-mcp[tantivy]')",
+        "auto",
+        "the SQLite store's word index: auto (tantivy when the store holds EVOMEM_TANTIVY_FROM notes at open, "
+        "else fts5), fts5 (in the file) or tantivy (a folder beside it, <db>.words)",
         WORD_INDEXES,
+    )
+    tantivy_from: Annotated[int, AfterValidator(_between(0, 2**62))] = _var(
+        "TANTIVY_FROM",
+        TANTIVY_FROM,
+        "EVOMEM_WORD_INDEX=auto: the store's notes at open from which its word index is Tantivy (FTS5 below)",
     )
 
 

@@ -22,8 +22,9 @@ def open_store(settings: Settings, default_db: str) -> Store:
                 settings.db_path(default_db),
                 purge_retry_s=settings.store.purge_retry_s,
                 word_index=settings.store.word_index,
+                tantivy_from=settings.store.tantivy_from,
             )
-        except ImportError as exc:  # EVOMEM_WORD_INDEX=tantivy without the package
+        except ImportError as exc:  # EVOMEM_WORD_INDEX=tantivy without the package (auto takes FTS5 then)
             raise ConfigError(str(exc)) from None
     try:
         from evomem.adapters.postgres.store import PostgresStore
@@ -48,7 +49,10 @@ def store_name(store: Store) -> str:
 
 def open_location(location: str) -> Store:
     """A store named by a URL, for ``evomem-admin``: ``sqlite:///PATH`` (or a plain path) or
-    ``postgresql://...``. ``ConfigError`` (one line) when it cannot be opened."""
+    ``postgresql://...``. ``ConfigError`` (one line) when it cannot be opened. A SQLite store is
+    opened on its FTS5 table whatever its size: a one-shot command (export, import, backup) has no
+    use for a Tantivy index to build, nor for the running server's writer (the server's index
+    reads what the command wrote from the log at its next write or open)."""
     from evomem.settings import Settings
 
     if location.startswith(("postgresql://", "postgres://")):
@@ -57,6 +61,6 @@ def open_location(location: str) -> Store:
     if not path:
         raise ConfigError(f"{location!r}: name a SQLite file (sqlite:///path/to/evomem.db) or a postgresql:// URL")
     try:
-        return open_store(Settings(db=path), path)
+        return open_store(Settings(db=path, word_index="fts5"), path)
     except Exception as exc:  # a bad path, a read-only directory, not a database
         raise ConfigError(f"cannot open the SQLite file {path}: {exc}") from None

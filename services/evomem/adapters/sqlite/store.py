@@ -57,6 +57,7 @@ from evomem.domain.model import (
     write_ms,
 )
 from evomem.domain.recall import Successor
+from evomem.settings import TANTIVY_FROM
 
 if TYPE_CHECKING:
     import sqlite3
@@ -72,6 +73,7 @@ class SQLiteStore:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         purge_retry_s: float = 2.0,
         word_index: str = "fts5",
+        tantivy_from: int = TANTIVY_FROM,
     ) -> None:
         self._words: WordIndex = Fts5Words()
         self._db = Connections(str(path), busy_timeout_ms=busy_timeout_ms, row_factory=driver.sqlite.Row, what="store")
@@ -82,7 +84,8 @@ class SQLiteStore:
         with self._write() as conn:
             schema.migrate(conn)
         try:
-            self._words = open_words(word_index, self._db)  # words.py: fts5, or tantivy beside the file
+            # words.py: fts5, tantivy beside the file, or auto (tantivy from ``tantivy_from`` notes)
+            self._words = open_words(word_index, self._db, tantivy_from=tantivy_from)
             with self._write() as conn:  # the FTS5 search's term bounds: kept (rebuilt if stale) or suspended
                 term_bounds.ensure(conn, keep=self._words.name == "fts5")
         except BaseException:

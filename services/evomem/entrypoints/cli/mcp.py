@@ -32,7 +32,7 @@ FLAGS += ("auth_file", "resource_url", "allowed_hosts", "allowed_origins")  # HT
 SWITCHES = ("insecure_no_auth",)  # flags without a value
 #: Settings of the embedded server read from the environment only (no flag); --help lists them.
 ENV_ONLY = ("EVOMEM_LINKER_API_KEY", "EVOMEM_LINKER_STRUCTURED", "EVOMEM_EMBEDDING_MODEL_DIR", "EVOMEM_SQLITE_DRIVER")
-ENV_ONLY += ("EVOMEM_WORD_INDEX",)
+ENV_ONLY += ("EVOMEM_WORD_INDEX", "EVOMEM_TANTIVY_FROM")
 
 
 def parser() -> argparse.ArgumentParser:
