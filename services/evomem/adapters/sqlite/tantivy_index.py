@@ -135,6 +135,7 @@ class TantivyWords:
         self._schema = build_schema()
         self._analyzer = analyzer()
         self._tail: dict[int, Pending] = {}
+        self._postings: dict[str, set[int]] = {}  # word -> the tail's rowids with it (``_tail_put``)
         self._tail_seq = 0  # the log is read into the tail up to here
         self._committed = 0  # the watermark of the index's last commit
         self._pruned = 0
@@ -260,8 +261,8 @@ class TantivyWords:
             start = self._tail_seq
             if end <= start:
                 return
-            pending = self._read_pending(conn, read_log(conn, start, end))
-            self._tail.update(pending)
+            for rowid, pending in self._read_pending(conn, read_log(conn, start, end)).items():
+                self._tail_put(rowid, pending)
             self._tail_seq = end
             full = len(self._tail) >= COMMIT_EVERY
         if full:
@@ -281,9 +282,32 @@ class TantivyWords:
             self._commit(end)
             with self._tail_lock:
                 for rowid, pending in items:
-                    if self._tail.get(rowid) is pending:
-                        del self._tail[rowid]
+                    self._tail_drop(rowid, pending)
                 self._tail_seq = max(self._tail_seq, end)
+
+    def _tail_put(self, rowid: int, pending: Pending) -> None:
+        """``pending`` into the tail, in place of the node's older entry; its words posted (the
+        tail lock held)."""
+        old = self._tail.get(rowid)
+        if old is not None:
+            self._unpost(rowid, old)
+        self._tail[rowid] = pending
+        for word in pending.words:
+            self._postings.setdefault(word, set()).add(rowid)
+
+    def _tail_drop(self, rowid: int, pending: Pending) -> None:
+        """The node out of the tail if ``pending`` is still its entry (the tail lock held)."""
+        if self._tail.get(rowid) is pending:
+            del self._tail[rowid]
+            self._unpost(rowid, pending)
+
+    def _unpost(self, rowid: int, pending: Pending) -> None:
+        for word in pending.words:
+            rowids = self._postings.get(word)
+            if rowids is not None:
+                rowids.discard(rowid)
+                if not rowids:
+                    del self._postings[word]
 
     def _read_pending(
         self, conn: sqlite3.Connection, entries: list[tuple[int, int]], *, scored: bool = True
@@ -337,8 +361,7 @@ class TantivyWords:
             self._commit(upto)
             with self._tail_lock:  # a searcher taken from now on holds what the tail held
                 for rowid, pending in items:
-                    if self._tail.get(rowid) is pending:
-                        del self._tail[rowid]
+                    self._tail_drop(rowid, pending)
         if self._committed - self._pruned >= PRUNE_EVERY:
             self._prune()
 
@@ -418,24 +441,35 @@ class TantivyWords:
     def search(
         self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool, **_: Any
     ) -> list[SearchHit]:
-        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first; exact (no ``prune``)."""
+        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first; exact (no ``prune``).
+
+        The log is read after the index's first search, not before it: the search runs without the
+        GIL, beside what the caller's other threads do (the linker reads the note meanwhile), and a
+        read of SQLite before it was where the calling thread waited for them. When the log moved
+        since the tail was read (another connection's writes), the tail catches up and the search
+        starts again, so it sees every write committed before it began, as when it read the log first."""
         if limit < 1:
             return []
-        self._catch_up(conn)
         tokens = list(dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term)))
         if not tokens:
             return []
-        with self._tail_lock:
-            searcher, tail = self._index.searcher(), dict(self._tail)
-        total = max(searcher.num_docs, 1)
-        # A namespace of nearly every document is left to the rows' filter: intersecting its
-        # posting list doubled the search's cost at 1M notes, and the scores do not change.
-        narrow = searcher.doc_freq("namespace", namespace) < NARROW_BELOW * total
-        query = self._query(tokens, namespace if narrow else None)
-        fresh = self._score_tail(searcher, tail, tokens, namespace)
         want = OVERFETCH * limit
-        while True:
+        for caught_up in (False, True):
+            with self._tail_lock:
+                searcher, seen, tail = self._index.searcher(), self._tail_seq, frozenset(self._tail)
+                posted = set().union(*(self._postings.get(t, ()) for t in tokens))
+                matching = {r: self._tail[r] for r in posted}  # the tail's nodes with one of the tokens
+            total = max(searcher.num_docs, 1)
+            # A namespace of nearly every document is left to the rows' filter: intersecting its
+            # posting list doubled the search's cost at 1M notes, and the scores do not change.
+            narrow = searcher.doc_freq("namespace", namespace) < NARROW_BELOW * total
+            query = self._query(tokens, namespace if narrow else None)
             hits = searcher.search(query, want, count=False).hits
+            if caught_up or log_position(conn) <= seen:
+                break
+            self._catch_up(conn)
+        fresh = self._score_tail(searcher, matching, tokens, namespace)
+        while True:
             rowids = searcher.fast_field_values("rowid", [a for _, a in hits]) if hits else []
             found = [(s, r) for (s, _), r in zip(hits, rowids, strict=True) if r not in tail]
             complete = len(hits) < want or want >= total
@@ -445,6 +479,7 @@ class TantivyWords:
             if len(out) >= limit or complete:
                 return out
             want = min(want * WIDEN, total)
+            hits = searcher.search(query, want, count=False).hits
 
     def _query(self, tokens: list[str], namespace: str | None) -> Any:
         """The OR of every token in every field, boosted by the field's weight; in ``namespace``
@@ -467,7 +502,8 @@ class TantivyWords:
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
-        """The tail's nodes of ``namespace`` scored as Tantivy scores them (``tantivy_tail.score_tail``)."""
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (``tantivy_tail.score_tail``);
+        ``search`` passes only those with one of the tokens (the tail's postings), not the whole tail."""
         return score_tail(searcher, tail, tokens, namespace, self._avg)
 
     def _rows(
