@@ -521,3 +521,17 @@ def test_the_tails_postings_follow_its_writes_and_commits(store: SQLiteStore) ->
     index.flush()
     assert index._tail == {} and index._postings == {}
     assert found(store, "ledger") == [second.id]
+
+
+def test_a_tokens_query_clauses_are_kept_and_bounded(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries reuse each token's clauses (kept for ``CLAUSES_KEPT`` tokens, then begun again): the
+    same answers as clauses built afresh."""
+    monkeypatch.setattr(tantivy_index, "CLAUSES_KEPT", 3)
+    ids = [store.insert(NewNote(raw_text=t)).id for t in ("ledger queue", "queue cache", "cache ledger retries")]
+    words(store).flush()
+    asked = [("ledger",), ("queue", "cache"), ("retries", "ledger"), ("ledger",), ("cache",)]
+    first = [found(store, *terms) for terms in asked]
+    assert len(words(store)._clauses) <= 3
+    words(store)._clauses = {}
+    assert [found(store, *terms) for terms in asked] == first
+    assert sorted(first[1]) == sorted(ids)

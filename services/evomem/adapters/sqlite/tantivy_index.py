@@ -83,6 +83,8 @@ WRITER_HEAP = 64_000_000
 #: ``erase_purged`` rewrites a segment this many documents per commit.
 REWRITE_BATCH = 20_000
 BATCH = 2000
+#: A query's clauses are kept for this many tokens (``_clauses_of``).
+CLAUSES_KEPT = 4096
 META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
@@ -136,6 +138,7 @@ class TantivyWords:
         self._analyzer = analyzer()
         self._tail: dict[int, Pending] = {}
         self._postings: dict[str, set[int]] = {}  # word -> the tail's rowids with it (``_tail_put``)
+        self._clauses: dict[str, list[tuple[Any, Any]]] = {}  # token -> its query clauses (``_clauses_of``)
         self._tail_seq = 0  # the log is read into the tail up to here
         self._committed = 0  # the watermark of the index's last commit
         self._pruned = 0
@@ -483,21 +486,31 @@ class TantivyWords:
 
     def _query(self, tokens: list[str], namespace: str | None) -> Any:
         """The OR of every token in every field, boosted by the field's weight; in ``namespace``
-        (scored 0) unless it is None."""
-        schema, q = self._schema, tantivy.Query
-        should = [
-            (tantivy.Occur.Should, q.boost_query(q.term_query(schema, f, t), WEIGHTS[f]))
-            for t in tokens
-            for f in FTS_COLUMNS
-        ]
+        (scored 0) unless it is None. Each token's clauses are built once (``_clauses``)."""
+        q = tantivy.Query
+        should = [clause for t in tokens for clause in self._clauses_of(t)]
         if namespace is None:
             return q.boolean_query(should)
         return q.boolean_query(
             [
-                (tantivy.Occur.Must, q.const_score_query(q.term_query(schema, "namespace", namespace), 0.0)),
+                (tantivy.Occur.Must, q.const_score_query(q.term_query(self._schema, "namespace", namespace), 0.0)),
                 (tantivy.Occur.Must, q.boolean_query(should)),
             ]
         )
+
+    def _clauses_of(self, token: str) -> list[tuple[Any, Any]]:
+        """``token``'s term in every field, boosted by the field's weight, as Should clauses: kept
+        for the next query with it (queries are immutable; ``CLAUSES_KEPT`` tokens, then begun again)."""
+        clauses = self._clauses.get(token)
+        if clauses is None:
+            if len(self._clauses) >= CLAUSES_KEPT:
+                self._clauses = {}
+            q = tantivy.Query
+            clauses = self._clauses[token] = [
+                (tantivy.Occur.Should, q.boost_query(q.term_query(self._schema, f, token), WEIGHTS[f]))
+                for f in FTS_COLUMNS
+            ]
+        return clauses
 
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
