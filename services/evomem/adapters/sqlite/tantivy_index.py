@@ -21,7 +21,9 @@ What it keeps, and how:
   the average field lengths of recent notes), then the rows read from SQLite and filtered by
   namespace and status as FTS5's search does; over-fetched (``OVERFETCH``, then ``WIDEN`` times,
   then every match) until ``limit`` pass. A tail hit counts only when no hit left unfetched could
-  rank above it, so the merge is exact up to the tail's scoring.
+  rank above it, so the merge is exact up to the tail's scoring. The tail's postings (word ->
+  rowids) give the tail nodes a query can match; each token's clauses are built once. The log's
+  position is read after Tantivy's first search (``search``: why), and a moved log starts it again.
 - **The watermark**: each commit holds a meta document with the log position it has indexed up
   to, committed atomically with the documents. At open the index reads the log from there (a
   crash between SQLite's commit and the index's loses only the tail, which the log still holds);
