@@ -53,6 +53,7 @@ from evomem.domain.model import (
     write_ms,
 )
 from evomem.domain.recall import Successor, scope_match
+from evomem.domain.remember import link_sketch
 
 SCHEMA_VERSION = 1  # what ``stats`` reports: this store has one shape
 
@@ -93,6 +94,10 @@ class MemoryStore:
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         with self._lock:
             return {i: replace(self._nodes[i]) for i in dict.fromkeys(node_ids) if i in self._nodes}
+
+    def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        with self._lock:
+            return {i: link_sketch(self._nodes[i]) for i in dict.fromkeys(node_ids) if i in self._nodes}
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
         with self._lock:

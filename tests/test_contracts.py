@@ -58,6 +58,7 @@ from evomem.domain.model import (
     NewNote,
     Status,
 )
+from evomem.domain.remember import link_sketch
 
 
 @pytest.fixture(params=STORES)
@@ -322,6 +323,21 @@ def test_get_many(wiring: Wiring) -> None:
     assert set(many) == {v1.id, v3.id, other.id}
     assert many == backing.get_many([v1.id, v3.id, other.id])
     assert all(many[k].id == k for k in many)
+
+
+def test_link_sketches_are_the_nodes_as_far_as_a_linker_reads_them(wiring: Wiring) -> None:
+    """``link_sketches``: the ``LINK_FIELDS`` of the nodes that exist, the other fields at their defaults."""
+    store = wiring.port
+    v1, _, v3, _ = _ledger_chain(wiring)
+    rich = wiring.insert(
+        note("Billing retries twice", scope="billing", tags=("billing", "retries"), scope_source="explicit")
+    )
+    assert store.link_sketches([]) == {}
+    sketches = store.link_sketches([v3.id, UNKNOWN_ID, v1.id, v1.id, rich.id])
+    full = store.get_many([v1.id, v3.id, rich.id])
+    assert sketches == {i: link_sketch(n) for i, n in full.items()}
+    assert sketches[rich.id].scope == "billing" and sketches[rich.id].tags == ()
+    assert sketches[v3.id].supersedes and sketches[v1.id].status is Status.SUPERSEDED
 
 
 def test_heads_and_chain(records: Wiring) -> None:

@@ -37,7 +37,7 @@ from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.errors import Conflict, EvoMemError, Purged
 from evomem.domain.model import ExtractionState, InsertOutcome, MemoryNode
 from evomem.domain.recall import RecallAnswer, RecallQuery
-from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext
+from evomem.domain.remember import ContextQuery, NoteWrite, RememberContext, link_sketch
 from evomem.domain.text import query_terms
 
 
@@ -116,8 +116,9 @@ def test_remember_context_reads_the_named_nodes_and_the_candidates(storage_wirin
     assert found.nodes == {pg.id: w.backing.get(pg.id)}
     ids = [c.id for c in found.candidates]
     assert set(ids) == {pg.id, v2.id}  # active, in scope, matching: not the scoped, superseded or forgotten
-    assert found.candidates == [w.backing.get(i) for i in ids]
-    assert found.earlier == {v1.id: w.backing.get(v1.id)}  # the candidates' earlier versions
+    # the candidates and their earlier versions as link sketches: what a linker reads of them
+    assert found.candidates == [link_sketch(w.backing.get(i)) for i in ids]
+    assert found.earlier == {v1.id: link_sketch(w.backing.get(v1.id))}
     assert (found.similarities, found.vector_problem) == ({}, None)
 
     scoped = storage.remember_context(candidates("We moved the ledger database to DuckDB", scope="billing"))

@@ -496,3 +496,42 @@ def test_the_tail_is_scored_to_the_bit_as_before(store: SQLiteStore) -> None:
             assert got == _score_tail_before(index, searcher, dict(index._tail), tokens, ns)
             scored += len(got)
     assert scored > 1000
+
+
+def _postings_of(index: tantivy_index.TantivyWords) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for rowid, pending in index._tail.items():
+        for word in pending.words:
+            out.setdefault(word, set()).add(rowid)
+    return out
+
+
+def test_the_tails_postings_follow_its_writes_and_commits(store: SQLiteStore) -> None:
+    """Each word of the tail lists the tail's nodes with it (what a search scores, not the whole
+    tail), through inserts, a node logged again with other words (forgotten: none), and commits."""
+    index = words(store)
+    first = store.insert(NewNote(raw_text="The ledger queue retries nightly."))
+    second = store.insert(NewNote(raw_text="Billing moved to the ledger service."))
+    index._catch_up(store._conn())
+    assert index._postings == _postings_of(index) and len(index._postings["ledger"]) == 2
+    store.forget(first.id)
+    index._catch_up(store._conn())
+    assert index._postings == _postings_of(index) and "queue" not in index._postings
+    assert found(store, "ledger") == [second.id] and found(store, "queue") == []
+    index.flush()
+    assert index._tail == {} and index._postings == {}
+    assert found(store, "ledger") == [second.id]
+
+
+def test_a_tokens_query_clauses_are_kept_and_bounded(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries reuse each token's clauses (kept for ``CLAUSES_KEPT`` tokens, then begun again): the
+    same answers as clauses built afresh."""
+    monkeypatch.setattr(tantivy_index, "CLAUSES_KEPT", 3)
+    ids = [store.insert(NewNote(raw_text=t)).id for t in ("ledger queue", "queue cache", "cache ledger retries")]
+    words(store).flush()
+    asked = [("ledger",), ("queue", "cache"), ("retries", "ledger"), ("ledger",), ("cache",)]
+    first = [found(store, *terms) for terms in asked]
+    assert len(words(store)._clauses) <= 3
+    words(store)._clauses = {}
+    assert [found(store, *terms) for terms in asked] == first
+    assert sorted(first[1]) == sorted(ids)

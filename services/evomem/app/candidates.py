@@ -9,7 +9,9 @@ the others' from their stored vectors (so the linker embeds no candidate text ag
 scope rules them out are dropped, but a scope inferred from a text (the note's, or a candidate's)
 is a guess and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
 agent to confirm, never link it. Each candidate's earlier versions are read too, so a linker that
-reads a chain's history ("back to Postgres") finds it in the answer.
+reads a chain's history ("back to Postgres") finds it in the answer. Candidates and earlier versions
+are read as link sketches (``Store.link_sketches``: the fields a linker reads, no tags, relations or
+link to decode).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
         active_only=True,
         prune=CANDIDATE_PRUNE,
     )
-    nodes = store.get_many([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
+    nodes = store.link_sketches([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
     if near:
         vhits = [
             SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
@@ -104,7 +106,7 @@ def active_nearest(
         batch = near[start : start + want]
         unread = [i for i, _ in batch if i not in nodes]
         if unread:
-            nodes.update(store.get_many(unread))
+            nodes.update(store.link_sketches(unread))
         out += [(i, sim) for i, sim in batch if i in nodes and nodes[i].status == Status.ACTIVE]
         if len(out) >= want:
             break
@@ -120,7 +122,7 @@ def earlier_versions(store: Store, nodes: Sequence[MemoryNode], depth: int) -> d
         wanted -= out.keys()
         if not wanted:
             break
-        found = store.get_many(wanted)
+        found = store.link_sketches(wanted)
         out.update(found)
         wanted = {n.supersedes for n in found.values() if n.supersedes}
     return out

@@ -168,6 +168,13 @@ class Store(Records, Protocol):
         """The nodes that exist among ``node_ids``, by id (purged ones included)."""
         ...
 
+    def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        """As ``get_many``, each node only as far as a linker reads it (``domain.remember.LINK_FIELDS``:
+        id, text, namespace, scope and its source, creation time, status, predecessor, chain; the other
+        fields at their defaults): the linker's candidates and their earlier versions
+        (``evomem.app.candidates``), read on every remember."""
+        ...
+
     def search(
         self, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool = False, prune: float = 1.0
     ) -> list[SearchHit]:

@@ -6,7 +6,8 @@ arguments and builds these; storage (in process, or the storage service over gRP
 1. ``ContextQuery`` -> ``RememberContext``: the nodes the note names (its relations, the decision
    it says it replaces) and, when a linker will read them, the active decisions it may replace
    (``candidates``, with their cosine to the note and their earlier versions, so the linker never
-   calls storage back).
+   calls storage back). Candidates and earlier versions are *link sketches* (``LINK_FIELDS``, read
+   by ``Store.link_sketches``): what a linker reads of them, not the whole node.
 2. ``NoteWrite`` -> ``StoredNote``: the note written at most once (idempotency key, dedupe window),
    its vector added and, with authentication on, its audit entry recorded, in the same call. With
    ``if_head``, a ``supersedes`` that is no longer its chain's head is refused (``NotHead``).
@@ -18,6 +19,38 @@ from dataclasses import dataclass, field, replace
 
 from evomem.domain.audit import AuditEntry
 from evomem.domain.model import Extraction, ExtractionState, InsertOutcome, LinkProvenance, MemoryNode, NewNote
+
+#: What a linker reads of a candidate and of its earlier versions (every linker: the pair model, the
+#: heuristic and scored ones, the LLM linker's prompt; ``app.candidates`` reads status, scope and chain):
+#: a link sketch holds these fields and leaves the others at their defaults (no tags, relations, link,
+#: extraction or review to decode).
+LINK_FIELDS = (
+    "id",
+    "raw_text",
+    "namespace",
+    "scope",
+    "scope_source",
+    "created_at",
+    "status",
+    "supersedes",
+    "chain_root",
+)
+
+
+def link_sketch(node: MemoryNode) -> MemoryNode:
+    """``node`` as a link sketch: its ``LINK_FIELDS``, the rest at their defaults."""
+    return MemoryNode(
+        id=node.id,
+        raw_text=node.raw_text,
+        namespace=node.namespace,
+        scope=node.scope,
+        scope_source=node.scope_source,
+        created_at=node.created_at,
+        status=node.status,
+        supersedes=node.supersedes,
+        chain_root=node.chain_root,
+    )
+
 
 #: Earlier versions read back from each candidate, for a linker that reads a chain's history
 #: ("back to Postgres" names the candidate's predecessor, not the candidate).
@@ -45,9 +78,9 @@ class ContextQuery:
 @dataclass(slots=True)
 class RememberContext:
     nodes: dict[str, MemoryNode] = field(default_factory=dict)  # the asked ids that exist
-    candidates: list[MemoryNode] = field(default_factory=list)  # best first
+    candidates: list[MemoryNode] = field(default_factory=list)  # best first; link sketches
     similarities: dict[str, float] = field(default_factory=dict)  # cosine of the note, by node id
-    earlier: dict[str, MemoryNode] = field(default_factory=dict)  # the candidates' earlier versions
+    earlier: dict[str, MemoryNode] = field(default_factory=dict)  # the candidates' earlier versions (sketches)
     vector_problem: str | None = None  # why the vector half of the search was skipped
 
 

@@ -30,7 +30,15 @@ from evomem.adapters.postgres import archive, chains, reviews, schema
 from evomem.adapters.postgres import purge as purging
 from evomem.adapters.postgres import search as fulltext
 from evomem.adapters.postgres.db import ALL, POOL_TIMEOUT_S, Database
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
+from evomem.adapters.sqlite.codec import (
+    LINK_SQL,
+    NODE_COLUMNS,
+    NODE_SQL,
+    SKETCH_COLUMNS,
+    row_to_link_sketch,
+    row_to_node,
+    row_to_sketch,
+)
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.browse import (
@@ -151,6 +159,13 @@ class PostgresStore:
             return {}
         rows = self._read(lambda c: c.execute(f"SELECT {NODE_SQL} FROM nodes WHERE id = ANY(%s)", (wanted,)).fetchall())
         return {n.id: n for n in map(row_to_node, rows)}
+
+    def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        wanted = list(dict.fromkeys(node_ids))
+        if not wanted:
+            return {}
+        rows = self._read(lambda c: c.execute(f"SELECT {LINK_SQL} FROM nodes WHERE id = ANY(%s)", (wanted,)).fetchall())
+        return {n.id: n for n in map(row_to_link_sketch, rows)}
 
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
         wanted = list(dict.fromkeys(chain_roots))

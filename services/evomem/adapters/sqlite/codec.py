@@ -4,6 +4,7 @@
     node_to_row(node)                 # a tuple, one value per column, for INSERT
     row_to_node(row)                  # a MemoryNode from a row read with NODE_SQL
     row_to_sketch(row)                # a MemoryNode with SKETCH_COLUMNS only (deciding a recall hint)
+    row_to_link_sketch(row)           # a MemoryNode with LINK_COLUMNS only (a linker's candidate)
     link_to_columns(link)             # {"link_method": ..., ...}: the link's columns (all None for None)
 
 Every column comes from ``dataclasses.fields(MemoryNode)``; how a value is stored follows its
@@ -32,6 +33,7 @@ from typing import Any
 
 from evomem.adapters.fields import ENUM, NUMBERS, RECORD, RELATIONS, STRINGS, FieldKind, field_kinds
 from evomem.domain.model import LinkProvenance, MemoryNode, Status
+from evomem.domain.remember import LINK_FIELDS
 
 # ---------------------------------------------------------------------------- SQL
 
@@ -195,4 +197,25 @@ def row_to_sketch(row: Any, offset: int = 0) -> MemoryNode:
         status=_STATUS[row[o + 4]],
         chain_root=row[o + 5],
         purged_at=row[o + 6],
+    )
+
+
+#: What a linker reads of a candidate (``domain.remember.LINK_FIELDS``: plain columns of the same names).
+LINK_COLUMNS = LINK_FIELDS
+LINK_SQL = ", ".join(LINK_COLUMNS)
+
+
+def row_to_link_sketch(row: Any, offset: int = 0) -> MemoryNode:
+    """A link sketch (``domain.remember.link_sketch``) from a row of ``LINK_COLUMNS`` (from ``offset`` on)."""
+    o = offset
+    return MemoryNode(
+        id=row[o],
+        raw_text=row[o + 1],
+        namespace=row[o + 2],
+        scope=row[o + 3],
+        scope_source=row[o + 4],
+        created_at=row[o + 5],
+        status=_STATUS[row[o + 6]],
+        supersedes=row[o + 7],
+        chain_root=row[o + 8],
     )

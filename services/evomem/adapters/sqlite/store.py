@@ -23,11 +23,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evomem.adapters.sqlite import archive, audit, chains, driver, reviews, schema, term_bounds
-from evomem.adapters.sqlite.codec import NODE_COLUMNS, NODE_SQL, SKETCH_COLUMNS, row_to_node, row_to_sketch
+from evomem.adapters.sqlite.codec import (
+    LINK_SQL,
+    NODE_COLUMNS,
+    NODE_SQL,
+    SKETCH_COLUMNS,
+    row_to_link_sketch,
+    row_to_node,
+    row_to_sketch,
+)
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
 from evomem.adapters.sqlite.words import Fts5Words, WordIndex, open_words
@@ -145,6 +153,10 @@ class SQLiteStore:
         nodes = self._select_in(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids)
         return {n.id: n for n in nodes}
 
+    def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        nodes = self._select_in(f"SELECT {LINK_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids, row_to_link_sketch)
+        return {n.id: n for n in nodes}
+
     def heads(self, chain_roots: Iterable[str]) -> dict[str, MemoryNode]:
         sql = (
             f"SELECT {NODE_SQL} FROM nodes INDEXED BY nodes_one_head "
@@ -152,13 +164,15 @@ class SQLiteStore:
         )
         return {n.chain_root: n for n in self._select_in(sql, chain_roots)}
 
-    def _select_in(self, sql: str, values: Iterable[str]) -> Iterator[MemoryNode]:
+    def _select_in(
+        self, sql: str, values: Iterable[str], decode: Callable[[Any], MemoryNode] = row_to_node
+    ) -> Iterator[MemoryNode]:
         """The nodes ``sql`` selects for ``values`` (distinct), 500 at a time: ``{marks}`` is
         where the placeholders go (SQLite limits how many one statement may hold)."""
         conn = self._conn()
         for chunk, marks in in_chunks(list(dict.fromkeys(values))):
             for row in conn.execute(sql.format(marks=marks), chunk):
-                yield row_to_node(row)
+                yield decode(row)
 
     def chain(self, node_id: str, depth: int) -> list[MemoryNode]:
         conn = self._conn()

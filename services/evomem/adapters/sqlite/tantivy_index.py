@@ -21,7 +21,9 @@ What it keeps, and how:
   the average field lengths of recent notes), then the rows read from SQLite and filtered by
   namespace and status as FTS5's search does; over-fetched (``OVERFETCH``, then ``WIDEN`` times,
   then every match) until ``limit`` pass. A tail hit counts only when no hit left unfetched could
-  rank above it, so the merge is exact up to the tail's scoring.
+  rank above it, so the merge is exact up to the tail's scoring. The tail's postings (word ->
+  rowids) give the tail nodes a query can match; each token's clauses are built once. The log's
+  position is read after Tantivy's first search (``search``: why), and a moved log starts it again.
 - **The watermark**: each commit holds a meta document with the log position it has indexed up
   to, committed atomically with the documents. At open the index reads the log from there (a
   crash between SQLite's commit and the index's loses only the tail, which the log still holds);
@@ -83,6 +85,8 @@ WRITER_HEAP = 64_000_000
 #: ``erase_purged`` rewrites a segment this many documents per commit.
 REWRITE_BATCH = 20_000
 BATCH = 2000
+#: A query's clauses are kept for this many tokens (``_clauses_of``).
+CLAUSES_KEPT = 4096
 META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
@@ -135,6 +139,8 @@ class TantivyWords:
         self._schema = build_schema()
         self._analyzer = analyzer()
         self._tail: dict[int, Pending] = {}
+        self._postings: dict[str, set[int]] = {}  # word -> the tail's rowids with it (``_tail_put``)
+        self._clauses: dict[str, list[tuple[Any, Any]]] = {}  # token -> its query clauses (``_clauses_of``)
         self._tail_seq = 0  # the log is read into the tail up to here
         self._committed = 0  # the watermark of the index's last commit
         self._pruned = 0
@@ -260,8 +266,8 @@ class TantivyWords:
             start = self._tail_seq
             if end <= start:
                 return
-            pending = self._read_pending(conn, read_log(conn, start, end))
-            self._tail.update(pending)
+            for rowid, pending in self._read_pending(conn, read_log(conn, start, end)).items():
+                self._tail_put(rowid, pending)
             self._tail_seq = end
             full = len(self._tail) >= COMMIT_EVERY
         if full:
@@ -281,9 +287,32 @@ class TantivyWords:
             self._commit(end)
             with self._tail_lock:
                 for rowid, pending in items:
-                    if self._tail.get(rowid) is pending:
-                        del self._tail[rowid]
+                    self._tail_drop(rowid, pending)
                 self._tail_seq = max(self._tail_seq, end)
+
+    def _tail_put(self, rowid: int, pending: Pending) -> None:
+        """``pending`` into the tail, in place of the node's older entry; its words posted (the
+        tail lock held)."""
+        old = self._tail.get(rowid)
+        if old is not None:
+            self._unpost(rowid, old)
+        self._tail[rowid] = pending
+        for word in pending.words:
+            self._postings.setdefault(word, set()).add(rowid)
+
+    def _tail_drop(self, rowid: int, pending: Pending) -> None:
+        """The node out of the tail if ``pending`` is still its entry (the tail lock held)."""
+        if self._tail.get(rowid) is pending:
+            del self._tail[rowid]
+            self._unpost(rowid, pending)
+
+    def _unpost(self, rowid: int, pending: Pending) -> None:
+        for word in pending.words:
+            rowids = self._postings.get(word)
+            if rowids is not None:
+                rowids.discard(rowid)
+                if not rowids:
+                    del self._postings[word]
 
     def _read_pending(
         self, conn: sqlite3.Connection, entries: list[tuple[int, int]], *, scored: bool = True
@@ -337,8 +366,7 @@ class TantivyWords:
             self._commit(upto)
             with self._tail_lock:  # a searcher taken from now on holds what the tail held
                 for rowid, pending in items:
-                    if self._tail.get(rowid) is pending:
-                        del self._tail[rowid]
+                    self._tail_drop(rowid, pending)
         if self._committed - self._pruned >= PRUNE_EVERY:
             self._prune()
 
@@ -418,24 +446,35 @@ class TantivyWords:
     def search(
         self, conn: sqlite3.Connection, terms: Sequence[str], *, namespace: str, limit: int, active_only: bool, **_: Any
     ) -> list[SearchHit]:
-        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first; exact (no ``prune``)."""
+        """The ``limit`` best notes of ``namespace`` for ``terms`` (OR-ed), best first; exact (no ``prune``).
+
+        The log is read after the index's first search, not before it: the search runs without the
+        GIL, beside what the caller's other threads do (the linker reads the note meanwhile), and a
+        read of SQLite before it was where the calling thread waited for them. When the log moved
+        since the tail was read (another connection's writes), the tail catches up and the search
+        starts again, so it sees every write committed before it began, as when it read the log first."""
         if limit < 1:
             return []
-        self._catch_up(conn)
         tokens = list(dict.fromkeys(t for term in terms for t in self._analyzer.analyze(term)))
         if not tokens:
             return []
-        with self._tail_lock:
-            searcher, tail = self._index.searcher(), dict(self._tail)
-        total = max(searcher.num_docs, 1)
-        # A namespace of nearly every document is left to the rows' filter: intersecting its
-        # posting list doubled the search's cost at 1M notes, and the scores do not change.
-        narrow = searcher.doc_freq("namespace", namespace) < NARROW_BELOW * total
-        query = self._query(tokens, namespace if narrow else None)
-        fresh = self._score_tail(searcher, tail, tokens, namespace)
         want = OVERFETCH * limit
-        while True:
+        for caught_up in (False, True):
+            with self._tail_lock:
+                searcher, seen, tail = self._index.searcher(), self._tail_seq, frozenset(self._tail)
+                posted = set().union(*(self._postings.get(t, ()) for t in tokens))
+                matching = {r: self._tail[r] for r in posted}  # the tail's nodes with one of the tokens
+            total = max(searcher.num_docs, 1)
+            # A namespace of nearly every document is left to the rows' filter: intersecting its
+            # posting list doubled the search's cost at 1M notes, and the scores do not change.
+            narrow = searcher.doc_freq("namespace", namespace) < NARROW_BELOW * total
+            query = self._query(tokens, namespace if narrow else None)
             hits = searcher.search(query, want, count=False).hits
+            if caught_up or log_position(conn) <= seen:
+                break
+            self._catch_up(conn)
+        fresh = self._score_tail(searcher, matching, tokens, namespace)
+        while True:
             rowids = searcher.fast_field_values("rowid", [a for _, a in hits]) if hits else []
             found = [(s, r) for (s, _), r in zip(hits, rowids, strict=True) if r not in tail]
             complete = len(hits) < want or want >= total
@@ -445,29 +484,41 @@ class TantivyWords:
             if len(out) >= limit or complete:
                 return out
             want = min(want * WIDEN, total)
+            hits = searcher.search(query, want, count=False).hits
 
     def _query(self, tokens: list[str], namespace: str | None) -> Any:
         """The OR of every token in every field, boosted by the field's weight; in ``namespace``
-        (scored 0) unless it is None."""
-        schema, q = self._schema, tantivy.Query
-        should = [
-            (tantivy.Occur.Should, q.boost_query(q.term_query(schema, f, t), WEIGHTS[f]))
-            for t in tokens
-            for f in FTS_COLUMNS
-        ]
+        (scored 0) unless it is None. Each token's clauses are built once (``_clauses``)."""
+        q = tantivy.Query
+        should = [clause for t in tokens for clause in self._clauses_of(t)]
         if namespace is None:
             return q.boolean_query(should)
         return q.boolean_query(
             [
-                (tantivy.Occur.Must, q.const_score_query(q.term_query(schema, "namespace", namespace), 0.0)),
+                (tantivy.Occur.Must, q.const_score_query(q.term_query(self._schema, "namespace", namespace), 0.0)),
                 (tantivy.Occur.Must, q.boolean_query(should)),
             ]
         )
 
+    def _clauses_of(self, token: str) -> list[tuple[Any, Any]]:
+        """``token``'s term in every field, boosted by the field's weight, as Should clauses: kept
+        for the next query with it (queries are immutable; ``CLAUSES_KEPT`` tokens, then begun again)."""
+        clauses = self._clauses.get(token)
+        if clauses is None:
+            if len(self._clauses) >= CLAUSES_KEPT:
+                self._clauses = {}
+            q = tantivy.Query
+            clauses = self._clauses[token] = [
+                (tantivy.Occur.Should, q.boost_query(q.term_query(self._schema, f, token), WEIGHTS[f]))
+                for f in FTS_COLUMNS
+            ]
+        return clauses
+
     def _score_tail(
         self, searcher: Any, tail: dict[int, Pending], tokens: list[str], namespace: str
     ) -> list[tuple[float, int]]:
-        """The tail's nodes of ``namespace`` scored as Tantivy scores them (``tantivy_tail.score_tail``)."""
+        """The tail's nodes of ``namespace`` scored as Tantivy scores them (``tantivy_tail.score_tail``);
+        ``search`` passes only those with one of the tokens (the tail's postings), not the whole tail."""
         return score_tail(searcher, tail, tokens, namespace, self._avg)
 
     def _rows(

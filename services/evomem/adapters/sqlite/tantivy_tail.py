@@ -48,7 +48,8 @@ def score_tail(
     """The tail's nodes of ``namespace`` with one of ``tokens`` scored as Tantivy scores them (BM25
     per field, boosted, summed in the query's order), with the committed index's document
     frequencies and the average field lengths ``avg``; ``weight * idf * (K1 + 1)`` once per (field,
-    token) and each (field, length)'s norm once, a node or a field with none of the tokens skipped."""
+    token) and each (field, length)'s norm once, a node or a field with none of the tokens skipped,
+    and each field looked up only for the node's own tokens (in the query's order: the same sum)."""
     wanted = frozenset(tokens)
     n = max(searcher.num_docs, 1)
     part: dict[tuple[str, str], float] = {}  # weight * idf * (K1 + 1)
@@ -57,6 +58,7 @@ def score_tail(
     for rowid, pending in tail.items():
         if pending.namespace != namespace or wanted.isdisjoint(pending.words):
             continue
+        own = [t for t in tokens if t in pending.words]
         score = 0.0
         for f, counts in pending.terms.items():
             if wanted.isdisjoint(counts):
@@ -65,7 +67,7 @@ def score_tail(
             norm = norms.get(key)
             if norm is None:
                 norm = norms[key] = K1 * (1 - B + B * key[1] / avg[f])
-            for token in tokens:
+            for token in own:
                 tf = counts.get(token, 0)
                 if not tf:
                     continue
