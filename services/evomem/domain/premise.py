@@ -24,7 +24,7 @@ from enum import StrEnum
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_scope import covers, in_scope, is_undecided, names_scope, overridden
+from evomem.domain.premise_scope import answers_for, covers, in_scope, is_undecided, names_scope, overridden
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import (
     complement,
@@ -117,8 +117,9 @@ def judge(
     option the head left, says ``superseded`` (``_by_chain``), unless the words read otherwise.
     A scope's own decision that a later one of the default scope covers (``overridden``) was
     replaced by it."""
-    elsewhere = [h for h, _ in chains if not in_scope(h, scope) and h.status == Status.ACTIVE]
-    chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
+    said = _words(statement)
+    elsewhere = [h for h, past in chains if not answers_for(h, past, scope, said) and h.status == Status.ACTIVE]
+    chains = [(h, list(past)) for h, past in chains if answers_for(h, past, scope, said)]
     kept, covering = overridden(chains, scope)
     out = _judge(statement, scope, chains, elsewhere)
     if covering is not None and out.verdict is Verdict.IN_FORCE and out.readings:
@@ -285,7 +286,7 @@ def _by_reading(
                 continue
         readings.append(reading)
     if scope is not None:  # a scope's own decisions hold there over the default scope's
-        own = [r for r in readings if not is_default(r.head.scope)]
+        own = [r for r in readings if not is_default(r.head.scope) and in_scope(r.head, scope)]
         readings = own or readings
     return _verdict(note, option, readings)
 
@@ -299,7 +300,7 @@ def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None)
     option, and none chose it in force: a reading that never answers ``in_force`` or
     ``contradicted`` on so partial a subject match."""
     if scope is not None:  # a scope's own decisions hold there over the default scope's
-        loose = [r for r in loose if not is_default(r.head.scope)] or loose
+        loose = [r for r in loose if not is_default(r.head.scope) and in_scope(r.head, scope)] or loose
     if not loose or any(r.stance != "replaced" for r in loose):
         return None
     why = "an earlier version of a decision on much the same subject named it"

@@ -1,0 +1,67 @@
+"""check, in both wirings: rules of helper premise14 (issue 33's premise check): a time of day is one
+value; a chain whose scope was only read from its words answers for the scope of the version it
+replaced, and an unscoped statement that says what its scope was read from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wirings import WIRINGS, wired
+
+from evomem.domain.premise_words import named_words, words_of
+
+
+def test_a_time_of_day_is_one_value() -> None:
+    assert words_of("Mila's school pickup: 15:15, side gate.") >= {"15:15"}
+    assert "15" not in words_of("pickup 15:15") and "30" not in words_of("pickup 15:30")
+    assert named_words("The pickup uses 15:15.") == {"15:15"}
+    assert "1" in words_of("Dana 1:1, Tuesdays")  # not a time: no two-digit minutes
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_time_the_version_in_force_changed_from_is_superseded(tmp_path: Path, wiring: str) -> None:
+    """ "15:15" is not in "15:30": read by their hour and minutes, the version in force held every
+    word of the old time and the check could not tell the versions apart."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Mila's school pickup: 15:15, Monday to Friday, side gate.").node.id
+        now = service.remember("Spring term: Mila pickup 15:30 (the timetable has an extra lesson).", supersedes=first)
+        old = service.check("The mila school pickup uses 15:15.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        held = service.check("The mila school pickup uses 15:30.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now.node.id], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_replacement_whose_scope_was_read_from_its_words_answers_where_it_replaced(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force says "on the test block" (scope tests, read from its words) and replaced
+    a decision of the default scope: it answers there, as its author linked it. Given explicitly,
+    the scope moves it: a statement of the default scope is not answered by it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("CAM post-processor for the DMG mills: post v4.2.").node.id
+        now = service.remember(
+            "DMG mills post: v4.5 validated on the test block, released to cells 1-4.", supersedes=first
+        ).node
+        assert (now.scope, now.scope_source) == ("tests", "inferred")
+        old = service.check("The plant dmg post version uses v4.2.")
+        assert old.verdict == "superseded" and [n.id for n in old.in_force] == [now.id], old
+        assert service.check("The plant dmg post version uses v4.5.").verdict == "in_force"
+        lathe = service.remember("Post-processor for the Okuma lathes: v3.1.").node.id
+        service.remember("Okuma lathes post: v3.4.", supersedes=lathe, scope="tests")
+        assert service.check("The plant okuma post version uses v3.1.").verdict == "unknown"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_scoped_by_its_words_answers_a_statement_that_says_them(tmp_path: Path, wiring: str) -> None:
+    """Every version says "for the iOS app" (scope mobile, read from those words): an unscoped
+    statement that says "ios app" is about that chain; one that does not say them is not."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("For the iOS app the minimum version is iOS 15.").node.id
+        now = service.remember("For the iOS app we raise the minimum version to iOS 16.", supersedes=first).node
+        assert (now.scope, now.scope_source) == ("mobile", "inferred")
+        old = service.check("The ios app minimum version uses iOS 15.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert service.check("The ios app minimum version uses iOS 16.").verdict == "in_force"
+        assert service.check("The minimum version uses iOS 15.").verdict == "unknown"
