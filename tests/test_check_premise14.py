@@ -65,3 +65,22 @@ def test_a_chain_scoped_by_its_words_answers_a_statement_that_says_them(tmp_path
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
         assert service.check("The ios app minimum version uses iOS 16.").verdict == "in_force"
         assert service.check("The minimum version uses iOS 15.").verdict == "unknown"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_one_chain_that_holds_the_option_and_left_it_answers_a_topic_no_version_says(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "the campaign day": no version says "campaign" or "day". The one chain found whose versions
+    hold "Saturday" named it and left it, and nothing in force holds it: `superseded`. A note in force
+    that holds the option, about anything, leaves it `unknown`."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("We play Fridays.").node.id
+        moved = service.remember("Moving game night to Saturday.", supersedes=first).node.id
+        back = service.remember("Back to Fridays.", supersedes=moved).node.id
+        old = service.check("The campaign day uses Saturday.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [moved], old
+        assert [n.id for n in old.in_force] == [back]
+        assert service.check("The campaign day uses Friday.").verdict not in ("superseded", "contradicted")
+        service.remember("Saturday mornings: the farmers market.")
+        assert service.check("The campaign day uses Saturday.").verdict == "unknown"

@@ -21,6 +21,7 @@ from evomem.domain.subject import LONG_NOTE_CHARS
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
 LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
+UNMOORED = 0.75  # the one chain that holds the option, though no word of the topic, and left it
 HOLDS = 0.75  # the share a single version must hold to say it
 
 
@@ -74,6 +75,8 @@ def lexical(
     scored: list[tuple[float, Reading]] = []
     undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
     loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
+    unmoored: list[Reading] = []  # chains tied by the option alone, which left the option
+    holders = 0  # the chains whose versions hold the option's words
     telling = option or named
     # a version in force of a scope the statement names ("the dev region", "eu-central-1") that holds the
     # option's words and a word of the topic: the option may still hold there
@@ -84,6 +87,8 @@ def lexical(
         and _meets(topic - telling, _words(h.raw_text))
         for h in elsewhere
     )
+    # a version in force anywhere that holds the option's words, about the topic or not
+    held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
@@ -108,11 +113,13 @@ def lexical(
         # a version in force that holds the option's words and a word of the topic: the option may still hold
         about = _meets(topic - telling, held[0]) if topic - telling else True
         in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE and about)
+        held_now = held_now or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
+        holders += bool(telling and telling <= union)
         if share < TOPICAL:
-            if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
+            if telling and telling <= union and len(versions) > 1:
                 reading = _within(said, telling, versions, held)
                 if reading is not None and reading.stance == "replaced":
-                    loose.append(reading)
+                    (loose if _meets(topic - telling, union) else unmoored).append(reading)
             continue
         reading = _within(said, telling, versions, held)
         # it went back to what the statement names, which no earlier version says whole
@@ -128,6 +135,10 @@ def lexical(
         # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
         if len(loose) == 1 and not in_force:
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
+        # The topic in words no version holds ("the campaign day" for "Moving game night to Saturday"): the one
+        # chain found whose versions hold the option's words, which left it, with nothing in force holding them.
+        if not loose and len(unmoored) == 1 and holders == 1 and not held_now:
+            return Judgement(Verdict.SUPERSEDED, UNMOORED, readings=unmoored, reason="read by its option alone")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
