@@ -84,3 +84,33 @@ def test_the_one_chain_that_holds_the_option_and_left_it_answers_a_topic_no_vers
         assert service.check("The campaign day uses Friday.").verdict not in ("superseded", "contradicted")
         service.remember("Saturday mornings: the farmers market.")
         assert service.check("The campaign day uses Saturday.").verdict == "unknown"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_notes_in_force_older_than_the_version_that_left_the_option_do_not_keep_it(tmp_path: Path, wiring: str) -> None:
+    """The chair's note holds "£48" and is in force, unlinked; the chain's later version left "£48 a
+    year": that later decision replaced the chair's note too. A note that holds it written after the
+    change keeps the disagreement (`unknown`)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Allotment plot rent: £48 a year for a full plot.").node.id
+        service.remember("Chair confirmed allotment rent is unchanged at £48 for the coming year.")
+        now = service.remember("Allotments 2026: full plot £55 a year, half plot £30.", supersedes=first).node.id
+        old = service.check("The council allotment rent uses £48 a year.")
+        assert old.verdict == "superseded" and old.named[0].id == first, old
+        assert old.in_force[0].id == now
+        service.remember("Chair: allotment rent is again unchanged at £48 for the coming year.")
+        assert service.check("The council allotment rent uses £48 a year.").verdict == "unknown"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_older_note_about_another_thing_that_has_the_option_is_not_replaced_by_a_later_version(
+    tmp_path: Path, wiring: str
+) -> None:
+    """Bastien's note holds "bastien" and the version that named Wren Abara does not: it is about
+    another mentee, whose later version left her. Bastien's premise is not flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Odalys's mentor is Wren Abara.").node.id
+        service.remember("Bastien is also mentored by Wren Abara.")
+        service.remember("odalys now mentored by Cato Ferrand", supersedes=first)
+        out = service.check("The bastien mentor uses Wren Abara.")
+        assert out.verdict not in ("superseded", "contradicted"), out

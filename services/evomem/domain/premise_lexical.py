@@ -22,6 +22,7 @@ LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development 
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
 LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
 UNMOORED = 0.75  # the one chain that holds the option, though no word of the topic, and left it
+LATER = 0.8  # chains that disagree, the one that left the option later than the others hold it
 HOLDS = 0.75  # the share a single version must hold to say it
 
 
@@ -150,10 +151,45 @@ def lexical(
         # its option's words, though fewer of its other words, says otherwise.
         rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
     if rivals:
+        later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
+        if later is not None:
+            return later
         return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _left_later(
+    best: Reading, rivals: list[Reading], close: list[Reading], topic: set[str], said: set[str]
+) -> Judgement | None:
+    """``superseded`` when the chains about the statement disagree only because notes in force that
+    hold it (``close``: those as near to it as the best) are older than the version that left it in
+    a chain that named it, hold the same words of the statement's topic (``topic``) as the version
+    that named it, and no more of the statement's words (``said``): that later decision replaced them
+    too, unlinked ("Chair confirmed allotment rent is unchanged at £48", then "Allotments 2026: full
+    plot £55 a year", which replaced "Allotment plot rent: £48 a year"). A note that holds other words
+    of the topic is about another thing that has the option ("Bastien is also mentored by Wren Abara"
+    beside "Odalys's mentor is Wren Abara", who left). Not on a document's word (one holds any words)."""
+    replaced = [r for r in (best, *rivals) if r.stance == "replaced" and r.successor is not None]
+    supports = [r for r in close if r.stance == "supports"]
+    if not replaced or not supports or any(_long(r) for r in replaced):
+        return None
+
+    def about(node: MemoryNode | None) -> set[str]:
+        held = _words(node.raw_text) if node is not None else set()
+        return {t for t in topic if _meets({t}, held)}
+
+    if len({frozenset(about(r.named)) for r in replaced} | {frozenset(about(r.head)) for r in supports}) != 1:
+        return None
+    named = min(len(said & _words(r.named.raw_text)) for r in replaced if r.named is not None)
+    if any(len(said & _words(r.head.raw_text)) > named for r in supports):
+        return None
+    left_at = min(r.successor.created_at for r in replaced if r.successor is not None)
+    if any(r.head.created_at >= left_at for r in supports):
+        return None
+    why = "a later version left it; the notes in force that hold it are older"
+    return Judgement(Verdict.SUPERSEDED, LATER, readings=[*replaced, *supports], reason=why)
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
