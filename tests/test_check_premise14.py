@@ -114,3 +114,21 @@ def test_an_older_note_about_another_thing_that_has_the_option_is_not_replaced_b
         service.remember("odalys now mentored by Cato Ferrand", supersedes=first)
         out = service.check("The bastien mentor uses Wren Abara.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_in_force_older_than_the_version_that_left_the_option_does_not_keep_a_topic_in_other_words(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "the gym yoga instructor": the yoga chain named Dev and left him; the extra-session note holds
+    Dev and "yoga" but is older than "Yoga now with Mei": it does not keep Dev. Written after the
+    change, it does (`unknown`)."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Yoga: Dev teaches.").node.id
+        service.remember("Extra yoga session Sat 09:00 (also Dev).")
+        now = service.remember("Yoga now with Mei.", supersedes=first).node.id
+        old = service.check("The gym yoga instructor uses Dev.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert [n.id for n in old.in_force] == [now]
+        service.remember("Extra yoga session Sun 10:00 (Dev).")
+        assert service.check("The gym yoga instructor uses Dev.").verdict == "unknown"

@@ -81,6 +81,7 @@ def lexical(
     telling = option or named
     # a version in force of a scope the statement names ("the dev region", "eu-central-1") that holds the
     # option's words and a word of the topic: the option may still hold there
+    blockers: list[Reading] = []  # the versions in force that hold the option's words and a word of the topic
     in_force = any(
         telling
         and names_scope(said, h)
@@ -88,6 +89,7 @@ def lexical(
         and _meets(topic - telling, _words(h.raw_text))
         for h in elsewhere
     )
+    elsewhere_holds = in_force
     # a version in force anywhere that holds the option's words, about the topic or not
     held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
     for head, past in chains:
@@ -113,7 +115,9 @@ def lexical(
             continue
         # a version in force that holds the option's words and a word of the topic: the option may still hold
         about = _meets(topic - telling, held[0]) if topic - telling else True
-        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE and about)
+        if telling and telling <= held[0] and head.status == Status.ACTIVE and about:
+            in_force = True
+            blockers.append(Reading(head, "words", "supports", named=head))
         held_now = held_now or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
         holders += bool(telling and telling <= union)
         if share < TOPICAL:
@@ -136,6 +140,11 @@ def lexical(
         # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
         if len(loose) == 1 and not in_force:
             return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
+        if len(loose) == 1 and blockers and not elsewhere_holds:
+            # notes in force that hold it, older than the version that left it and about no more of it
+            later = _left_later(loose[0], [], blockers, topic, said)
+            if later is not None:
+                return later
         # The topic in words no version holds ("the campaign day" for "Moving game night to Saturday"): the one
         # chain found whose versions hold the option's words, which left it, with nothing in force holding them.
         if not loose and len(unmoored) == 1 and holders == 1 and not held_now:
@@ -189,7 +198,7 @@ def _left_later(
     if any(r.head.created_at >= left_at for r in supports):
         return None
     why = "a later version left it; the notes in force that hold it are older"
-    return Judgement(Verdict.SUPERSEDED, LATER, readings=[*replaced, *supports], reason=why)
+    return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
