@@ -132,3 +132,25 @@ def test_a_note_in_force_older_than_the_version_that_left_the_option_does_not_ke
         assert [n.id for n in old.in_force] == [now]
         service.remember("Extra yoga session Sun 10:00 (Dev).")
         assert service.check("The gym yoga instructor uses Dev.").verdict == "unknown"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_older_than_the_version_that_left_the_option_does_not_keep_a_topic_no_version_says(
+    tmp_path: Path, wiring: str
+) -> None:
+    """ "the oss merge method": no version says "method". The merge chain named rebase-merge and went
+    back to squash-merge; the note about noisy history holds "rebase-merge" but is older than the
+    revert: `superseded`. A note that holds it written after the revert leaves it `unknown`."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Merging policy: squash-merge all PRs, PR title becomes the commit message.").node.id
+        rebase = service.remember(
+            "We're switching to rebase-merge so individual commits and their sign-offs are preserved.", supersedes=first
+        ).node.id
+        service.remember("History got really noisy with fixup commits after the rebase-merge change.")
+        service.remember(
+            "Reverting to squash-merge; DCO sign-off will be checked on the PR instead.", supersedes=rebase
+        )
+        old = service.check("The oss merge method uses rebase-merge.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [rebase], old
+        service.remember("Fixup commits are fine again: rebase-merge history looks clean.")
+        assert service.check("The oss merge method uses rebase-merge.").verdict == "unknown"

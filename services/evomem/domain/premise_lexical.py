@@ -92,6 +92,8 @@ def lexical(
     elsewhere_holds = in_force
     # a version in force anywhere that holds the option's words, about the topic or not
     held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
+    held_elsewhere = held_now
+    holding: list[Reading] = []  # the versions in force that hold the option's words
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
@@ -118,7 +120,9 @@ def lexical(
         if telling and telling <= held[0] and head.status == Status.ACTIVE and about:
             in_force = True
             blockers.append(Reading(head, "words", "supports", named=head))
-        held_now = held_now or bool(telling and telling <= held[0] and head.status == Status.ACTIVE)
+        if telling and telling <= held[0] and head.status == Status.ACTIVE:
+            held_now = True
+            holding.append(Reading(head, "words", "supports", named=head))
         holders += bool(telling and telling <= union)
         if share < TOPICAL:
             if telling and telling <= union and len(versions) > 1:
@@ -149,6 +153,11 @@ def lexical(
         # chain found whose versions hold the option's words, which left it, with nothing in force holding them.
         if not loose and len(unmoored) == 1 and holders == 1 and not held_now:
             return Judgement(Verdict.SUPERSEDED, UNMOORED, readings=unmoored, reason="read by its option alone")
+        # ... or only notes in force that hold it, older than the version that left it and about no more of it
+        if not loose and len(unmoored) == 1 and holders == 1 + len(holding) and holding and not held_elsewhere:
+            later = _left_later(unmoored[0], [], holding, topic, said)
+            if later is not None:
+                return later
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
