@@ -18,14 +18,13 @@ other), whether both notes are decisions, and whether evidence pulls both ways.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
+from collections.abc import Sequence
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_scope import covers, in_scope, is_undecided, names_scope, overridden
-from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_lexical import lexical
+from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
+from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import (
     complement,
     kept,
@@ -34,24 +33,14 @@ from evomem.domain.premise_words import (
     named_words,
     other_versions,
     own_version,
-    reported_words,
 )
-from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
-from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
-from evomem.domain.subject import LONG_NOTE_CHARS, Facts, analyse, lowercase_options, lowercase_vocabulary
+from evomem.domain.subject import Facts, analyse, lowercase_options, lowercase_vocabulary
 from evomem.domain.subject_names import Mention
 
 __all__ = ["Judgement", "Reading", "Verdict", "complement", "covers", "in_scope", "judge", "lexical", "overridden"]
-
-
-class Verdict(StrEnum):
-    IN_FORCE = "in_force"
-    SUPERSEDED = "superseded"
-    CONTRADICTED = "contradicted"
-    UNKNOWN = "unknown"
 
 
 #: Confidence by case: about the share of right answers each case had on the development sets
@@ -69,29 +58,6 @@ MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subj
 COVERED = 0.8  # a scope's own decision, covered since by a later one of the default scope
 BY_CHAIN = 0.8  # a chain read as one decision (``_by_chain``): right that often on the development sets
 LOOSE_SHARE = 0.5  # the share of the statement's subject a chain's versions must hold (``_by_chain``)
-
-
-@dataclass(slots=True)
-class Reading:
-    """One chain as it bears on the statement."""
-
-    head: MemoryNode  # its version in force (or its forgotten head)
-    relation: str  # the subject relation: exact, narrower, broader
-    stance: str  # supports, replaced, contradicts
-    named: MemoryNode | None = None  # the version that named the statement's option
-    successor: MemoryNode | None = None  # the version that replaced ``named``
-    option: str | None = None  # the option the head names
-    turned: bool = False  # the head chose another option than the version it replaced, which chose the statement's
-
-
-@dataclass(slots=True)
-class Judgement:
-    verdict: Verdict
-    confidence: float
-    option: str | None = None  # the statement's option, as read
-    subject: tuple[str, ...] = ()  # the statement's subject tokens
-    readings: list[Reading] = field(default_factory=list)  # the chains that decided, best first
-    reason: str = ""
 
 
 def _option(note: Facts) -> Mention | None:
@@ -117,8 +83,9 @@ def judge(
     option the head left, says ``superseded`` (``_by_chain``), unless the words read otherwise.
     A scope's own decision that a later one of the default scope covers (``overridden``) was
     replaced by it."""
-    elsewhere = [h for h, _ in chains if not in_scope(h, scope) and h.status == Status.ACTIVE]
-    chains = [(h, list(past)) for h, past in chains if in_scope(h, scope)]
+    said = _words(statement)
+    elsewhere = [h for h, past in chains if not answers_for(h, past, scope, said) and h.status == Status.ACTIVE]
+    chains = [(h, list(past)) for h, past in chains if answers_for(h, past, scope, said)]
     kept, covering = overridden(chains, scope)
     out = _judge(statement, scope, chains, elsewhere)
     if covering is not None and out.verdict is Verdict.IN_FORCE and out.readings:
@@ -285,7 +252,7 @@ def _by_reading(
                 continue
         readings.append(reading)
     if scope is not None:  # a scope's own decisions hold there over the default scope's
-        own = [r for r in readings if not is_default(r.head.scope)]
+        own = [r for r in readings if not is_default(r.head.scope) and in_scope(r.head, scope)]
         readings = own or readings
     return _verdict(note, option, readings)
 
@@ -299,7 +266,7 @@ def _replaced_by_chain(read: Judgement, loose: list[Reading], scope: str | None)
     option, and none chose it in force: a reading that never answers ``in_force`` or
     ``contradicted`` on so partial a subject match."""
     if scope is not None:  # a scope's own decisions hold there over the default scope's
-        loose = [r for r in loose if not is_default(r.head.scope)] or loose
+        loose = [r for r in loose if not is_default(r.head.scope) and in_scope(r.head, scope)] or loose
     if not loose or any(r.stance != "replaced" for r in loose):
         return None
     why = "an earlier version of a decision on much the same subject named it"
@@ -404,175 +371,3 @@ def _verdict(note: Facts, option: Mention, readings: list[Reading]) -> Judgement
             Verdict.IN_FORCE, MIXED, **base, readings=supports + against, reason="newer than what disagrees"
         )
     return Judgement(Verdict.UNKNOWN, 0.3, **base, readings=supports + against, reason="decisions in force disagree")
-
-
-# ---------------------------------------------------------------------------- by the words
-
-
-LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
-TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
-LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
-HOLDS = 0.75  # the share a single version must hold to say it
-
-
-def lexical(
-    statement: str,
-    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
-    option_words: Iterable[str] = (),
-    left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
-    reverts: Collection[str] = (),
-    phrases: Mapping[str, Sequence[tuple[int, int]]] | None = None,
-    scope: str | None = None,
-    elsewhere: Sequence[MemoryNode] = (),
-) -> Judgement | None:
-    """The chain that holds most of the statement's words, and within it the version that holds
-    the words telling its versions apart: the head (``in_force``) or an earlier one
-    (``superseded``). A single version that holds the statement is in force. None: no chain is
-    plainly about it, or the words do not tell. ``option_words``: the words of the statement's
-    option (a name, or what it says is used: "every three years"), which tell versions apart as
-    names do. ``left``: by node id, the spans where a version says what it left ("from X to",
-    "X was overkill"): a version does not say what it names only there. ``reverts``: the ids of
-    versions in force that say they go back to what came before the version they replaced ("back
-    to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
-    before it held, is what they left, unless the statement names what they went back to; one that
-    holds all the statement's names says it, unless an earlier version holds the whole statement.
-    ``phrases``: by node id, the phrases a version in force says it left in so many words ("the old
-    14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held.
-    ``scope``: the statement's; a chain of that scope whose version in force holds the option's words
-    holds there over the default scope's chains, as in the reading. ``elsewhere``: the versions in force
-    of other scopes the search found; one of a scope the statement names that holds the option's words
-    and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
-    ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
-    # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
-    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
-    if len(said) < 2:
-        return None
-    option = set(option_words) & said
-    topic = _topic_words(statement)
-    named = named_words(statement) & said
-    # A name before the verb ("k8s", "3rd") says which thing, not which version: a chain that holds
-    # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
-    anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
-    named = (named - anchors) | option
-    if anchors:  # the chains' words, read only for a statement with such names
-        unions = [set().union(*(_words(n.raw_text) for n in (head, *past))) for head, past in chains]
-        memory = set().union(*unions)
-        anchors = {a for a in anchors if _holds(memory, a)}
-        # A chain that lacks them is about something else only when one that holds them names the option
-        # ("Kitchen on 3rd floor still uses Square Mile"); else they are a label its notes do not restate.
-        if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):
-            anchors = set()
-    scored: list[tuple[float, Reading]] = []
-    undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
-    loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
-    telling = option or named
-    # a version in force of a scope the statement names ("the dev region", "eu-central-1") that holds the
-    # option's words and a word of the topic: the option may still hold there
-    in_force = any(
-        telling
-        and names_scope(said, h)
-        and telling <= _words(h.raw_text)
-        and _meets(topic - telling, _words(h.raw_text))
-        for h in elsewhere
-    )
-    for head, past in chains:
-        versions = [head, *past]
-        held = [_words(v.raw_text) for v in versions]
-        union = set().union(*held)
-        if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
-            continue
-        before = set().union(*held[2:])  # the words of the versions before the one the head replaced
-        if left and len(versions) > 1:
-            said_left = (phrases or {}).get(head.id, ())
-            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
-            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
-        # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
-        if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
-            held[0] = held[0] - (held[1] - before - topic)
-        share = len(said & union) / len(said)
-        # A note of the statement's own scope that holds the option's words says it there, though it
-        # holds fewer of its other words ("China build keeps the DRM check at launch").
-        own_scope = scope is not None and not is_default(head.scope) and in_scope(head, scope) and len(versions) == 1
-        if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
-            scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
-            continue
-        # a version in force that holds the option's words and a word of the topic: the option may still hold
-        about = _meets(topic - telling, held[0]) if topic - telling else True
-        in_force = in_force or bool(telling and telling <= held[0] and head.status == Status.ACTIVE and about)
-        if share < TOPICAL:
-            if telling and telling <= union and _meets(topic - telling, union) and len(versions) > 1:
-                reading = _within(said, telling, versions, held)
-                if reading is not None and reading.stance == "replaced":
-                    loose.append(reading)
-            continue
-        reading = _within(said, telling, versions, held)
-        # it went back to what the statement names, which no earlier version says whole
-        back = head.id in reverts and bool(named) and named <= held[0] and all(said - h for h in held[1:])
-        if reading is not None and reading.stance == "replaced" and back:
-            reading = Reading(head, "words", "supports", named=head)
-        if reading is not None:
-            # a document that says it was rejected or only proposed decides nothing: at most it disagrees
-            (undecided if is_undecided(head) else scored).append((share, reading))
-    if not scored:
-        # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
-        # one chain that named the option and left it, and nothing in force that holds it and a word of the
-        # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
-        if len(loose) == 1 and not in_force:
-            return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
-        return None
-    if scope is not None:  # a scope's own decisions hold there over the default scope's
-        scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
-    scored.sort(key=lambda x: x[0], reverse=True)
-    best_share, best = scored[0]
-    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
-    if best.stance == "replaced" and telling and _long(best):
-        # A document holds any words: a chain about the statement whose version in force holds
-        # its option's words, though fewer of its other words, says otherwise.
-        rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
-    if rivals:
-        return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
-    strength = "strong" if best_share >= 0.8 else "weak"
-    verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
-    return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
-
-
-def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
-    """A note's words but those it names only where it says what it left."""
-    return _words(_blank(node.raw_text, (left or {}).get(node.id, ())))
-
-
-def _long(reading: Reading) -> bool:
-    """Whether a reading rests on a document (its version in force, or the one that named the option)."""
-    return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
-
-
-def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:
-    """One chain read by its words. With words that name an option: the head holds them all
-    (``supports``), or holds none and an earlier version holds them all (``replaced``). Without:
-    the head holds most of the statement, or an earlier version plainly more than the head."""
-    head = versions[0]
-    if head.status != Status.ACTIVE:
-        return None
-    shares = [len(said & h) / len(said) for h in held]
-    short = [len(v.raw_text) <= LONG_NOTE_CHARS for v in versions]  # a long document holds any words
-    says = [named <= h if named else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
-    if len(versions) == 1:
-        if not says[0] or shares[0] < TOPICAL:
-            return None
-        return Reading(head, "words", "supports", named=head)
-    telling = named - set.intersection(*held)  # the names that tell its versions apart
-    says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
-    if says[0]:
-        # Names every version holds tell nothing, nor does a tie on the share of words: the head
-        # that says it must hold the telling names, or plainly more of the statement.
-        if telling or shares[0] > max(shares[1:]) or (not named and shares[0] >= max(shares[1:])):
-            return Reading(head, "words", "supports", named=head)
-        return None
-    older = [i for i in range(1, len(versions)) if says[i]]
-    if telling:
-        if not older or len(telling & held[0]) > len(telling) / 2:
-            return None
-    elif not older or max(shares[1:]) - shares[0] < 0.25:
-        return None
-    at = older[0]  # the newest earlier version that says it
-    return Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])

@@ -6,6 +6,7 @@ names (``names_scope``); and a document that decides nothing, rejected or only p
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_words import meets as _meets
@@ -18,6 +19,24 @@ def in_scope(head: MemoryNode, scope: str | None) -> bool:
     """The decisions that answer for ``scope``: its own, and the default scope's (an unscoped
     statement is about the default scope)."""
     return is_default(head.scope) or (scope is not None and normalise(head.scope) == normalise(scope))
+
+
+def answers_for(head: MemoryNode, past: Sequence[MemoryNode], scope: str | None, said: set[str]) -> bool:
+    """Whether a chain answers for ``scope``: its version in force does (``in_scope``), or it replaced
+    a version that does and its own scope was only read from its words ("deposit on acceptance": qa;
+    "validated on the test block": tests), as was each version between them. Its author linked it as
+    the replacement of a decision there: a scope read from a word it says in passing does not move
+    that decision elsewhere. A scope given explicitly does ("In staging, the ledger runs on DuckDB").
+    A chain whose every version's scope was read from its words answers an unscoped statement whose
+    words (``said``) name that scope or say what it was read from ("the mobile ios minimum version"
+    against "Raise minimum iOS version to 16", read as scope mobile from "iOS")."""
+    for node in (head, *past):
+        if in_scope(node, scope):
+            return True
+        if node.scope_source != "inferred":
+            return False
+    evidence = _words(head.scope_evidence or "")
+    return scope is None and (names_scope(said, head) or (bool(evidence) and evidence <= said))
 
 
 def names_scope(said: set[str], node: MemoryNode) -> bool:

@@ -64,9 +64,16 @@ def other_versions(text: str, own: str, chosen: set[str]) -> tuple[tuple[int, in
     )
 
 
+#: A time of day ("15:15", "9:30"): one value, not its hour and minutes ("15:15" is not in "15:30").
+_CLOCK = re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])")
+
+
 def words_of(text: str) -> set[str]:
     dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
     rest = _DOTTED.sub(" ", text) if dotted else text
+    clocks = set(_CLOCK.findall(rest))
+    rest = _CLOCK.sub(" ", rest) if clocks else rest
+    dotted |= clocks
     return dotted | {
         stem(fold(w))
         for w in words(rest)
@@ -74,7 +81,7 @@ def words_of(text: str) -> set[str]:
     }
 
 
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
+_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\d{1,2}:\d{2}(?![\w:])|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
 
 
 def named_words(text: str) -> set[str]:

@@ -1,0 +1,252 @@
+"""The premise check by the words (``evomem.domain.premise``'s second reading): the chain that holds
+most of a statement's words, and within it the version that holds the words telling its versions
+apart (``lexical``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_scope import in_scope, is_undecided, names_scope
+from evomem.domain.premise_types import Judgement, Reading, Verdict
+from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_words import holds as _holds
+from evomem.domain.premise_words import kept, named_words, reported_words
+from evomem.domain.premise_words import meets as _meets
+from evomem.domain.premise_words import topic_words as _topic_words
+from evomem.domain.premise_words import words_of as _words
+from evomem.domain.scope import is_default
+from evomem.domain.subject import LONG_NOTE_CHARS
+
+LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
+TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
+LOOSE = 0.8  # a chain that holds the option and a word of the topic, and left the option
+UNMOORED = 0.75  # the one chain that holds the option, though no word of the topic, and left it
+LATER = 0.8  # chains that disagree, the one that left the option later than the others hold it
+HOLDS = 0.75  # the share a single version must hold to say it
+
+
+def lexical(
+    statement: str,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    option_words: Iterable[str] = (),
+    left: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    reverts: Collection[str] = (),
+    phrases: Mapping[str, Sequence[tuple[int, int]]] | None = None,
+    scope: str | None = None,
+    elsewhere: Sequence[MemoryNode] = (),
+) -> Judgement | None:
+    """The chain that holds most of the statement's words, and within it the version that holds
+    the words telling its versions apart: the head (``in_force``) or an earlier one
+    (``superseded``). A single version that holds the statement is in force. None: no chain is
+    plainly about it, or the words do not tell. ``option_words``: the words of the statement's
+    option (a name, or what it says is used: "every three years"), which tell versions apart as
+    names do. ``left``: by node id, the spans where a version says what it left ("from X to",
+    "X was overkill"): a version does not say what it names only there. ``reverts``: the ids of
+    versions in force that say they go back to what came before the version they replaced ("back
+    to 1 week -- too many handovers with 3 days"): what they share with that version alone, none
+    before it held, is what they left, unless the statement names what they went back to; one that
+    holds all the statement's names says it, unless an earlier version holds the whole statement.
+    ``phrases``: by node id, the phrases a version in force says it left in so many words ("the old
+    14", "instead of"; ``Facts.left_phrases``), which leave what any earlier version held.
+    ``scope``: the statement's; a chain of that scope whose version in force holds the option's words
+    holds there over the default scope's chains, as in the reading. ``elsewhere``: the versions in force
+    of other scopes the search found; one of a scope the statement names that holds the option's words
+    and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
+    ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
+    # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
+    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
+    if len(said) < 2:
+        return None
+    option = set(option_words) & said
+    topic = _topic_words(statement)
+    named = named_words(statement) & said
+    # A name before the verb ("k8s", "3rd") says which thing, not which version: a chain that holds
+    # under half of those some chain holds is about another ("Kitchen on 3rd floor"); one none holds is a label.
+    anchors = named & _topic_words(statement, phrase=True) if named - topic else set()
+    named = (named - anchors) | option
+    if anchors:  # the chains' words, read only for a statement with such names
+        unions = [set().union(*(_words(n.raw_text) for n in (head, *past))) for head, past in chains]
+        memory = set().union(*unions)
+        anchors = {a for a in anchors if _holds(memory, a)}
+        # A chain that lacks them is about something else only when one that holds them names the option
+        # ("Kitchen on 3rd floor still uses Square Mile"); else they are a label its notes do not restate.
+        if not any(sum(_holds(u, a) for a in anchors) * 2 >= len(anchors) and (option or named) <= u for u in unions):
+            anchors = set()
+    scored: list[tuple[float, Reading]] = []
+    undecided: list[tuple[float, Reading]] = []  # readings of rejected or proposed documents
+    loose: list[Reading] = []  # chains tied by the option and one topic word, which left the option
+    unmoored: list[Reading] = []  # chains tied by the option alone, which left the option
+    holders = 0  # the chains whose versions hold the option's words
+    telling = option or named
+    # a version in force of a scope the statement names ("the dev region", "eu-central-1") that holds the
+    # option's words and a word of the topic: the option may still hold there
+    blockers: list[Reading] = []  # the versions in force that hold the option's words and a word of the topic
+    in_force = any(
+        telling
+        and names_scope(said, h)
+        and telling <= _words(h.raw_text)
+        and _meets(topic - telling, _words(h.raw_text))
+        for h in elsewhere
+    )
+    elsewhere_holds = in_force
+    # a version in force anywhere that holds the option's words, about the topic or not
+    held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
+    held_elsewhere = held_now
+    holding: list[Reading] = []  # the versions in force that hold the option's words
+    for head, past in chains:
+        versions = [head, *past]
+        held = [_words(v.raw_text) for v in versions]
+        union = set().union(*held)
+        if sum(_holds(union, a) for a in anchors) * 2 < len(anchors):
+            continue
+        before = set().union(*held[2:])  # the words of the versions before the one the head replaced
+        if left and len(versions) > 1:
+            said_left = (phrases or {}).get(head.id, ())
+            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+        # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
+        if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
+            held[0] = held[0] - (held[1] - before - topic)
+        share = len(said & union) / len(said)
+        # A note of the statement's own scope that holds the option's words says it there, though it
+        # holds fewer of its other words ("China build keeps the DRM check at launch").
+        own_scope = scope is not None and not is_default(head.scope) and in_scope(head, scope) and len(versions) == 1
+        if own_scope and telling and head.status == Status.ACTIVE and telling <= _own_words(head, left):
+            scored.append((max(share, TOPICAL), Reading(head, "words", "supports", named=head)))
+            continue
+        # a version in force that holds the option's words and a word of the topic: the option may still hold
+        about = _meets(topic - telling, held[0]) if topic - telling else True
+        if telling and telling <= held[0] and head.status == Status.ACTIVE and about:
+            in_force = True
+            blockers.append(Reading(head, "words", "supports", named=head))
+        if telling and telling <= held[0] and head.status == Status.ACTIVE:
+            held_now = True
+            holding.append(Reading(head, "words", "supports", named=head))
+        holders += bool(telling and telling <= union)
+        if share < TOPICAL:
+            if telling and telling <= union and len(versions) > 1:
+                reading = _within(said, telling, versions, held)
+                if reading is not None and reading.stance == "replaced":
+                    (loose if _meets(topic - telling, union) else unmoored).append(reading)
+            continue
+        reading = _within(said, telling, versions, held)
+        # it went back to what the statement names, which no earlier version says whole
+        back = head.id in reverts and bool(named) and named <= held[0] and all(said - h for h in held[1:])
+        if reading is not None and reading.stance == "replaced" and back:
+            reading = Reading(head, "words", "supports", named=head)
+        if reading is not None:
+            # a document that says it was rejected or only proposed decides nothing: at most it disagrees
+            (undecided if is_undecided(head) else scored).append((share, reading))
+    if not scored:
+        # The statement's topic in other words ("the gym yoga instructor" for "Yoga: Dev teaches"):
+        # one chain that named the option and left it, and nothing in force that holds it and a word of the
+        # topic ("Priya's passport expires" is about something else than "the van sprinter driver").
+        if len(loose) == 1 and not in_force:
+            return Judgement(Verdict.SUPERSEDED, LOOSE, readings=loose, reason="read by its option and its words")
+        if len(loose) == 1 and blockers and not elsewhere_holds:
+            # notes in force that hold it, older than the version that left it and about no more of it
+            later = _left_later(loose[0], [], blockers, topic, said)
+            if later is not None:
+                return later
+        # The topic in words no version holds ("the campaign day" for "Moving game night to Saturday"): the one
+        # chain found whose versions hold the option's words, which left it, with nothing in force holding them.
+        if not loose and len(unmoored) == 1 and holders == 1 and not held_now:
+            return Judgement(Verdict.SUPERSEDED, UNMOORED, readings=unmoored, reason="read by its option alone")
+        # ... or only notes in force that hold it, older than the version that left it and about no more of it
+        if not loose and len(unmoored) == 1 and holders == 1 + len(holding) and holding and not held_elsewhere:
+            later = _left_later(unmoored[0], [], holding, topic, said)
+            if later is not None:
+                return later
+        return None
+    if scope is not None:  # a scope's own decisions hold there over the default scope's
+        scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
+    scored.sort(key=lambda x: x[0], reverse=True)
+    best_share, best = scored[0]
+    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
+    if best.stance == "replaced" and telling and _long(best):
+        # A document holds any words: a chain about the statement whose version in force holds
+        # its option's words, though fewer of its other words, says otherwise.
+        rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
+    if rivals:
+        later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
+        if later is not None:
+            return later
+        return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
+    strength = "strong" if best_share >= 0.8 else "weak"
+    verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
+    return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _left_later(
+    best: Reading, rivals: list[Reading], close: list[Reading], topic: set[str], said: set[str]
+) -> Judgement | None:
+    """``superseded`` when the chains about the statement disagree only because notes in force that
+    hold it (``close``: those as near to it as the best) are older than the version that left it in
+    a chain that named it, hold the same words of the statement's topic (``topic``) as the version
+    that named it, and no more of the statement's words (``said``): that later decision replaced them
+    too, unlinked ("Chair confirmed allotment rent is unchanged at £48", then "Allotments 2026: full
+    plot £55 a year", which replaced "Allotment plot rent: £48 a year"). A note that holds other words
+    of the topic is about another thing that has the option ("Bastien is also mentored by Wren Abara"
+    beside "Odalys's mentor is Wren Abara", who left). Not on a document's word (one holds any words)."""
+    replaced = [r for r in (best, *rivals) if r.stance == "replaced" and r.successor is not None]
+    supports = [r for r in close if r.stance == "supports"]
+    if not replaced or not supports or any(_long(r) for r in replaced):
+        return None
+
+    def about(node: MemoryNode | None) -> set[str]:
+        held = _words(node.raw_text) if node is not None else set()
+        return {t for t in topic if _meets({t}, held)}
+
+    if len({frozenset(about(r.named)) for r in replaced} | {frozenset(about(r.head)) for r in supports}) != 1:
+        return None
+    named = min(len(said & _words(r.named.raw_text)) for r in replaced if r.named is not None)
+    if any(len(said & _words(r.head.raw_text)) > named for r in supports):
+        return None
+    left_at = min(r.successor.created_at for r in replaced if r.successor is not None)
+    if any(r.head.created_at >= left_at for r in supports):
+        return None
+    why = "a later version left it; the notes in force that hold it are older"
+    return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
+
+
+def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:
+    """A note's words but those it names only where it says what it left."""
+    return _words(_blank(node.raw_text, (left or {}).get(node.id, ())))
+
+
+def _long(reading: Reading) -> bool:
+    """Whether a reading rests on a document (its version in force, or the one that named the option)."""
+    return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
+
+
+def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:
+    """One chain read by its words. With words that name an option: the head holds them all
+    (``supports``), or holds none and an earlier version holds them all (``replaced``). Without:
+    the head holds most of the statement, or an earlier version plainly more than the head."""
+    head = versions[0]
+    if head.status != Status.ACTIVE:
+        return None
+    shares = [len(said & h) / len(said) for h in held]
+    short = [len(v.raw_text) <= LONG_NOTE_CHARS for v in versions]  # a long document holds any words
+    says = [named <= h if named else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
+    if len(versions) == 1:
+        if not says[0] or shares[0] < TOPICAL:
+            return None
+        return Reading(head, "words", "supports", named=head)
+    telling = named - set.intersection(*held)  # the names that tell its versions apart
+    says = [telling <= h if telling else shares[i] >= HOLDS and short[i] for i, h in enumerate(held)]
+    if says[0]:
+        # Names every version holds tell nothing, nor does a tie on the share of words: the head
+        # that says it must hold the telling names, or plainly more of the statement.
+        if telling or shares[0] > max(shares[1:]) or (not named and shares[0] >= max(shares[1:])):
+            return Reading(head, "words", "supports", named=head)
+        return None
+    older = [i for i in range(1, len(versions)) if says[i]]
+    if telling:
+        if not older or len(telling & held[0]) > len(telling) / 2:
+            return None
+    elif not older or max(shares[1:]) - shares[0] < 0.25:
+        return None
+    at = older[0]  # the newest earlier version that says it
+    return Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])
