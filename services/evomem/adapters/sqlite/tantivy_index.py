@@ -37,6 +37,7 @@ What it keeps, and how:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -45,14 +46,13 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 import tantivy
 
 from evomem.adapters.sqlite.conn import in_chunks
 from evomem.adapters.sqlite.search import FTS_COLUMNS
 from evomem.adapters.sqlite.tantivy_tail import WEIGHTS, Pending, Progress, score_tail
-from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
+from evomem.adapters.sqlite.words_log import LOG_SQL, index_folder, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ BIG_GAP = 5000
 PRUNE_EVERY = 1000
 #: Rebuilds and catch-ups of at least this many notes draw a progress bar on stderr.
 PROGRESS_FROM = 20_000
+#: ``auto`` builds an index at least this many log entries behind in the background (``stale``).
+BEHIND_FROM = 20_000
 #: The tail is scored with the average field lengths of about this many of the newest notes.
 AVERAGE_OVER = 500
 WRITER_HEAP = 64_000_000
@@ -96,12 +98,8 @@ class IndexBusy(RuntimeError):
     """Another process holds the index's writer."""
 
 
-def index_folder(db: Connections) -> str | None:
-    """``<db>.words`` beside the store's file; None for a store in RAM."""
-    if db.memory:
-        return None
-    path = unquote(urlparse(db.path).path) if db.uri else db.path
-    return path + ".words"
+class BuildStopped(RuntimeError):
+    """The ``stop`` event was set while the index was being built or caught up (the store closes)."""
 
 
 def analyzer() -> Any:
@@ -133,7 +131,12 @@ class TantivyWords:
 
     name = "tantivy"
 
-    def __init__(self, db: Connections, *, commit_after_s: float | None = None) -> None:
+    def __init__(
+        self, db: Connections, *, commit_after_s: float | None = None, stop: threading.Event | None = None
+    ) -> None:
+        """Open (or build) the index and catch it up with the log. ``stop``: a build in a background
+        thread (``words.BuildingWords``) checks it every ``BATCH`` notes and gives up with
+        ``BuildStopped``, its writer released and nothing committed (the next open builds again)."""
         self._db = db
         self.folder = index_folder(db)
         self._schema = build_schema()
@@ -150,12 +153,22 @@ class TantivyWords:
         self._commit_after_s = COMMIT_AFTER_S if commit_after_s is None else commit_after_s
         self._avg_n = 0  # the average field lengths the tail is scored with (``_count_lengths``)
         self._avg = dict.fromkeys(FTS_COLUMNS, 1.0)
+        self._stop_build = stop
         conn = db.get()
+        if self.folder is not None:  # before the log: an FTS5 open drops a log with no folder beside it
+            os.makedirs(self.folder, exist_ok=True)
         with db.write() as w:
             for sql in LOG_SQL:
                 w.execute(sql)
-        watermark = self._open(conn)
-        self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
+        try:
+            watermark = self._open(conn)
+            self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
+        except BaseException:
+            if hasattr(self, "_writer"):
+                self._writer.rollback()
+                self._writer.wait_merging_threads()  # releases the writer's lock
+                del self._writer
+            raise
         self._average_lengths(conn)
         self._prune()
         self._stop = threading.Event()
@@ -198,8 +211,7 @@ class TantivyWords:
         if self.folder is None:
             self._index = tantivy.Index(self._schema)
         else:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            os.makedirs(self.folder, exist_ok=True)
+            clear_folder(self.folder)  # the folder stays: an FTS5 open keeps the log while it is there
             self._index = tantivy.Index(self._schema, path=self.folder)
         self._index.register_tokenizer(ANALYZER, self._analyzer)
         self._writer = take_writer(self._index, self.folder)
@@ -208,7 +220,9 @@ class TantivyWords:
             seq = log_position(conn)
             total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
             bar = Progress(total, "word index: building") if total >= PROGRESS_FROM else None
-            for row in conn.execute(f"SELECT {NODE_FIELDS} FROM nodes"):
+            for n, row in enumerate(conn.execute(f"SELECT {NODE_FIELDS} FROM nodes")):
+                if n % BATCH == 0:
+                    self._check_stop()
                 doc = self._pending(0, row, scored=False).doc
                 if doc is not None:
                     self._writer.add_document(doc)
@@ -234,12 +248,17 @@ class TantivyWords:
         bar = Progress(end - start, "word index: catching up") if end - start >= PROGRESS_FROM else None
         seq = start
         while seq < end:
+            self._check_stop()
             entries = read_log(conn, seq, min(end, seq + BATCH))
             for rowid, pending in self._read_pending(conn, entries, scored=False).items():
                 self._apply(rowid, pending)
             seq = min(end, seq + BATCH)
             if bar is not None:
                 bar.step(len(entries))
+
+    def _check_stop(self) -> None:
+        if self._stop_build is not None and self._stop_build.is_set():
+            raise BuildStopped(f"word index {self.folder or 'in memory'}: build stopped")
 
     # ------------------------------------------------------------------ writes
 
@@ -578,6 +597,43 @@ def read_meta(index: Any) -> tuple[int, int] | None:
         return None
     doc = searcher.doc(hits[0][1])
     return int(doc["watermark"][0]), int(doc["format"][0])
+
+
+def clear_folder(folder: str) -> None:
+    """Everything in ``folder`` deleted, the folder kept (made if missing)."""
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+
+def stale(db: Connections) -> str | None:
+    """Why the index beside the store cannot answer at once (missing, unreadable, of another
+    format, not matching the log, or ``BEHIND_FROM`` log entries or more behind it: a build or a
+    long catch-up), or None when it can be opened and caught up quickly. Reads only: the writer
+    is not taken."""
+    folder = index_folder(db)
+    if folder is None:
+        return None  # in RAM: built at open (a store in RAM is rebuilt at every open anyway)
+    if not (os.path.isdir(folder) and tantivy.Index.exists(folder)):
+        return "no index yet"
+    conn = db.get()
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'words_log'").fetchone() is None:
+        return "no words log yet"
+    try:
+        index = tantivy.Index.open(folder)
+        index.register_tokenizer(ANALYZER, analyzer())
+        meta = read_meta(index)
+    except (OSError, ValueError, RuntimeError) as exc:
+        return f"the index is unreadable ({exc})"
+    if meta is None or meta[1] != FORMAT or not log_covers(conn, meta[0]):
+        return "the index must be rebuilt"
+    behind = log_position(conn) - meta[0]
+    return f"the index is {behind:,} writes behind" if behind >= BEHIND_FROM else None
 
 
 def take_writer(index: Any, folder: str | None) -> Any:
