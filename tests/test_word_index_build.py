@@ -126,19 +126,36 @@ def test_a_large_store_answers_before_its_index_is_built_then_swaps_to_it(
         again.close()
 
 
-def test_the_swap_drops_the_fts5_term_bounds_as_an_open_on_tantivy_does(tmp_path: Path) -> None:
+def bounds_state(path: Path) -> int:
+    """``term_bounds_state.rows``: the rows the FTS5 term bounds have seen; -1: not kept."""
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_build_does_not_wait_for_the_fts5_term_bounds(tmp_path: Path, caught_up_held: Held) -> None:
+    """A store once on Tantivy (its FTS5 bounds not kept) that lost its index answers at once: the
+    bounds are not rebuilt for the build's time, and FTS5 bounds its searches with ``k1 + 1``."""
     db = tmp_path / "t.db"
-    filled(db)
+    ids = filled(db)
+    assert bounds_state(db) == len(ids)
+    caught_up_held.go.set()
+    SQLiteStore(db, word_index="tantivy").close()
+    assert bounds_state(db) == -1
+    shutil.rmtree(tmp_path / "t.db.words")
+    caught_up_held.go.clear()
     store = SQLiteStore(db, word_index="auto", tantivy_from=1)
     try:
+        assert caught_up_held.entered.wait(30) and store.word_index == "fts5"
+        assert bounds_state(db) == -1  # not rebuilt at open
+        assert found(store, "ledger", "pipeline", "grafana") == set(ids)
+        caught_up_held.go.set()
         assert building(store).done.wait(30) and store.word_index == "tantivy"
     finally:
         store.close()
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0] == -1
-    finally:
-        conn.close()
+    assert bounds_state(db) == -1
 
 
 def test_closing_the_store_during_a_build_stops_it_and_the_next_open_builds_again(
@@ -282,6 +299,7 @@ def test_a_failed_build_settles_on_fts5_and_drops_the_log(
     try:
         assert building(store).done.wait(30) and store.word_index == "fts5"
         assert log_rows(db) is None
+        assert bounds_state(db) == len(ids)  # FTS5 for good: its term bounds rebuilt and kept
         ids.append(store.insert(NewNote(raw_text="The queue moved to NATS.")).id)
         assert found(store, "ledger", "pipeline", "grafana", "nats") == set(ids) and log_rows(db) is None
     finally:

@@ -95,7 +95,7 @@ class SQLiteStore:
             # words.py: fts5, tantivy beside the file, or auto (tantivy from ``tantivy_from`` notes)
             self._words = open_words(word_index, self._db, tantivy_from=tantivy_from)
             with self._write() as conn:  # the FTS5 search's term bounds: kept (rebuilt if stale) or suspended
-                term_bounds.ensure(conn, keep=self._words.name == "fts5")
+                term_bounds.ensure(conn, keep=self._words.fts5_bounds)
         except BaseException:
             self._words.close()
             self._db.close()

@@ -130,6 +130,7 @@ class TantivyWords:
     (``IndexBusy`` in a second process)."""
 
     name = "tantivy"
+    fts5_bounds = False
 
     def __init__(
         self, db: Connections, *, commit_after_s: float | None = None, stop: threading.Event | None = None

@@ -64,6 +64,12 @@ class WordIndex(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def fts5_bounds(self) -> bool:
+        """Whether the store keeps FTS5's term bounds (``term_bounds.ensure``'s ``keep``): only an
+        index that stays on FTS5 reads them."""
+        ...
+
     def search(
         self,
         conn: sqlite3.Connection,
@@ -88,6 +94,7 @@ class Fts5Words:
     log it still has is trimmed every ``TRIM_EVERY`` writes."""
 
     name = "fts5"
+    fts5_bounds = True
 
     def __init__(self, db: Connections | None = None) -> None:
         self._db = db
@@ -216,10 +223,12 @@ def settle_log(db: Connections) -> None:
 class BuildingWords:
     """``auto``'s word index while the Tantivy index is built in a thread: FTS5 answers (it holds
     every note); once the index is built and has read the log written meanwhile, ``search`` goes
-    to it (one assignment: a search in flight ends on FTS5) and the FTS5 term bounds are dropped,
-    as at an open on Tantivy. ``close`` during the build stops it (``BuildStopped``) with nothing
-    committed: the next open builds again, as after a crash. A failed build leaves FTS5, with the
-    log settled (``settle_log``). ``done``: set when the build ended, swapped or not."""
+    to it (one assignment: a search in flight ends on FTS5). FTS5's term bounds are not kept
+    meanwhile (``fts5_bounds``; rebuilding them delayed a store once on Tantivy 4 s at 100k notes),
+    so its searches bound with ``k1 + 1``, still exact. ``close`` during the build stops it
+    (``BuildStopped``) with nothing committed: the next open builds again, as after a crash. A
+    failed build leaves FTS5 for this open, the log settled (``settle_log``) and the term bounds
+    rebuilt. ``done``: set when the build ended, swapped or not."""
 
     def __init__(self, db: Connections, held: str) -> None:
         self._db = db
@@ -227,6 +236,7 @@ class BuildingWords:
         self._words: WordIndex = Fts5Words()  # not trimming: the build reads the log from its snapshot
         self._stop = threading.Event()
         self._swap = threading.Lock()
+        self._settled = False  # the build failed: FTS5 for this open, its term bounds kept again
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._build, name="evomem-words-build", daemon=True)
         self._thread.start()
@@ -234,6 +244,10 @@ class BuildingWords:
     @property
     def name(self) -> str:
         return self._words.name
+
+    @property
+    def fts5_bounds(self) -> bool:
+        return self._settled
 
     def search(
         self,
@@ -280,6 +294,9 @@ class BuildingWords:
             try:
                 settle_log(self._db)
                 self._words = Fts5Words(self._db)
+                self._settled = True
+                with self._db.write() as w:  # FTS5 for good: its term bounds rebuilt and kept
+                    term_bounds.ensure(w, keep=True)
             except Exception:
                 log.exception("word index: settling the words log failed")
             self.done.set()
@@ -293,8 +310,6 @@ class BuildingWords:
                 words.after_write(conn)  # what was written while it was built or opened
                 words.flush()
                 self._words = words
-            with self._db.write() as w:  # as at an open on Tantivy: FTS5's term bounds no longer kept
-                term_bounds.ensure(w, keep=False)
             log.info(
                 "word index: tantivy (%s) in %s, built in %.1f s while FTS5 answered; searches use it from now on",
                 self._held,
