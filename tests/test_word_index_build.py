@@ -158,6 +158,32 @@ def test_a_build_does_not_wait_for_the_fts5_term_bounds(tmp_path: Path, caught_u
     assert bounds_state(db) == -1
 
 
+def test_a_second_store_leaves_a_build_in_progress_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another store (another process) opening the file while the index is built, before anything
+    is committed in it, finds the folder held: it neither builds nor wipes it, and searches FTS5."""
+    held = Held()
+    monkeypatch.setattr(tantivy_index.TantivyWords, "_rebuild", held.around(tantivy_index.TantivyWords._rebuild))
+    db = tmp_path / "s.db"
+    ids = filled(db)
+    first = SQLiteStore(db, word_index="auto", tantivy_from=1)
+    try:
+        assert held.entered.wait(30)
+        second = SQLiteStore(db, word_index="auto", tantivy_from=1)
+        try:
+            assert building(second).done.wait(30) and second.word_index == "fts5"
+            assert found(second, "ledger", "pipeline", "grafana") == set(ids)
+        finally:
+            second.close()
+        held.go.set()
+        assert building(first).done.wait(30) and first.word_index == "tantivy"
+        assert found(first, "ledger", "pipeline", "grafana") == set(ids)
+    finally:
+        first.close()
+    assert any("held by another process" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+
+
 def test_closing_the_store_during_a_build_stops_it_and_the_next_open_builds_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

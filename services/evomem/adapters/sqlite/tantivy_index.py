@@ -37,11 +37,9 @@ What it keeps, and how:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-import shutil
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -51,6 +49,15 @@ import tantivy
 
 from evomem.adapters.sqlite.conn import in_chunks
 from evomem.adapters.sqlite.search import FTS_COLUMNS
+from evomem.adapters.sqlite.tantivy_folder import (
+    FORMAT,
+    META,
+    BuildStopped,
+    IndexBusy,
+    clear_folder,
+    lock_folder,
+    read_meta,
+)
 from evomem.adapters.sqlite.tantivy_tail import WEIGHTS, Pending, Progress, score_tail
 from evomem.adapters.sqlite.words_log import LOG_SQL, index_folder, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
@@ -62,8 +69,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The index's layout (schema and analyser): an index of another format is rebuilt.
-FORMAT = 1
 ANALYZER = "evomem_words"
 #: The committer commits the tail when it holds this many nodes, or its oldest is this old.
 COMMIT_EVERY = 512
@@ -79,8 +84,6 @@ BIG_GAP = 5000
 PRUNE_EVERY = 1000
 #: Rebuilds and catch-ups of at least this many notes draw a progress bar on stderr.
 PROGRESS_FROM = 20_000
-#: ``auto`` builds an index at least this many log entries behind in the background (``stale``).
-BEHIND_FROM = 20_000
 #: The tail is scored with the average field lengths of about this many of the newest notes.
 AVERAGE_OVER = 500
 WRITER_HEAP = 64_000_000
@@ -89,17 +92,8 @@ REWRITE_BATCH = 20_000
 BATCH = 2000
 #: A query's clauses are kept for this many tokens (``_clauses_of``).
 CLAUSES_KEPT = 4096
-META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
-
-
-class IndexBusy(RuntimeError):
-    """Another process holds the index's writer."""
-
-
-class BuildStopped(RuntimeError):
-    """The ``stop`` event was set while the index was being built or caught up (the store closes)."""
 
 
 def analyzer() -> Any:
@@ -156,12 +150,12 @@ class TantivyWords:
         self._avg = dict.fromkeys(FTS_COLUMNS, 1.0)
         self._stop_build = stop
         conn = db.get()
-        if self.folder is not None:  # before the log: an FTS5 open drops a log with no folder beside it
-            os.makedirs(self.folder, exist_ok=True)
-        with db.write() as w:
-            for sql in LOG_SQL:
-                w.execute(sql)
+        # the folder made and held before the log: an FTS5 open drops a log with no folder beside it
+        self._held = lock_folder(self.folder) if self.folder is not None else None
         try:
+            with db.write() as w:
+                for sql in LOG_SQL:
+                    w.execute(sql)
             watermark = self._open(conn)
             self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
         except BaseException:
@@ -169,6 +163,8 @@ class TantivyWords:
                 self._writer.rollback()
                 self._writer.wait_merging_threads()  # releases the writer's lock
                 del self._writer
+            if self._held is not None:
+                self._held.close()
             raise
         self._average_lengths(conn)
         self._prune()
@@ -184,9 +180,10 @@ class TantivyWords:
         if self.folder is None:
             return self._rebuild(conn)
         if os.path.isdir(self.folder) and tantivy.Index.exists(self.folder):
-            reason = ""
+            reason, opened = "", False
             try:
                 index = tantivy.Index.open(self.folder)
+                opened = True
                 index.register_tokenizer(ANALYZER, self._analyzer)
                 meta = read_meta(index)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -202,7 +199,7 @@ class TantivyWords:
                     return watermark
             elif not reason:
                 reason = "no watermark"
-            if meta is not None:  # readable: another process may be using it (IndexBusy), not ours to wipe
+            if opened:  # another process may be using it, or building it (IndexBusy): not ours to wipe
                 take_writer(index, self.folder).wait_merging_threads()
             log.warning("word index %s: %s; rebuilding it from the store", self.folder, reason)
         return self._rebuild(conn)
@@ -460,6 +457,8 @@ class TantivyWords:
             with self._writer_lock:
                 self._writer.wait_merging_threads()  # releases the writer's lock
                 del self._writer
+            if self._held is not None:
+                self._held.close()  # and the folder's
 
     # ------------------------------------------------------------------ search
 
@@ -587,54 +586,6 @@ def every_doc(searcher: Any) -> list[Any]:
 def rowids_of(searcher: Any, addrs: list[Any]) -> set[int]:
     """The node rowids of the documents at ``addrs`` (the meta document has none)."""
     return {r for r in searcher.fast_field_values("rowid", addrs) if r is not None} if addrs else set()
-
-
-def read_meta(index: Any) -> tuple[int, int] | None:
-    """(watermark, format) of the index's last commit; None without a meta document."""
-    index.reload()
-    searcher = index.searcher()
-    hits = searcher.search(tantivy.Query.term_query(index.schema, "meta", META), 1).hits
-    if not hits:
-        return None
-    doc = searcher.doc(hits[0][1])
-    return int(doc["watermark"][0]), int(doc["format"][0])
-
-
-def clear_folder(folder: str) -> None:
-    """Everything in ``folder`` deleted, the folder kept (made if missing)."""
-    os.makedirs(folder, exist_ok=True)
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(path)
-
-
-def stale(db: Connections) -> str | None:
-    """Why the index beside the store cannot answer at once (missing, unreadable, of another
-    format, not matching the log, or ``BEHIND_FROM`` log entries or more behind it: a build or a
-    long catch-up), or None when it can be opened and caught up quickly. Reads only: the writer
-    is not taken."""
-    folder = index_folder(db)
-    if folder is None:
-        return None  # in RAM: built at open (a store in RAM is rebuilt at every open anyway)
-    if not (os.path.isdir(folder) and tantivy.Index.exists(folder)):
-        return "no index yet"
-    conn = db.get()
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'words_log'").fetchone() is None:
-        return "no words log yet"
-    try:
-        index = tantivy.Index.open(folder)
-        index.register_tokenizer(ANALYZER, analyzer())
-        meta = read_meta(index)
-    except (OSError, ValueError, RuntimeError) as exc:
-        return f"the index is unreadable ({exc})"
-    if meta is None or meta[1] != FORMAT or not log_covers(conn, meta[0]):
-        return "the index must be rebuilt"
-    behind = log_position(conn) - meta[0]
-    return f"the index is {behind:,} writes behind" if behind >= BEHIND_FROM else None
 
 
 def take_writer(index: Any, folder: str | None) -> Any:

@@ -18,8 +18,8 @@
   importable, ``fts5`` otherwise; decided once per open, with one log line saying what and why. Where
   Tantivy cannot be opened (its folder cannot be written, another process holds its writer) ``auto``
   stays on ``fts5`` with a warning: the FTS5 table holds every note whatever the index.
-  When the index must be built (none yet, unreadable, or ``tantivy_index.BEHIND_FROM`` writes
-  behind: ``tantivy_index.stale``), ``auto`` answers from FTS5 at once and builds it in a thread
+  When the index must be built (none yet, unreadable, or ``tantivy_folder.BEHIND_FROM`` writes
+  behind: ``tantivy_folder.stale``), ``auto`` answers from FTS5 at once and builds it in a thread
   (``BuildingWords``), then swaps to it; explicit ``tantivy`` builds before the store opens.
 
 The log's triggers are created when a store first opens with ``tantivy``. A process on FTS5
@@ -142,7 +142,8 @@ def open_words(kind: str, db: Connections, *, tantivy_from: int = TANTIVY_FROM) 
         import tantivy  # noqa: F401
     except ImportError as exc:
         raise ImportError("EVOMEM_WORD_INDEX=tantivy needs the tantivy package: pip install tantivy") from exc
-    from evomem.adapters.sqlite.tantivy_index import IndexBusy, TantivyWords
+    from evomem.adapters.sqlite.tantivy_folder import IndexBusy
+    from evomem.adapters.sqlite.tantivy_index import TantivyWords
 
     try:
         return TantivyWords(db)
@@ -167,7 +168,8 @@ def choose(db: Connections, tantivy_from: int) -> WordIndex:
         log.warning("word index: fts5 (%s, but the tantivy package is not installed: pip install tantivy)", held)
         settle_log(db)
         return Fts5Words(db)
-    from evomem.adapters.sqlite.tantivy_index import IndexBusy, TantivyWords, stale
+    from evomem.adapters.sqlite.tantivy_folder import IndexBusy, stale
+    from evomem.adapters.sqlite.tantivy_index import TantivyWords
 
     folder = index_folder(db)
     problem = unwritable(folder)
@@ -275,7 +277,8 @@ class BuildingWords:
         self._words.close()
 
     def _build(self) -> None:
-        from evomem.adapters.sqlite.tantivy_index import BuildStopped, IndexBusy, TantivyWords
+        from evomem.adapters.sqlite.tantivy_folder import BuildStopped, IndexBusy
+        from evomem.adapters.sqlite.tantivy_index import TantivyWords
 
         folder = index_folder(self._db)
         started = time.perf_counter()
