@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from evomem.adapters.sqlite import tantivy_index, words, words_log
+from evomem.adapters.sqlite import tantivy_folder, tantivy_index, words, words_log
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import NewNote
 
@@ -156,6 +156,38 @@ def test_a_build_does_not_wait_for_the_fts5_term_bounds(tmp_path: Path, caught_u
     finally:
         store.close()
     assert bounds_state(db) == -1
+
+
+def test_an_index_far_behind_the_log_catches_up_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=words.__name__)
+    db = tmp_path / "l.db"
+    ids = filled(db)
+    SQLiteStore(db, word_index="tantivy").close()
+    on_fts5 = SQLiteStore(db, word_index="fts5")  # the folder is there: the log keeps these writes
+    try:
+        ids += [on_fts5.insert(NewNote(raw_text=f"Runbook {n} covers the failover.")).id for n in range(3)]
+    finally:
+        on_fts5.close()
+    near = SQLiteStore(db, word_index="auto", tantivy_from=1)  # 3 writes behind: opened at once
+    try:
+        assert isinstance(near._words, tantivy_index.TantivyWords)
+    finally:
+        near.close()
+    on_fts5 = SQLiteStore(db, word_index="fts5")
+    try:
+        ids += [on_fts5.insert(NewNote(raw_text=f"Runbook {n} covers the rollback.")).id for n in range(3)]
+    finally:
+        on_fts5.close()
+    monkeypatch.setattr(tantivy_folder, "BEHIND_FROM", 3)
+    far = SQLiteStore(db, word_index="auto", tantivy_from=1)
+    try:
+        assert building(far).done.wait(30) and far.word_index == "tantivy"
+        assert found(far, "ledger", "pipeline", "grafana", "runbook") == set(ids)
+    finally:
+        far.close()
+    assert any("the index is 3 writes behind" in r.getMessage() for r in caplog.records)
 
 
 def test_a_second_store_leaves_a_build_in_progress_alone(
