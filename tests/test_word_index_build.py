@@ -48,15 +48,17 @@ def building(store: SQLiteStore) -> words.BuildingWords:
     return index
 
 
-def log_rows(path: Path) -> int | None:
-    """The words log's rows in the file; None without the log."""
-    conn = sqlite3.connect(path)
+def log_rows(path: Path, store: SQLiteStore | None = None) -> int | None:
+    """The words log's rows in the file (read on ``store``'s connection while it is open: its
+    writes may be in its WAL only); None without the log."""
+    conn = store._db.get() if store is not None else sqlite3.connect(path)
     try:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'words_log'").fetchone() is None:
             return None
         return int(conn.execute("SELECT count(*) FROM words_log").fetchone()[0])
     finally:
-        conn.close()
+        if store is None:
+            conn.close()
 
 
 class Held:
@@ -126,13 +128,15 @@ def test_a_large_store_answers_before_its_index_is_built_then_swaps_to_it(
         again.close()
 
 
-def bounds_state(path: Path) -> int:
-    """``term_bounds_state.rows``: the rows the FTS5 term bounds have seen; -1: not kept."""
-    conn = sqlite3.connect(path)
+def bounds_state(path: Path, store: SQLiteStore | None = None) -> int:
+    """``term_bounds_state.rows``: the rows the FTS5 term bounds have seen; -1: not kept (read on
+    ``store``'s connection while it is open)."""
+    conn = store._db.get() if store is not None else sqlite3.connect(path)
     try:
         return int(conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0])
     finally:
-        conn.close()
+        if store is None:
+            conn.close()
 
 
 def test_a_build_does_not_wait_for_the_fts5_term_bounds(tmp_path: Path, caught_up_held: Held) -> None:
@@ -149,7 +153,7 @@ def test_a_build_does_not_wait_for_the_fts5_term_bounds(tmp_path: Path, caught_u
     store = SQLiteStore(db, word_index="auto", tantivy_from=1)
     try:
         assert caught_up_held.entered.wait(30) and store.word_index == "fts5"
-        assert bounds_state(db) == -1  # not rebuilt at open
+        assert bounds_state(db, store) == -1  # not rebuilt at open
         assert found(store, "ledger", "pipeline", "grafana") == set(ids)
         caught_up_held.go.set()
         assert building(store).done.wait(30) and store.word_index == "tantivy"
@@ -214,6 +218,24 @@ def test_a_second_store_leaves_a_build_in_progress_alone(
     finally:
         first.close()
     assert any("held by another process" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+
+
+def test_up_to_date_term_bounds_are_kept_during_a_build_and_dropped_at_the_swap(
+    tmp_path: Path, caught_up_held: Held
+) -> None:
+    db = tmp_path / "u.db"
+    ids = filled(db)  # written on FTS5: its bounds are up to date
+    store = SQLiteStore(db, word_index="auto", tantivy_from=1)
+    try:
+        assert caught_up_held.entered.wait(30) and store.word_index == "fts5"
+        assert bounds_state(db, store) == len(ids)  # kept while FTS5 answers
+        ids.append(store.insert(NewNote(raw_text="The queue moved to NATS.")).id)
+        assert bounds_state(db, store) == len(ids)
+        caught_up_held.go.set()
+        assert building(store).done.wait(30) and store.word_index == "tantivy"
+        assert bounds_state(db, store) == -1  # as at an open on Tantivy
+    finally:
+        store.close()
 
 
 def test_closing_the_store_during_a_build_stops_it_and_the_next_open_builds_again(
@@ -290,9 +312,9 @@ def test_an_fts5_open_drops_a_log_no_index_reads(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "d.db.words")  # nothing beside the file will read the log
     store = SQLiteStore(db, word_index="fts5")
     try:
-        assert log_rows(db) is None  # dropped, triggers and all
+        assert log_rows(db, store) is None  # dropped, triggers and all
         ids.append(store.insert(NewNote(raw_text="The queue moved to NATS.")).id)
-        assert log_rows(db) is None
+        assert log_rows(db, store) is None
     finally:
         store.close()
     later = SQLiteStore(db, word_index="tantivy")  # builds from the notes
@@ -314,7 +336,7 @@ def test_an_fts5_store_keeps_the_log_bounded_and_an_index_behind_it_is_rebuilt(
     try:
         for n in range(20):
             ids.append(store.insert(NewNote(raw_text=f"Runbook {n} covers the failover.")).id)
-            rows = log_rows(db)
+            rows = log_rows(db, store)
             assert rows is not None and rows <= 3 + 4  # trimmed to LOG_KEEP every TRIM_EVERY writes
     finally:
         store.close()
@@ -334,7 +356,7 @@ def test_the_log_is_pruned_on_tantivy(tmp_path: Path, monkeypatch: pytest.Monkey
         for n in range(30):
             store.insert(NewNote(raw_text=f"Runbook {n} covers the failover."))
             store._words.flush()
-        rows = log_rows(db)
+        rows = log_rows(db, store)
         assert rows is not None and rows <= 5
     finally:
         store.close()
@@ -356,10 +378,10 @@ def test_a_failed_build_settles_on_fts5_and_drops_the_log(
     store = SQLiteStore(db, word_index="auto", tantivy_from=1)
     try:
         assert building(store).done.wait(30) and store.word_index == "fts5"
-        assert log_rows(db) is None
-        assert bounds_state(db) == len(ids)  # FTS5 for good: its term bounds rebuilt and kept
+        assert log_rows(db, store) is None
+        assert bounds_state(db, store) == len(ids)  # FTS5 for good: its term bounds rebuilt and kept
         ids.append(store.insert(NewNote(raw_text="The queue moved to NATS.")).id)
-        assert found(store, "ledger", "pipeline", "grafana", "nats") == set(ids) and log_rows(db) is None
+        assert found(store, "ledger", "pipeline", "grafana", "nats") == set(ids) and log_rows(db, store) is None
     finally:
         store.close()
     assert any("could not be built" in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)

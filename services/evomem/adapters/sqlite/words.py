@@ -225,9 +225,10 @@ def settle_log(db: Connections) -> None:
 class BuildingWords:
     """``auto``'s word index while the Tantivy index is built in a thread: FTS5 answers (it holds
     every note); once the index is built and has read the log written meanwhile, ``search`` goes
-    to it (one assignment: a search in flight ends on FTS5). FTS5's term bounds are not kept
-    meanwhile (``fts5_bounds``; rebuilding them delayed a store once on Tantivy 4 s at 100k notes),
-    so its searches bound with ``k1 + 1``, still exact. ``close`` during the build stops it
+    to it (one assignment: a search in flight ends on FTS5). FTS5's term bounds (``fts5_bounds``)
+    are kept meanwhile only where they are up to date (a store that was on FTS5: the upgrade), and
+    dropped at the swap; out of date (a store once on Tantivy) they are not rebuilt (4 s before the
+    first answer at 100k notes) and FTS5 bounds with ``k1 + 1``, still exact. ``close`` during the build stops it
     (``BuildStopped``) with nothing committed: the next open builds again, as after a crash. A
     failed build leaves FTS5 for this open, the log settled (``settle_log``) and the term bounds
     rebuilt. ``done``: set when the build ended, swapped or not."""
@@ -239,6 +240,7 @@ class BuildingWords:
         self._stop = threading.Event()
         self._swap = threading.Lock()
         self._settled = False  # the build failed: FTS5 for this open, its term bounds kept again
+        self._bounds = bounds_current(db.get())  # kept while FTS5 answers, if that costs no rebuild
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._build, name="evomem-words-build", daemon=True)
         self._thread.start()
@@ -249,7 +251,7 @@ class BuildingWords:
 
     @property
     def fts5_bounds(self) -> bool:
-        return self._settled
+        return self._settled or (self._bounds and isinstance(self._words, Fts5Words))
 
     def search(
         self,
@@ -313,6 +315,8 @@ class BuildingWords:
                 words.after_write(conn)  # what was written while it was built or opened
                 words.flush()
                 self._words = words
+            with self._db.write() as w:  # as at an open on Tantivy: FTS5's term bounds no longer kept
+                term_bounds.ensure(w, keep=False)
             log.info(
                 "word index: tantivy (%s) in %s, built in %.1f s while FTS5 answered; searches use it from now on",
                 self._held,
@@ -325,6 +329,13 @@ class BuildingWords:
                 words.close()
         finally:
             self.done.set()
+
+
+def bounds_current(conn: sqlite3.Connection) -> bool:
+    """Whether FTS5's term bounds are kept and have seen every FTS row (no rebuild to keep them)."""
+    if not term_bounds.maintained(conn):
+        return False
+    return int(conn.execute("SELECT rows FROM term_bounds_state").fetchone()[0]) == term_bounds.averages(conn)[0]
 
 
 def unwritable(folder: str | None) -> str | None:
