@@ -102,8 +102,9 @@ def test_a_large_store_answers_before_its_index_is_built_then_swaps_to_it(
         assert found(store, "ledger", "pipeline", "grafana") == set(ids)  # FTS5 answers meanwhile
         during = store.insert(NewNote(raw_text="The cache is warmed from the nightly snapshot.")).id
         assert found(store, "snapshot") == {during}
+        assert not store.wait_for_word_index(timeout=0.01)  # the build is held
         caught_up_held.go.set()
-        assert build.done.wait(30)
+        assert store.wait_for_word_index(timeout=30) and build.done.is_set()
         assert store.word_index == "tantivy"
 
         def no_fts5(*args: object, **kwargs: object) -> None:
@@ -122,7 +123,7 @@ def test_a_large_store_answers_before_its_index_is_built_then_swaps_to_it(
     assert any("built in" in m and "searches use it from now on" in m for m in said)  # the swap
     again = SQLiteStore(db, word_index="auto", tantivy_from=1)
     try:  # the index was committed: the next open uses it at once
-        assert isinstance(again._words, tantivy_index.TantivyWords)
+        assert isinstance(again._words, tantivy_index.TantivyWords) and again.wait_for_word_index(timeout=0)
         assert found(again, "snapshot", "snapshots") == {during, after}
     finally:
         again.close()
