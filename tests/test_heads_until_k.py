@@ -12,7 +12,7 @@ import random
 import pytest
 
 from evomem.adapters.sqlite.store import SQLiteStore
-from evomem.app.recall import heads_until_k
+from evomem.app.recall import heads_until_k, kept_nodes
 from evomem.domain.model import NewNote
 from evomem.domain.recall import select_hits
 from evomem.domain.text import query_terms
@@ -64,3 +64,51 @@ def test_the_kept_hits_are_those_of_reading_every_head(store: SQLiteStore, k: in
             assert counting.read == len(roots)
         if k <= 3 and scope is None and not tags and len(roots) > 4 * k:
             assert counting.read < len(roots)  # and it did not read every head to find them
+
+
+class CountingNodes(Counting):
+    def __init__(self, store: SQLiteStore) -> None:
+        super().__init__(store)
+        self.asked: list[str] = []
+
+    def get_many(self, ids):  # type: ignore[no-untyped-def]
+        ids = list(ids)
+        self.asked += ids
+        return self.store.get_many(ids)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_without_filters_the_first_batch_is_k_heads(store: SQLiteStore, k: int) -> None:
+    """Only a forgotten head fails a recall without scope or tags: when the first ``k`` chains are
+    in force, ``k`` heads are read, not twice as many."""
+    checked = 0
+    for query in ("ledger queue", "billing cache deploys", "search option", "revised moved", "option 4"):
+        hits = store.search(query_terms(query), namespace="default", limit=200)
+        every = store.heads(h.chain_root for h in hits)
+        roots = list(dict.fromkeys(h.chain_root for h in hits))
+        if len(roots) <= k or any(every[r].status == "forgotten" for r in roots[:k]):
+            continue
+        counting = Counting(store)
+        _, got = heads_until_k(counting, hits, k=k, scope=None, tags=())  # type: ignore[arg-type]
+        assert got == select_hits(hits, every, k=k)
+        assert counting.read == k
+        checked += 1
+    assert checked
+
+
+def test_the_kept_hits_nodes_are_read_without_the_heads_read() -> None:
+    """A kept hit on its chain's head is the head already read; only older versions are read, and
+    the nodes are those reading every kept hit gives."""
+    s = SQLiteStore.in_memory()
+    for i in range(20):
+        v1 = s.insert(NewNote(raw_text=f"Decision {i}: the ledger uses option {i}."))
+        if i % 2 == 0:
+            s.insert(NewNote(raw_text=f"Decision {i}, revised: the ledger moved."), supersedes=v1.id)
+    hits = s.search(query_terms("ledger revised decision"), namespace="default", limit=200)
+    counting = CountingNodes(s)
+    heads, kept = heads_until_k(counting, hits, k=5, scope=None, tags=())  # type: ignore[arg-type]
+    nodes = kept_nodes(counting, kept, heads)  # type: ignore[arg-type]
+    assert nodes == s.get_many(h.node_id for h in kept)
+    on_heads = {h.node_id for h in kept if heads[h.chain_root].id == h.node_id}
+    assert on_heads and not on_heads & set(counting.asked)
+    assert set(counting.asked) == {h.node_id for h in kept} - on_heads

@@ -536,3 +536,27 @@ def test_a_tokens_query_clauses_are_kept_and_bounded(store: SQLiteStore, monkeyp
     words(store)._clauses = {}
     assert [found(store, *terms) for terms in asked] == first
     assert sorted(first[1]) == sorted(ids)
+
+
+def test_a_search_reads_limit_rows_first_and_twice_as_many_for_active_only(store: SQLiteStore) -> None:
+    """The index holds no forgotten note, so recall's search (not ``active_only``) reads the first
+    ``limit`` ranked rowids' rows; ``active_only`` (a superseded note fails it) reads ``2 * limit``."""
+    for i in range(40):
+        store.insert(NewNote(raw_text=f"ledger {i} on Postgres"))
+    words(store).flush()
+    read: list[int] = []
+
+    def trace(sql: str) -> None:
+        if "FROM nodes NOT INDEXED WHERE rowid IN" in sql:
+            read.append(sql.split("rowid IN (", 1)[1].split(")", 1)[0].count(",") + 1)
+
+    conn = store._conn()
+    conn.set_trace_callback(trace)
+    try:
+        assert len(store.search(["ledger"], namespace="default", limit=5)) == 5
+        assert read == [5]
+        read.clear()
+        assert len(store.search(["ledger"], namespace="default", limit=5, active_only=True)) == 5
+        assert read == [10]
+    finally:
+        conn.set_trace_callback(None)

@@ -133,16 +133,31 @@ def scope_match(head_scope: str | None, wanted: str | None) -> str | None:
 
 
 def matched_fields(node: MemoryNode, terms: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Which fields of ``node`` contain which query terms (prefix match approximates stemming)."""
+    """Which fields of ``node`` contain which query terms (prefix match approximates stemming).
+
+    A field is split into words only when one of the terms' first five letters (a shorter term:
+    the term) is in its lowercased text, since every word ``words`` gives is part of that text; the
+    words' prefixes only when a term is not one of the words."""
     fields: list[str] = []
     found: list[str] = []
     for name in MATCH_FIELDS:
         value = " ".join(node.tags) if name == "tags" else getattr(node, name)
         if not value:
             continue
+        low = value.lower()
+        if not any(t[:5] in low for t in terms):
+            continue
         vocab = set(words(value))
-        stems = {w[:5] for w in vocab if len(w) >= 5}
-        hit = [t for t in terms if t in vocab or (len(t) >= 5 and t[:5] in stems)]
+        stems: set[str] | None = None
+        hit: list[str] = []
+        for t in terms:
+            if t in vocab:
+                hit.append(t)
+            elif len(t) >= 5:
+                if stems is None:
+                    stems = {w[:5] for w in vocab if len(w) >= 5}
+                if t[:5] in stems:
+                    hit.append(t)
         if hit:
             fields.append(name)
             found.extend(t for t in hit if t not in found)

@@ -544,10 +544,14 @@ class TantivyWords:
         self, conn: sqlite3.Connection, ranked: list[tuple[float, int]], namespace: str, limit: int, active_only: bool
     ) -> list[SearchHit]:
         """The first ``limit`` ranked rowids' nodes that pass the namespace and status, in rank order,
-        read ``2 * limit`` rowids and then twice as many at a time until ``limit`` pass."""
+        read ``limit`` rowids (``2 * limit`` for ``active_only``) and then twice as many at a time until
+        ``limit`` pass. The index holds no forgotten or purged note, and leaves the namespace to this
+        filter only where it holds nearly every note, so the first ``limit`` nearly always pass; a
+        superseded note fails ``active_only`` (about a third of the bench's notes), hence its margin.
+        Reading ``2 * limit`` rows for recall's 50 hits was ~15 % of a recall at 1M notes."""
         status = "status = 'active'" if active_only else "status != 'forgotten'"
         hits: list[SearchHit] = []
-        start, size = 0, 2 * limit
+        start, size = 0, 2 * limit if active_only else limit
         while start < len(ranked) and len(hits) < limit:
             part = ranked[start : start + size]
             keep: dict[int, tuple[str, str]] = {}
