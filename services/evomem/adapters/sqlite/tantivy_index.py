@@ -129,9 +129,8 @@ class TantivyWords:
     def __init__(
         self, db: Connections, *, commit_after_s: float | None = None, stop: threading.Event | None = None
     ) -> None:
-        """Open (or build) the index and catch it up with the log. ``stop``: a build in a background
-        thread (``words.BuildingWords``) checks it every ``BATCH`` notes and gives up with
-        ``BuildStopped``, its writer released and nothing committed (the next open builds again)."""
+        """Open (or build) the index and catch it up with the log; ``stop`` set (``words.BuildingWords``
+        closes) ends a build with ``BuildStopped`` every ``BATCH`` notes, nothing committed."""
         self._db = db
         self.folder = index_folder(db)
         self._schema = build_schema()
@@ -159,8 +158,7 @@ class TantivyWords:
             watermark = self._open(conn)
             self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
         except BaseException:
-            if hasattr(self, "_writer"):
-                self._writer.rollback()
+            if hasattr(self, "_writer"):  # dropped uncommitted: what it was given is discarded
                 self._writer.wait_merging_threads()  # releases the writer's lock
                 del self._writer
             if self._held is not None:
