@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from bench import datagen
-from bench.speed import QUERIES, new_notes, vectors_available
+from bench.speed import QUERIES, new_notes, vectors_available, words_built
 from bench.stats import pct
 
 
@@ -30,6 +30,7 @@ def profile(base: Path, vectors: str, remembers: int, out: Path) -> dict[str, fl
     db = base.with_name(f"{base.stem}-profile-{vectors}.db")
     shutil.copyfile(base, db)
     try:
+        words_built(db)
         service = build_embedded(Settings(db=str(db), vectors=vectors))
         service.recall(QUERIES[0], k=5)  # loads the model: start-up, not a call's cost
         service.remember("We picked Postgres for the warm-up ledger database")  # builds the linker

@@ -38,7 +38,7 @@ from evomem.adapters.sqlite.codec import (
 )
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
-from evomem.adapters.sqlite.words import Fts5Words, WordIndex, open_words
+from evomem.adapters.sqlite.words import BuildingWords, Fts5Words, WordIndex, open_words
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.browse import (
@@ -95,7 +95,7 @@ class SQLiteStore:
             # words.py: fts5, tantivy beside the file, or auto (tantivy from ``tantivy_from`` notes)
             self._words = open_words(word_index, self._db, tantivy_from=tantivy_from)
             with self._write() as conn:  # the FTS5 search's term bounds: kept (rebuilt if stale) or suspended
-                term_bounds.ensure(conn, keep=self._words.name == "fts5")
+                term_bounds.ensure(conn, keep=self._words.fts5_bounds)
         except BaseException:
             self._words.close()
             self._db.close()
@@ -132,6 +132,13 @@ class SQLiteStore:
     def word_index(self) -> str:
         """Which word index answers ``search``: ``fts5`` or ``tantivy`` (``words.py``)."""
         return self._words.name
+
+    def wait_for_word_index(self, timeout: float | None = None) -> bool:
+        """Wait until ``auto``'s background build of the Tantivy index (``words.BuildingWords``) has
+        ended, swapped or not (benchmarks time the index a running server answers with). False if
+        ``timeout`` passed first; True at once when nothing is being built."""
+        words = self._words
+        return words.done.wait(timeout) if isinstance(words, BuildingWords) else True
 
     def schema_version(self) -> int:
         return schema.schema_version(self._conn())

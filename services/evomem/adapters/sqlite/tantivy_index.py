@@ -40,19 +40,26 @@ from __future__ import annotations
 import logging
 import math
 import os
-import shutil
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 import tantivy
 
 from evomem.adapters.sqlite.conn import in_chunks
 from evomem.adapters.sqlite.search import FTS_COLUMNS
+from evomem.adapters.sqlite.tantivy_folder import (
+    FORMAT,
+    META,
+    BuildStopped,
+    IndexBusy,
+    clear_folder,
+    lock_folder,
+    read_meta,
+)
 from evomem.adapters.sqlite.tantivy_tail import WEIGHTS, Pending, Progress, score_tail
-from evomem.adapters.sqlite.words_log import LOG_SQL, log_covers, log_position, read_log
+from evomem.adapters.sqlite.words_log import LOG_SQL, index_folder, log_covers, log_position, read_log
 from evomem.domain.model import SearchHit
 
 if TYPE_CHECKING:
@@ -62,8 +69,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The index's layout (schema and analyser): an index of another format is rebuilt.
-FORMAT = 1
 ANALYZER = "evomem_words"
 #: The committer commits the tail when it holds this many nodes, or its oldest is this old.
 COMMIT_EVERY = 512
@@ -87,21 +92,8 @@ REWRITE_BATCH = 20_000
 BATCH = 2000
 #: A query's clauses are kept for this many tokens (``_clauses_of``).
 CLAUSES_KEPT = 4096
-META = 1  # the ``meta`` term of the one meta document
 
 NODE_FIELDS = "rowid, namespace, status, purged_at, " + ", ".join(FTS_COLUMNS)
-
-
-class IndexBusy(RuntimeError):
-    """Another process holds the index's writer."""
-
-
-def index_folder(db: Connections) -> str | None:
-    """``<db>.words`` beside the store's file; None for a store in RAM."""
-    if db.memory:
-        return None
-    path = unquote(urlparse(db.path).path) if db.uri else db.path
-    return path + ".words"
 
 
 def analyzer() -> Any:
@@ -132,8 +124,13 @@ class TantivyWords:
     (``IndexBusy`` in a second process)."""
 
     name = "tantivy"
+    fts5_bounds = False
 
-    def __init__(self, db: Connections, *, commit_after_s: float | None = None) -> None:
+    def __init__(
+        self, db: Connections, *, commit_after_s: float | None = None, stop: threading.Event | None = None
+    ) -> None:
+        """Open (or build) the index and catch it up with the log; ``stop`` set (``words.BuildingWords``
+        closes) ends a build with ``BuildStopped`` every ``BATCH`` notes, nothing committed."""
         self._db = db
         self.folder = index_folder(db)
         self._schema = build_schema()
@@ -150,12 +147,23 @@ class TantivyWords:
         self._commit_after_s = COMMIT_AFTER_S if commit_after_s is None else commit_after_s
         self._avg_n = 0  # the average field lengths the tail is scored with (``_count_lengths``)
         self._avg = dict.fromkeys(FTS_COLUMNS, 1.0)
+        self._stop_build = stop
         conn = db.get()
-        with db.write() as w:
-            for sql in LOG_SQL:
-                w.execute(sql)
-        watermark = self._open(conn)
-        self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
+        # the folder made and held before the log: an FTS5 open drops a log with no folder beside it
+        self._held = lock_folder(self.folder) if self.folder is not None else None
+        try:
+            with db.write() as w:
+                for sql in LOG_SQL:
+                    w.execute(sql)
+            watermark = self._open(conn)
+            self._committed = self._tail_seq = self._catch_up_at_open(conn, watermark)
+        except BaseException:
+            if hasattr(self, "_writer"):  # dropped uncommitted: what it was given is discarded
+                self._writer.wait_merging_threads()  # releases the writer's lock
+                del self._writer
+            if self._held is not None:
+                self._held.close()
+            raise
         self._average_lengths(conn)
         self._prune()
         self._stop = threading.Event()
@@ -170,9 +178,10 @@ class TantivyWords:
         if self.folder is None:
             return self._rebuild(conn)
         if os.path.isdir(self.folder) and tantivy.Index.exists(self.folder):
-            reason = ""
+            reason, opened = "", False
             try:
                 index = tantivy.Index.open(self.folder)
+                opened = True
                 index.register_tokenizer(ANALYZER, self._analyzer)
                 meta = read_meta(index)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -188,7 +197,7 @@ class TantivyWords:
                     return watermark
             elif not reason:
                 reason = "no watermark"
-            if meta is not None:  # readable: another process may be using it (IndexBusy), not ours to wipe
+            if opened:  # another process may be using it, or building it (IndexBusy): not ours to wipe
                 take_writer(index, self.folder).wait_merging_threads()
             log.warning("word index %s: %s; rebuilding it from the store", self.folder, reason)
         return self._rebuild(conn)
@@ -198,8 +207,7 @@ class TantivyWords:
         if self.folder is None:
             self._index = tantivy.Index(self._schema)
         else:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            os.makedirs(self.folder, exist_ok=True)
+            clear_folder(self.folder)  # the folder stays: an FTS5 open keeps the log while it is there
             self._index = tantivy.Index(self._schema, path=self.folder)
         self._index.register_tokenizer(ANALYZER, self._analyzer)
         self._writer = take_writer(self._index, self.folder)
@@ -208,7 +216,9 @@ class TantivyWords:
             seq = log_position(conn)
             total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
             bar = Progress(total, "word index: building") if total >= PROGRESS_FROM else None
-            for row in conn.execute(f"SELECT {NODE_FIELDS} FROM nodes"):
+            for n, row in enumerate(conn.execute(f"SELECT {NODE_FIELDS} FROM nodes")):
+                if n % BATCH == 0:
+                    self._check_stop()
                 doc = self._pending(0, row, scored=False).doc
                 if doc is not None:
                     self._writer.add_document(doc)
@@ -234,12 +244,17 @@ class TantivyWords:
         bar = Progress(end - start, "word index: catching up") if end - start >= PROGRESS_FROM else None
         seq = start
         while seq < end:
+            self._check_stop()
             entries = read_log(conn, seq, min(end, seq + BATCH))
             for rowid, pending in self._read_pending(conn, entries, scored=False).items():
                 self._apply(rowid, pending)
             seq = min(end, seq + BATCH)
             if bar is not None:
                 bar.step(len(entries))
+
+    def _check_stop(self) -> None:
+        if self._stop_build is not None and self._stop_build.is_set():
+            raise BuildStopped(f"word index {self.folder or 'in memory'}: build stopped")
 
     # ------------------------------------------------------------------ writes
 
@@ -440,6 +455,8 @@ class TantivyWords:
             with self._writer_lock:
                 self._writer.wait_merging_threads()  # releases the writer's lock
                 del self._writer
+            if self._held is not None:
+                self._held.close()  # and the folder's
 
     # ------------------------------------------------------------------ search
 
@@ -571,17 +588,6 @@ def every_doc(searcher: Any) -> list[Any]:
 def rowids_of(searcher: Any, addrs: list[Any]) -> set[int]:
     """The node rowids of the documents at ``addrs`` (the meta document has none)."""
     return {r for r in searcher.fast_field_values("rowid", addrs) if r is not None} if addrs else set()
-
-
-def read_meta(index: Any) -> tuple[int, int] | None:
-    """(watermark, format) of the index's last commit; None without a meta document."""
-    index.reload()
-    searcher = index.searcher()
-    hits = searcher.search(tantivy.Query.term_query(index.schema, "meta", META), 1).hits
-    if not hits:
-        return None
-    doc = searcher.doc(hits[0][1])
-    return int(doc["watermark"][0]), int(doc["format"][0])
 
 
 def take_writer(index: Any, folder: str | None) -> Any:

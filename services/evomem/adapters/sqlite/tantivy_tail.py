@@ -10,6 +10,7 @@ progress bar.
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from collections import Counter
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evomem.adapters.sqlite.search import FTS_COLUMNS, FTS_WEIGHTS
+
+log = logging.getLogger(__name__)
 
 WEIGHTS = dict(zip(FTS_COLUMNS, FTS_WEIGHTS, strict=True))
 #: Tantivy's BM25 constants.
@@ -82,7 +85,8 @@ def score_tail(
 
 
 class Progress:
-    """A progress bar on stderr (a line every tenth when stderr is not a terminal)."""
+    """A progress bar on stderr when it is a terminal; a log line (info) every tenth otherwise, so a
+    build in the background (``words.BuildingWords``) shows in the server's log."""
 
     def __init__(self, total: int, what: str) -> None:
         self.total, self.what, self.done, self.shown = max(total, 1), what, 0, -1
@@ -94,6 +98,9 @@ class Progress:
         if share == self.shown or (not self.tty and share % 10):
             return
         self.shown = share
+        if not self.tty:
+            log.info("%s %d%% (%s/%s)", self.what, share, f"{self.done:,}", f"{self.total:,}")
+            return
         bar = "#" * (share // 4) + "." * (25 - share // 4)
         end = "\r" if self.tty and share < 100 else "\n"
         sys.stderr.write(f"{self.what} [{bar}] {share:3d}% ({self.done:,}/{self.total:,}){end}")
