@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_document import as_read, deciding, read_as_decided
+from evomem.domain.premise_document import as_read, decided_elsewhere, deciding, read_as_decided
 from evomem.domain.premise_lexical import lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
@@ -90,13 +90,16 @@ def judge(
     (``read_as_decided``): its title and its decision section, as is a statement that is one; when
     that part tells nothing (``unknown``), by its whole text."""
     part = deciding(statement)  # a document as a statement: what it decides
-    decided = read_as_decided(chains, topic_words(part or statement))
+    topic = topic_words(part or statement)
+    decided = read_as_decided(chains, topic)
     if part is None and all(
         n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q))
     ):
         return _judge_scoped(statement, scope, chains)
     out = _judge_scoped(part or statement, scope, decided)
-    if out.verdict is Verdict.UNKNOWN:
+    if out.verdict is Verdict.UNKNOWN or decided_elsewhere(
+        out, chains, topic, _words(out.option or complement(statement) or "")
+    ):
         return _judge_scoped(statement, scope, chains)
     return as_read(out, chains)
 

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from evomem.domain.model import MemoryNode
-from evomem.domain.premise_types import Judgement
+from evomem.domain.premise_types import Judgement, Verdict
 from evomem.domain.premise_words import meets, words_of
-from evomem.domain.subject import LONG_NOTE_CHARS
+from evomem.domain.subject import LONG_NOTE_CHARS, identifier
 
 #: The headings of the section that says what was decided, best first.
 DECIDING = ("decision", "decision outcome", "resolution", "outcome", "policy", "motion")
@@ -100,3 +100,28 @@ def as_read(out: Judgement, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNo
     for r in out.readings:
         r.head, r.named, r.successor = stored(r.head) or r.head, stored(r.named), stored(r.successor)
     return out
+
+
+def decided_elsewhere(
+    out: Judgement,
+    chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]],
+    topic: set[str] | frozenset[str],
+    option: set[str] | frozenset[str],
+) -> bool:
+    """Whether a judgement against the statement rests only on documents in force whose deciding part
+    names neither the statement's option (``option``: its words) nor a word of its topic (``topic``, less
+    the option's words): they decided another part of what the record they replaced covered ("a new
+    metrics backend" says nothing of "the dashboard tool", Grafana). Their whole text is read instead."""
+    topic = set(topic) - set(option)
+    if out.verdict not in (Verdict.SUPERSEDED, Verdict.CONTRADICTED) or not topic or not out.readings:
+        return False
+    stored = {h.id: h for h, _ in chains}
+    for r in out.readings:
+        whole = stored.get(r.head.id)
+        if whole is None or whole.raw_text == r.head.raw_text:
+            return False
+        label = identifier(r.head.raw_text)  # "OBS-12": its series, no word of what it decides
+        held = words_of(r.head.raw_text) - words_of(label or "")
+        if meets(topic, held) or (option and set(option) <= held):
+            return False
+    return True
