@@ -15,7 +15,8 @@ from evomem.domain.premise_document import deciding
 CONTEXT = (
     "The team is small and already runs several stateful systems on its own virtual machines. Any choice "
     "here has to be patched, monitored and upgraded by the same four people, and the on-call rota is already "
-    "stretched across two time zones, which makes every new pager alert expensive for everyone. We looked at the incidents of the last year, at the cost of the current "
+    "stretched across two time zones, which makes every new pager alert expensive for everyone. We looked "
+    "at the incidents of the last year, at the cost of the current "
     "set-up, and at what the other product teams in the company run, so that knowledge can be shared."
 )
 
@@ -108,3 +109,32 @@ def test_a_record_that_decides_another_part_leaves_this_one(tmp_path: Path, wiri
         service.remember(STORAGE, supersedes=first)
         assert service.check("The obs metrics store uses Prometheus.").verdict == "superseded"
         assert service.check("The obs dashboard tool uses Grafana.").verdict not in ("superseded", "contradicted")
+
+
+NATS = adr(
+    "ADR-11: Use NATS JetStream for order events",
+    "RabbitMQ keeps no history and quorum queues use more memory than we sized for.",
+    "We will use NATS JetStream for order events, with streams kept for 14 days.",
+    "Consumers can be rewound.",
+).replace("Status: Accepted", "Status: Rejected")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_rejected_record_is_not_read_by_its_decision(tmp_path: Path, wiring: str) -> None:
+    """Its decision section says "We will use NATS JetStream", its status that it was rejected: it decides
+    nothing, read by its decision or whole."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember(RABBIT)
+        service.remember(NATS)
+        assert service.check("The platform message broker uses NATS JetStream.").verdict != "in_force"
+        assert service.check("The platform message broker uses RabbitMQ.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_record_whose_status_says_superseded_no_longer_decides(tmp_path: Path, wiring: str) -> None:
+    """No note was linked as its replacement, but its own status line says another replaced it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember(RABBIT.replace("Status: Accepted", "Status: Superseded by ADR-14"))
+        assert service.check("The platform message broker uses RabbitMQ.").verdict != "in_force"
+        service.remember(RABBIT.replace("ADR-7", "ADR-8"))  # the same record, in force
+        assert service.check("The platform message broker uses RabbitMQ.").verdict == "in_force"

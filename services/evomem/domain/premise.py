@@ -93,7 +93,7 @@ def judge(
     topic = topic_words(part or statement)
     decided = read_as_decided(chains, topic)
     if part is None and all(
-        n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q))
+        n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q), strict=True)
     ):
         return _judge_scoped(statement, scope, chains)
     out = _judge_scoped(part or statement, scope, decided)

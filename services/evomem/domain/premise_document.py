@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, fields
 
 from evomem.domain.model import MemoryNode
 from evomem.domain.premise_types import Judgement, Verdict
@@ -22,6 +22,19 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+)?([A-Za-z][A-Za
 _INLINE = re.compile(r"^\s*(?:#{1,6}\s*)?([A-Za-z][A-Za-z ]{1,30}?)\s*:\s+(\S.*)$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 SECTION_CHARS = 500  # what is read of the deciding section: its opening sentences
+
+
+@dataclass(slots=True)
+class Decided(MemoryNode):
+    """A long document read as the part that decides (``deciding``): its ``raw_text`` that part, the
+    whole text kept (``whole``) for what reads a document as such (its status, its length)."""
+
+    whole: str = ""
+
+
+def whole_text(node: MemoryNode) -> str:
+    """A note's whole text: a document's, where it is read as its deciding part (``Decided``)."""
+    return node.whole if isinstance(node, Decided) else node.raw_text
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
@@ -77,6 +90,26 @@ def deciding(text: str, topic: set[str] | frozenset[str] = frozenset()) -> str |
     return f"{title}.\n{part}" if part else None
 
 
+_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
+_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
+#: A status that says the document no longer decides: another replaced it, or it was retired.
+_NO_LONGER = frozenset({"superseded", "replaced", "deprecated", "obsolete", "obsoleted", "retired", "rescinded"})
+_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
+
+
+def is_undecided(node: MemoryNode) -> bool:
+    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
+    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
+    it decides nothing."""
+    text = whole_text(node)
+    if len(text) <= LONG_NOTE_CHARS:
+        return False
+    status = _STATUS.search(text[:600])
+    if status is not None:
+        return status.group(1).lower() in _UNDECIDED | _NO_LONGER
+    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
+
+
 def read_as_decided(
     chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], topic: set[str] | frozenset[str] = frozenset()
 ) -> list[tuple[MemoryNode, list[MemoryNode]]]:
@@ -85,7 +118,10 @@ def read_as_decided(
 
     def read(node: MemoryNode) -> MemoryNode:
         part = deciding(node.raw_text, topic)
-        return node if part is None else replace(node, raw_text=part)
+        if part is None or is_undecided(node):  # it decides nothing: read whole, as a document is
+            return node
+        kept = {f.name: getattr(node, f.name) for f in fields(MemoryNode)}
+        return Decided(**{**kept, "raw_text": part}, whole=node.raw_text)
 
     return [(read(h), [read(n) for n in past]) for h, past in chains]
 
