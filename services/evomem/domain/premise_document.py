@@ -1,7 +1,8 @@
 """The part of a long document that decides (``evomem.domain.premise``): a decision record, an RFC or a
 policy holds almost any word somewhere (its context, the options it weighed, the record it replaces), so
 the premise check reads it by its title and the section that says what was decided ("## Decision",
-"Resolution", "Decision outcome"), not by its whole text (``deciding``)."""
+"Resolution", "Decision outcome"), not by its whole text (``deciding``); and a document that decides
+nothing by its own status line: rejected, only proposed, or superseded (``is_undecided``)."""
 
 from __future__ import annotations
 
