@@ -59,6 +59,14 @@ def test_the_deciding_part_of_a_document() -> None:
     # no decision section: the one whose heading holds the statement's topic, else none
     assert "two days per week" in (deciding(policy, {"remote", "work", "day"}) or "")
     assert deciding(policy) is None
+    pep = (
+        "PRP 411 -- Feature release schedule\n\nPRP: 411\nStatus: Active\nResolution: 2016-02-10\n\nAbstract\n"
+        "This PRP sets the schedule of feature releases.\n\nMotivation\n" + CONTEXT + "\n\nSpecification\n"
+        "1. A new feature release is made every 18 months.\n\nRationale\n" + CONTEXT + "\n\nCopyright\n" + CONTEXT
+    )
+    assert len(pep) > 1200
+    # a header field is no section ("Resolution: 2016-02-10"); a proposal's specification says what it decides
+    assert "every 18 months" in (deciding(pep) or "")
 
 
 @pytest.mark.parametrize("wiring", WIRINGS)

@@ -16,7 +16,7 @@ from evomem.domain.premise_words import meets, words_of
 from evomem.domain.subject import LONG_NOTE_CHARS, identifier
 
 #: The headings of the section that says what was decided, best first.
-DECIDING = ("decision", "decision outcome", "resolution", "outcome", "policy", "motion")
+DECIDING = ("decision", "decision outcome", "resolution", "outcome", "policy", "motion", "specification")
 #: The headings of a summary, read when no section decides or is about the statement's topic.
 SUMMARY = ("summary", "abstract")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+)?([A-Za-z][A-Za-z /&-]{1,40}?)\s*:?\s*$")
@@ -47,11 +47,16 @@ def _sections(text: str) -> list[tuple[str, str]]:
         heading = _HEADING.match(line) if line.strip() else None
         if heading is not None and (line.lstrip().startswith("#") or line.rstrip().endswith(":") or len(line) < 45):
             out.append((heading.group(1).strip().lower(), []))
-        elif inline is not None and inline.group(1).strip().lower() in DECIDING:
+        elif inline is not None and inline.group(1).strip().lower() in DECIDING and _says(inline.group(2)):
             out.append((inline.group(1).strip().lower(), [inline.group(2)]))
         elif out:
             out[-1][1].append(line)
     return [(h, "\n".join(body).strip()) for h, body in out]
+
+
+def _says(text: str) -> bool:
+    """Whether a label's text says something: words, not a header field's value ("Resolution: 2016-02-10")."""
+    return len(re.findall(r"[^\W\d_]{2,}", text)) >= 3
 
 
 def _opening(body: str) -> str:
