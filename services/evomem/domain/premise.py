@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_document import as_read, decided_elsewhere, deciding, read_as_decided
 from evomem.domain.premise_lexical import lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
@@ -33,6 +34,7 @@ from evomem.domain.premise_words import (
     named_words,
     other_versions,
     own_version,
+    topic_words,
 )
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import words_of as _words
@@ -82,7 +84,29 @@ def judge(
     the statement's, a chain whose versions together hold half of it, one of which chose the
     option the head left, says ``superseded`` (``_by_chain``), unless the words read otherwise.
     A scope's own decision that a later one of the default scope covers (``overridden``) was
-    replaced by it."""
+    replaced by it.
+
+    A long document (a decision record, an RFC, a policy) is read first by the part that decides
+    (``read_as_decided``): its title and its decision section, as is a statement that is one; when
+    that part tells nothing (``unknown``), by its whole text."""
+    part = deciding(statement)  # a document as a statement: what it decides
+    topic = topic_words(part or statement)
+    decided = read_as_decided(chains, topic)
+    if part is None and all(
+        n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q), strict=True)
+    ):
+        return _judge_scoped(statement, scope, chains)
+    out = _judge_scoped(part or statement, scope, decided)
+    if out.verdict is Verdict.UNKNOWN or decided_elsewhere(
+        out, chains, topic, _words(out.option or complement(statement) or "")
+    ):
+        return _judge_scoped(statement, scope, chains)
+    return as_read(out, chains)
+
+
+def _judge_scoped(
+    statement: str, scope: str | None, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]]
+) -> Judgement:
     said = _words(statement)
     elsewhere = [h for h, past in chains if not answers_for(h, past, scope, said) and h.status == Status.ACTIVE]
     chains = [(h, list(past)) for h, past in chains if answers_for(h, past, scope, said)]

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_scope import in_scope, is_undecided, names_scope
+from evomem.domain.premise_document import is_undecided, whole_text
+from evomem.domain.premise_scope import in_scope, names_scope
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import holds as _holds
@@ -217,7 +218,7 @@ def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] |
 
 def _long(reading: Reading) -> bool:
     """Whether a reading rests on a document (its version in force, or the one that named the option)."""
-    return any(n is not None and len(n.raw_text) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
+    return any(n is not None and len(whole_text(n)) > LONG_NOTE_CHARS for n in (reading.head, reading.named))
 
 
 def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: list[set[str]]) -> Reading | None:

@@ -1,7 +1,7 @@
 """Which decisions answer a premise for a scope (``evomem.domain.premise``): a scope's own and the
 default scope's; a later decision of the default scope that says it covers the scope too ("all depots,
 including the UK, move to ..."), which replaced the scope's own decisions there; the scope a statement
-names (``names_scope``); and a document that decides nothing, rejected or only proposed (``is_undecided``)."""
+names (``names_scope``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_document import whole_text
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default, normalise
@@ -59,7 +60,7 @@ def overridden(
     ..."): the chains left when the scope's own chains older than it are left out, and it."""
     if scope is None:
         return chains, None
-    wide = [h for h, _ in chains if is_default(h.scope) and h.status == Status.ACTIVE and covers(h.raw_text, scope)]
+    wide = [h for h, _ in chains if is_default(h.scope) and h.status == Status.ACTIVE and covers(whole_text(h), scope)]
     if not wide:
         return chains, None
     newest = max(wide, key=lambda h: h.created_at)
@@ -84,21 +85,3 @@ def covers(text: str, scope: str) -> bool:
         if _INCLUDING.search(clause) and not _EXCLUDING.search(clause) and _meets(wanted, _words(clause)):
             return True
     return False
-
-
-_STATUS = re.compile(r"^\s*status\b[^:=\n]{0,20}[:=-]\s*(\w+)", re.I | re.M)
-_UNDECIDED = frozenset({"rejected", "proposed", "draft", "withdrawn", "declined", "introduced"})
-_PROPOSAL = re.compile(r"\b(?:proposal|draft)\b", re.I)
-
-
-def is_undecided(node: MemoryNode) -> bool:
-    """A document whose header says it was rejected or only proposed ("Status: Rejected", "status:
-    proposed"; a title "Proposal to relicense ..." or "(draft for consultation)" with no status):
-    it decides nothing."""
-    text = node.raw_text
-    if len(text) <= LONG_NOTE_CHARS:
-        return False
-    status = _STATUS.search(text[:600])
-    if status is not None:
-        return status.group(1).lower() in _UNDECIDED
-    return bool(_PROPOSAL.search(text.split("\n", 1)[0]))
