@@ -240,3 +240,12 @@ def test_evomem_admin_opens_sqlite_on_fts5_whatever_its_size(tmp_path: Path, mon
     served = stores.open_store(Settings(db=str(tmp_path / "admin.db")), "")
     served.close()
     assert asked == ["fts5", "auto"]  # the server's own open keeps the default
+
+
+def test_the_stores_default_threshold_is_the_settings_default() -> None:
+    """The adapter keeps its own default (an adapter imports no settings: tests/test_layers.py);
+    it must be the one ``EVOMEM_TANTIVY_FROM`` documents."""
+    from evomem.adapters.sqlite import words
+    from evomem.settings import TANTIVY_FROM, Settings
+
+    assert words.TANTIVY_FROM == TANTIVY_FROM == Settings.from_env({}).store.tantivy_from

@@ -38,7 +38,7 @@ from evomem.adapters.sqlite.codec import (
 )
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections, in_chunks
 from evomem.adapters.sqlite.purge import PurgeFinisher, erase_note
-from evomem.adapters.sqlite.words import BuildingWords, Fts5Words, WordIndex, open_words
+from evomem.adapters.sqlite.words import TANTIVY_FROM, BuildingWords, Fts5Words, WordIndex, open_words
 from evomem.domain.archive import Record
 from evomem.domain.audit import AuditEntry, AuditQuery
 from evomem.domain.browse import (
@@ -65,7 +65,6 @@ from evomem.domain.model import (
     write_ms,
 )
 from evomem.domain.recall import Successor
-from evomem.settings import TANTIVY_FROM
 
 if TYPE_CHECKING:
     import sqlite3

@@ -43,7 +43,6 @@ from evomem.adapters.sqlite import search as fulltext
 from evomem.adapters.sqlite import term_bounds
 from evomem.adapters.sqlite.words_log import drop_log, has_log, index_folder, trim_log
 from evomem.domain.model import SearchHit
-from evomem.settings import TANTIVY_FROM
 
 if TYPE_CHECKING:
     import sqlite3
@@ -53,6 +52,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORD_INDEXES = ("auto", "fts5", "tantivy")
+#: ``auto`` takes Tantivy from this many notes at open: the store's own default; the composition root
+#: passes ``settings.store.tantivy_from`` (``EVOMEM_TANTIVY_FROM``, the same default: a test keeps them equal).
+TANTIVY_FROM = 10_000
 #: An FTS5 store that keeps a log trims it every this many writes (``Fts5Words``).
 TRIM_EVERY = 10_000
 
