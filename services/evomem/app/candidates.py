@@ -49,6 +49,7 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
     """Active decisions of the namespace with a compatible scope, best first, with the cosine of
     the note with each one the vector half found and their earlier versions."""
     limit, vector_limit = query.limit, query.vector_limit
+    nodes: dict[str, MemoryNode] = {}
     hits, near, problem = search_both(
         store,
         vectors if vector_limit > 0 else None,
@@ -60,8 +61,9 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
         vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
         active_only=True,
         prune=CANDIDATE_PRUNE,
+        meanwhile=lambda bm25: nodes.update(store.link_sketches([h.node_id for h in bm25])),
     )
-    nodes = store.link_sketches([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
+    nodes.update(store.link_sketches([i for i, _ in near[:vector_limit] if i not in nodes]))
     if near:
         vhits = [
             SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
