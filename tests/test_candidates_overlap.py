@@ -8,10 +8,11 @@ import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from memory_store import MemoryStore
+
 from evomem.app.candidates import find_candidates
 from evomem.domain.model import MemoryNode, NewNote
 from evomem.domain.remember import ContextQuery
-from tests.memory_store import MemoryStore
 
 WAIT_S = 2.0
 
