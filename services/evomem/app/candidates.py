@@ -5,8 +5,7 @@
 BM25 looks for the note's decision part (``query.search_terms``; exact, ``CANDIDATE_PRUNE``); with
 vectors, the note's nearest active notes by meaning are fused in by rank (a paraphrase shares few
 words), and every candidate's cosine with the note comes with them: the neighbours' from the search,
-the others' from their stored vectors (so the linker embeds no candidate text again). The BM25
-candidates are read while the vector half (embedding the note, ~9 ms of CPU) still runs. Candidates whose
+the others' from their stored vectors (so the linker embeds no candidate text again). Candidates whose
 scope rules them out are dropped, but a scope inferred from a text (the note's, or a candidate's)
 is a guess and rules nothing out (``scope.may_list``): the linker may list such a candidate for the
 agent to confirm, never link it. Each candidate's earlier versions are read too, so a linker that
@@ -50,7 +49,6 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
     """Active decisions of the namespace with a compatible scope, best first, with the cosine of
     the note with each one the vector half found and their earlier versions."""
     limit, vector_limit = query.limit, query.vector_limit
-    nodes: dict[str, MemoryNode] = {}
     hits, near, problem = search_both(
         store,
         vectors if vector_limit > 0 else None,
@@ -62,11 +60,8 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
         vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
         active_only=True,
         prune=CANDIDATE_PRUNE,
-        meanwhile=lambda bm25: nodes.update(store.link_sketches([h.node_id for h in bm25])),
     )
-    unread = [i for i, _ in near[:vector_limit] if i not in nodes]
-    if unread:
-        nodes.update(store.link_sketches(unread))
+    nodes = store.link_sketches([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
     if near:
         vhits = [
             SearchHit(i, nodes[i].chain_root, sim, via=("vector",))

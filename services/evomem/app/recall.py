@@ -100,24 +100,16 @@ def search_both(
     *,
     active_only: bool = False,
     prune: float = 1.0,
-    meanwhile: Callable[[list[SearchHit]], object] | None = None,
 ) -> tuple[list[SearchHit], list[tuple[str, float]], str | None]:
     """BM25 hits and the nearest notes by meaning, the two searched at the same time: the
     vector half (embedding the text, scanning the index) runs on a pool thread while BM25
     runs here. Both spend their time in C (SQLite, onnxruntime) without the GIL, so hybrid
-    recall costs about the slower of the two rather than their sum. ``prune``: ``Store.search``'s.
-    ``meanwhile``: called here with the BM25 hits before waiting for the vector half (the
-    embedding takes longer than BM25: what the caller reads of the hits costs no time then)."""
+    recall costs about the slower of the two rather than their sum. ``prune``: ``Store.search``'s."""
     if vectors is None or vector_limit < 1:
-        hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
-        if meanwhile is not None:
-            meanwhile(hits)
-        return hits, [], None
+        return store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune), [], None
     future = pool().submit(nearest, vectors, text, namespace, vector_limit)
     try:
         hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
-        if meanwhile is not None:
-            meanwhile(hits)
     finally:
         near, problem = future.result()  # never raises: nearest turns a failure into no neighbours
     return hits, near, problem
