@@ -492,10 +492,14 @@ class VectorIndex:
     def _rank(self, unit: np.ndarray, rows: Sequence[tuple[str, bytes]], k: int) -> list[tuple[str, float]]:
         if not rows:
             return []
+        import numpy as np
+
         mat = decode_items([r[1] for r in rows], self.rescore, self.dim)
         dist = 1.0 - mat @ unit
-        order = sorted(range(len(rows)), key=lambda i: (float(dist[i]), rows[i][0]))[:k]
-        return [(rows[i][0], max(0.0, float(dist[i]))) for i in order]
+        ids = [r[0] for r in rows]
+        # By distance, then id: the order ``sorted`` by (float(dist), id) gives, without a Python key per row.
+        order = np.lexsort((np.array(ids), dist))[:k].tolist()
+        return [(ids[i], max(0.0, float(dist[i]))) for i in order]
 
     def stats(self) -> dict[str, Any]:
         conn = self._conn()
