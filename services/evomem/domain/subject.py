@@ -50,6 +50,7 @@ from evomem.domain.subject_names import (
     LOWER_TO,
     LOWER_WITH,
     Mention,
+    after_label,
     clause_of,
     clause_spans,
     find_names,
@@ -257,7 +258,8 @@ def analyse(
         if masked(blocked, s, e):
             continue
         word = text[s:e]
-        if sentence_initial(text, s) and " " not in word and word[1:].islower() and word.isalpha():
+        plain_word = " " not in word and word[1:].islower() and word.isalpha()
+        if plain_word and sentence_initial(text, s) and not after_label(text, s):  # "Payments: Stripe": sure
             unsure.add(s)
         mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.
