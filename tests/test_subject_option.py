@@ -63,3 +63,20 @@ def test_the_name_a_label_is_set_to_is_the_option(text: str, chosen: str) -> Non
 
 def test_a_name_after_a_label_that_is_reported_on_is_not_the_option() -> None:
     assert option("Incident: Redis cluster went down; we moved sessions to Memcached.") == "Memcached"
+
+
+def test_a_name_in_an_aside_is_not_the_option_when_one_outside_is_chosen() -> None:
+    assert option("billing pager this wk -> Jonas (Priya out sick)") == "Jonas"
+    assert option("Ceramics supplier: Delft Ceramics (Anouk), 60-day terms.") == "Delft Ceramics"
+    # alone, the aside's name is what there is
+    assert option("Supplier switched (Delft Ceramics now).") == "Delft Ceramics"
+
+
+def test_a_report_that_chooses_a_name_again_does_not_leave_it() -> None:
+    roles = {m.text: m.role for m in analyse("Pine & Petal fired, GreenCut rehired.").mentions}
+    assert roles == {"Pine": "prev", "Petal": "prev", "GreenCut": "chosen"}
+    # control: a report that is no choice still leaves its name
+    assert {m.text: m.role for m in analyse("Moved CI to Buildkite, Jenkins kept crashing.").mentions} == {
+        "Buildkite": "chosen",
+        "Jenkins": "prev",
+    }

@@ -82,12 +82,35 @@ _CHOICE_SLOT = re.compile(
 _CHOICE_SUBJECT = re.compile(r"^\s+(?:is|are)\s+(?:back|the|our|now)\b", re.I)
 
 
+# A report that chooses its name (again): "GreenCut rehired", "Linde renewed", "Ruel was appointed".
+_CHOSEN_AGAIN = re.compile(
+    r"^\s+(?:(?:was|were|is|are|has been|have been|got|gets)\s+)?(?:re-?(?:hired|signed|newed|instated|elected|"
+    r"appointed|engaged|booked|opened|enabled|activated|started)|picked|chosen|selected|adopted|approved|"
+    r"confirmed|hired|appointed|elected)\b",
+    re.I,
+)
+
+
+def in_aside(text: str, start: int) -> bool:
+    """Whether ``start`` lies inside an open parenthesis ("Ostrava Steelworks (Mr. Hrubý)")."""
+    paren = text.rfind("(", 0, start)
+    return paren >= 0 and ")" not in text[paren:start]
+
+
 def subject_names(text: str, mentions: list[Mention]) -> list[Mention]:
     """Of several chosen names, the ones in a choice slot are the option; the others name
-    what the decision is about ("The CEO of Apple is Tim Cook"), so they join the subject."""
+    what the decision is about ("The CEO of Apple is Tim Cook"), so they join the subject.
+    A name chosen inside an aside (a parenthesis) is not the option when one outside is chosen
+    ("Jonas (Priya out sick)", "Delft Ceramics (Anouk)"): it is ``other``."""
     chosen = [m for m in mentions if m.role == "chosen"]
     if len(chosen) < 2:
         return mentions
+    aside = {m.start for m in chosen if in_aside(text, m.start)}
+    if len(aside) < len(chosen):
+        mentions = [Mention(m.text, m.key, m.start, m.end, "other") if m.start in aside else m for m in mentions]
+        chosen = [m for m in chosen if m.start not in aside]
+        if len(chosen) < 2:
+            return mentions
     slotted = {
         m.start
         for m in chosen
@@ -457,6 +480,8 @@ def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], rea
     if paren >= 0 and ")" not in text[paren:start]:
         ci, clause_start = max(ci, 1), paren + 1
     lead = text[clause_start:start].split()
+    if _CHOSEN_AGAIN.match(after):
+        return "chosen"  # a report that chooses it: "Pine & Petal fired, GreenCut rehired"
     if ci > 0 and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "") and reported(text, end):
         return "prev"  # "...; X was overkill", "; the Snyk seats were $40k", "Marqeta and Galileo contracts end"
     nxt = _NEXT_WORD.match(after)
