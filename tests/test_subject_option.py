@@ -30,6 +30,11 @@ def test_a_title_and_its_period_join_the_name_that_follows() -> None:
 def test_a_number_is_not_cut_at_its_thousands_separator() -> None:
     assert option("The approval limit is USD 5,000 per request.") == "USD 5,000"
     assert names("Upgraded to Python 3.12 today.") == ["Python 3.12"]
+    # nor at a letter or a plus that ends it, nor at a time's colon
+    assert names("the lab uses ImageJ 1.54f.") == ["ImageJ 1.54f"]
+    assert names("The CLI tool requires Python 3.11+.") == ["CLI", "Python 3.11+"]
+    assert names("New 10k PB 46:20!") == ["PB 46:20"]
+    assert names("Envoy 1.5s timeout.") == ["Envoy"]  # a unit, not a version
     # a number with a leading zero is no version ("Tel 0161" is a phone number)
     assert names("Call Riverside Dental, Tel 0161 555 0192.") == ["Riverside Dental", "Tel"]
 

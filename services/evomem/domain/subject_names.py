@@ -339,10 +339,11 @@ def _inflected(low: str, vocab: frozenset[str]) -> bool:
     return len(base) >= 5 and any(v.startswith(base) for v in vocab)
 
 
-# A version: a number not cut short ("USD 5,000" is an amount, not "USD 5"), with no leading zero
-# ("Tel 0161" is a phone number) and no unit after it.
+# A version: a number not cut short ("USD 5,000" is an amount, not "USD 5"; "ImageJ 1.54f", "Python 3.11+",
+# "PB 46:20" whole), with no leading zero ("Tel 0161" is a phone number) and no unit after it.
 _VERSION = re.compile(
-    r" v?(?!0\d)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)*(?![.,]?\d)"
+    r" v?(?!0\d)(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.:]\d+)*"
+    r"(?:(?<=\.\d)[a-rt-z](?!\w)|(?<=\.\d\d)[a-rt-z](?!\w)|\+)?(?![.,:]?\d)(?!\w)"
     r"(?![\w.]*\s*(?:%|ms|s\b|gb|mb|kb|tb|minutes?|hours?|seconds?|days?|requests?|rps))",
     re.I,
 )
