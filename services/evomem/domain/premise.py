@@ -278,7 +278,43 @@ def _by_reading(
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         own = [r for r in readings if not is_default(r.head.scope) and in_scope(r.head, scope)]
         readings = own or readings
-    return _verdict(note, option, readings)
+    out = _verdict(note, option, readings)
+    if out.verdict is Verdict.SUPERSEDED:
+        holding = _held_later(statement, option, out.readings, chains, cands)
+        if holding:
+            why = "a later note in force names the option and the statement's topic"
+            return Judgement(Verdict.UNKNOWN, 0.3, out.option, out.subject, out.readings + holding, reason=why)
+    return out
+
+
+def _held_later(
+    statement: str,
+    option: Mention,
+    readings: list[Reading],
+    chains: list[tuple[MemoryNode, list[MemoryNode]]],
+    cands: list[Candidate],
+) -> list[Reading]:
+    """The notes in force on other chains, later than the version that left the option, that name
+    it (not as what they left) and a word of the statement's topic ("Dev covers the Saturday yoga
+    class." after "Yoga: Dev teaches." -> "Yoga now with Mei."): the option still holds there, so
+    the memory does not say it was replaced (as ``lexical``'s and ``_by_chain``'s readings)."""
+    named = _words(option.text)
+    topic = topic_words(statement) - named
+    successors = [r.successor or r.head for r in readings if r.stance == "replaced"]
+    if not named or not topic or not successors:
+        return []
+    since = max(n.created_at for n in successors)
+    used = {r.head.id for r in readings}
+    out = []
+    for (head, _), c in zip(chains, cands, strict=True):
+        if head.id in used or head.status != Status.ACTIVE or head.created_at <= since:
+            continue
+        if option.key in {m.key for m in c.facts.prev}:
+            continue  # it names the option as what it left
+        held = _words(head.raw_text)
+        if named <= held and _meets(topic, held):
+            out.append(Reading(head, "words", "supports", named=head))
+    return out
 
 
 def _own_version(facts: Facts) -> str | None:
