@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_document import as_read, decided_elsewhere, deciding, read_as_decided
-from evomem.domain.premise_lexical import lexical
+from evomem.domain.premise_lexical import TOPICAL, lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import (
@@ -297,12 +297,20 @@ def _held_later(
     """The notes in force on other chains, later than the version that left the option, that name
     it (not as what they left) and a word of the statement's topic ("Dev covers the Saturday yoga
     class." after "Yoga: Dev teaches." -> "Yoga now with Mei."): the option still holds there, so
-    the memory does not say it was replaced (as ``lexical``'s and ``_by_chain``'s readings)."""
+    the memory does not say it was replaced (as ``lexical``'s and ``_by_chain``'s readings). Only
+    where the chains that left it hold under ``TOPICAL`` of the statement's words (its topic in other
+    words): a chain that holds the statement ("Yuki's car: Toyota Yaris." -> "... Corolla.") is about it."""
     named = _words(option.text)
     topic = topic_words(statement) - named
     successors = [r.successor or r.head for r in readings if r.stance == "replaced"]
     if not named or not topic or not successors:
         return []
+    said = _words(statement)
+    texts = {h.id: [n.raw_text for n in (h, *past)] for h, past in chains}
+    for r in readings:
+        held = set().union(*(_words(t) for t in texts.get(r.head.id, [r.head.raw_text])))
+        if r.stance == "replaced" and len(said & held) >= TOPICAL * len(said):
+            return []
     since = max(n.created_at for n in successors)
     used = {r.head.id for r in readings}
     out = []

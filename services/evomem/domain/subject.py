@@ -45,6 +45,7 @@ from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS, f
 from evomem.domain.scope import infer_scope, normalise
 from evomem.domain.subject_names import (
     AFTER_REPORT,
+    BACK,
     LOWER_LEAD,
     LOWER_SLOT,
     LOWER_TO,
@@ -259,7 +260,8 @@ def analyse(
             continue
         word = text[s:e]
         plain_word = " " not in word and word[1:].islower() and word.isalpha()
-        if plain_word and sentence_initial(text, s) and not after_label(text, s):  # "Payments: Stripe": sure
+        # "Payments: Stripe", "Sol's back as DM": sure
+        if plain_word and sentence_initial(text, s) and not after_label(text, s) and not BACK.match(text[e:]):
             unsure.add(s)
         mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.

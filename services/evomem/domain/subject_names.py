@@ -79,7 +79,9 @@ _CHOICE_SLOT = re.compile(
     r"\bgo with|(?<!\d):|=|->|\u2192)\s+(?:the\s+|now\s+)?$",
     re.I,
 )
-_CHOICE_SUBJECT = re.compile(r"^\s+(?:is|are)\s+(?:back|the|our|now)\b", re.I)
+_CHOICE_SUBJECT = re.compile(r"^(?:\s+(?:is|are)\s+(?:back|the|our|now)|['\u2019]s\s+back)\b", re.I)
+#: A name that the sentence says is back ("Sol's back as DM", "Kafka is back"): it chooses it again.
+BACK = re.compile(r"^(?:\s+(?:is|are)|['\u2019]s)\s+back\b", re.I)
 
 
 # A report that chooses its name (again): "GreenCut rehired", "Linde renewed", "Ruel was appointed".
