@@ -85,3 +85,8 @@ def test_a_report_that_chooses_a_name_again_does_not_leave_it() -> None:
         "Buildkite": "chosen",
         "Jenkins": "prev",
     }
+
+
+def test_a_name_the_sentence_says_is_back_is_the_option() -> None:
+    assert option("Sol's back as DM.") == "Sol"
+    assert option("Kafka is back as the broker.") == "Kafka"

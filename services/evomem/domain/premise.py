@@ -29,6 +29,7 @@ from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import (
     complement,
     kept,
+    kept_in_place,
     leaves,
     named_as,
     named_words,
@@ -256,7 +257,14 @@ def _by_reading(
         holder = named_as(head.raw_text, option.text, note.subject)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
-        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect and not holder:
+        elif (
+            at == 1
+            and head_option is not None
+            and head.status == Status.ACTIVE
+            and not aspect
+            and not holder
+            and not kept_in_place(c.facts, c.history[0], option)
+        ):
             # The version in force chose another option than the version it replaced: it left that
             # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
             reading.stance, reading.named, reading.successor = "replaced", nodes[1], head
@@ -372,7 +380,12 @@ def _by_chain(
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
     at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     nodes = [head, *past]
-    turned = at == 1 and head_option is not None and not named_as(head.raw_text, option.text, note.subject)
+    turned = (
+        at == 1
+        and head_option is not None
+        and not named_as(head.raw_text, option.text, note.subject)
+        and not kept_in_place(c.facts, c.history[0], option)
+    )
     if turned and c.facts.option is not None:  # it chose another option than the version before
         return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:

@@ -212,3 +212,33 @@ def reported_words(text: str) -> tuple[tuple[int, int], ...]:
         if m is not None and reported(text[:ce], m.end(1)):
             out.append((m.start(1), m.end(1)))
     return tuple(out)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def _sentence(text: str, pos: int) -> str:
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= pos]
+    end = next((m.start() for m in _SENTENCE_END.finditer(text, starts[-1]) if m.start() >= pos), len(text))
+    return text[starts[-1] : end]
+
+
+def kept_in_place(head: Facts, before: Facts, option: Mention) -> bool:
+    """Whether the version in force names the statement's option, not as what it left, in a sentence
+    about the subject of the version it replaced, while what it chose stands in a sentence about none
+    of it ("New term plan: pickup Mon/Wed/Fri me, Tue/Thu Sam (...); Maya walks home ... with the
+    Okafor kids": Sam still does the pickup, Okafor is another matter). It kept the option there: it
+    did not turn from it (unlike "The GlitchTip box died. Going back to Sentry for shop error tracking")."""
+    if head.option is None:
+        return False
+    about = {t for t in before.core if not t.startswith("@")}
+    if not about or meets(about, words_of(_sentence(head.text, head.option.start))):
+        return False
+    spans = head.left
+    return any(
+        m.key == option.key
+        and m.role not in ("prev", "other")
+        and not any(s <= m.start < e for s, e in spans)
+        and meets(about, words_of(_sentence(head.text, m.start)))
+        for m in head.mentions
+    )
