@@ -752,3 +752,23 @@ def test_the_option_kept_beside_the_subject_is_not_left_for_a_name_chosen_elsewh
         )
         out = service.check("The bakery opening rota uses Ravi.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_record_that_replaces_one_part_and_keeps_the_option_for_the_topic_did_not_leave_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force chose NS1 for the zones and says Fastly still fronts the sites in a sentence
+    about the CDN (the statement's topic); NS1 stands in a sentence about none of it: the chain read as one
+    decision does not say Fastly was left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Web edge: all public sites are served through Fastly; zone records stay with the registrar."
+        ).node.id
+        service.remember(
+            "Edge update: authoritative zones move to NS1 as primary provider. The CDN part is unchanged: "
+            "Fastly continues to front all public sites.",
+            supersedes=first,
+        )
+        out = service.check("The site cdn uses Fastly.")
+        assert out.verdict not in ("superseded", "contradicted"), out

@@ -263,7 +263,7 @@ def _by_reading(
             and head.status == Status.ACTIVE
             and not aspect
             and not holder
-            and not kept_in_place(c.facts, c.history[0], option)
+            and not _kept(note, c, option)
         ):
             # The version in force chose another option than the version it replaced: it left that
             # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
@@ -384,7 +384,7 @@ def _by_chain(
         at == 1
         and head_option is not None
         and not named_as(head.raw_text, option.text, note.subject)
-        and not kept_in_place(c.facts, c.history[0], option)
+        and not _kept(note, c, option)
     )
     if turned and c.facts.option is not None:  # it chose another option than the version before
         return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
@@ -404,6 +404,13 @@ def _by_chain(
         return None
     option_text = c.facts.option.text if head_option else None
     return Reading(head, "loose", "replaced", named=nodes[at], successor=nodes[at - 1], option=option_text)
+
+
+def _kept(note: Facts, c: Candidate, option: Mention) -> bool:
+    """Whether the version in force kept the option where it speaks of the subject of the version it
+    replaced or of the statement's topic (``kept_in_place``), whatever else it chose."""
+    topic = topic_words(note.text) - _words(option.text)
+    return kept_in_place(c.facts, c.history[0].core, option) or kept_in_place(c.facts, topic, option)
 
 
 def _another_aspect(note: Facts, subject: frozenset[str]) -> bool:

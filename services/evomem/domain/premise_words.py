@@ -223,22 +223,21 @@ def _sentence(text: str, pos: int) -> str:
     return text[starts[-1] : end]
 
 
-def kept_in_place(head: Facts, before: Facts, option: Mention) -> bool:
+def kept_in_place(head: Facts, about: set[str] | frozenset[str], option: Mention) -> bool:
     """Whether the version in force names the statement's option, not as what it left, in a sentence
-    about the subject of the version it replaced, while what it chose stands in a sentence about none
-    of it ("New term plan: pickup Mon/Wed/Fri me, Tue/Thu Sam (...); Maya walks home ... with the
-    Okafor kids": Sam still does the pickup, Okafor is another matter). It kept the option there: it
-    did not turn from it (unlike "The GlitchTip box died. Going back to Sentry for shop error tracking")."""
-    if head.option is None:
+    that holds a word of ``about`` (the subject of the version it replaced, or the statement's topic),
+    while what it chose stands in a sentence that holds none ("New term plan: pickup Mon/Wed/Fri me,
+    Tue/Thu Sam (...); Maya walks home ... with the Okafor kids": Sam still does the pickup; "DNS moves
+    to NS1 ... The CDN part is unchanged: Cloudflare continues to front ...": Cloudflare still is the
+    CDN). It kept the option there: it did not turn from it (unlike "The GlitchTip box died. Going back
+    to Sentry for shop error tracking")."""
+    about = {t for t in about if not t.startswith("@")}
+    if head.option is None or not about or meets(about, words_of(_sentence(head.text, head.option.start))):
         return False
-    about = {t for t in before.core if not t.startswith("@")}
-    if not about or meets(about, words_of(_sentence(head.text, head.option.start))):
-        return False
-    spans = head.left
     return any(
         m.key == option.key
         and m.role not in ("prev", "other")
-        and not any(s <= m.start < e for s, e in spans)
+        and not any(s <= m.start < e for s, e in head.left)
         and meets(about, words_of(_sentence(head.text, m.start)))
         for m in head.mentions
     )
