@@ -772,3 +772,23 @@ def test_a_record_that_replaces_one_part_and_keeps_the_option_for_the_topic_did_
         )
         out = service.check("The site cdn uses Fastly.")
         assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_says_the_statements_part_holds_unchanged_did_not_replace_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """v2 replaces the approval limits and says the mileage section "is not affected and continues to
+    apply": the mileage rate v1 named is not read as replaced; the approval limit still is."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Expense policy v1: line managers approve up to EUR 2,000. Mileage is paid at 0.30 EUR per km."
+        ).node.id
+        service.remember(
+            "Expense policy v2 replaces the approval limits of v1: line managers approve up to EUR 5,000. "
+            "The mileage section of v1 is not affected and continues to apply.",
+            supersedes=first,
+        )
+        out = service.check("The expense mileage uses 0.30 EUR per km.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        assert service.check("The expense approval limit uses EUR 2,000.").verdict == "superseded"

@@ -35,6 +35,7 @@ from evomem.domain.premise_words import (
     named_words,
     other_versions,
     own_version,
+    says_unchanged,
     topic_words,
 )
 from evomem.domain.premise_words import meets as _meets
@@ -96,13 +97,28 @@ def judge(
     if part is None and all(
         n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q), strict=True)
     ):
-        return _judge_scoped(statement, scope, chains)
+        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
     out = _judge_scoped(part or statement, scope, decided)
     if out.verdict is Verdict.UNKNOWN or decided_elsewhere(
         out, chains, topic, _words(out.option or complement(statement) or "")
     ):
-        return _judge_scoped(statement, scope, chains)
-    return as_read(out, chains)
+        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
+    return _unchanged(as_read(out, chains), chains, topic)
+
+
+def _unchanged(out: Judgement, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], topic: set[str]) -> Judgement:
+    """``superseded`` gives way (``unknown``) where a version in force that replaced the option says, in a
+    sentence about the statement's topic, that this part of what it replaced holds unchanged
+    (``says_unchanged``: "Section 3 of that policy, meal per diems, is not affected")."""
+    if out.verdict is not Verdict.SUPERSEDED:
+        return out
+    texts = {h.id: h.raw_text for h, _ in chains}
+    about = topic - _words(out.option or "")
+    heads = {r.head.id for r in out.readings if r.stance == "replaced"}
+    if not any(says_unchanged(texts.get(i, ""), about) for i in heads):
+        return out
+    why = "the version in force says this part of what it replaced holds unchanged"
+    return Judgement(Verdict.UNKNOWN, 0.3, out.option, out.subject, out.readings, reason=why)
 
 
 def _judge_scoped(

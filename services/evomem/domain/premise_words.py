@@ -241,3 +241,19 @@ def kept_in_place(head: Facts, about: set[str] | frozenset[str], option: Mention
         and meets(about, words_of(_sentence(head.text, m.start)))
         for m in head.mentions
     )
+
+
+#: A sentence that says a part of what came before holds as it was ("Section 3 ... is not affected and continues
+#: to apply", "the indication threshold ... remain in force without change", "The CDN part is unchanged").
+_UNCHANGED = re.compile(
+    r"\b(?:unchanged|not affected|unaffected|not changed|without change|continues? to apply|"
+    r"remains? in (?:force|effect)|stays? as (?:it is|written))\b",
+    re.I,
+)
+
+
+def says_unchanged(text: str, topic: set[str]) -> bool:
+    """Whether a version says, in a sentence that holds a word of the statement's topic (``topic``, its
+    option's words taken out), that this part of what it replaced holds unchanged: the version names
+    another part as what it replaces, so the statement's part was not replaced."""
+    return bool(topic) and any(bool(topic & words_of(_sentence(text, m.start()))) for m in _UNCHANGED.finditer(text))
