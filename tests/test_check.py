@@ -774,21 +774,52 @@ def test_a_record_that_replaces_one_part_and_keeps_the_option_for_the_topic_did_
         assert out.verdict not in ("superseded", "contradicted"), out
 
 
+POLICY_V2 = """EXP-7: Revised expense approval limits
+Northwind Bakeries Ltd | Finance Policy
+Status: Effective 2024-04-01
+Owner: Financial Controller
+
+1. Purpose
+To raise approval limits in line with inflation and the growth of the shop network since the last review.
+
+2. Relationship to existing policy
+This policy replaces the approval limits of EXP-2. The mileage section of EXP-2 is not affected and
+continues to apply as written, as do its sections on receipts and audit.
+
+3. Findings
+Over the last year a third of all expense reports went to the regional director, who approved nearly all
+of them without comment. Median time to approval was nine days, against two days for reports within
+the line manager limit. Suppliers of shop fittings have begun to charge late-payment fees.
+
+4. New approval limits
+4.1 Line managers approve up to EUR 5,000 per report.
+4.2 Reports between EUR 5,000 and EUR 20,000 also need the regional director.
+4.3 Anything above EUR 20,000 needs the finance director.
+
+5. Controls
+The expense system flags any employee whose approved reports exceed EUR 15,000 in a rolling quarter.
+Internal audit samples one report in fifteen during the first year.
+
+6. Effective date
+Reports submitted on or after 2024-04-01 follow the new limits; reports already in workflow keep their routing.
+"""
+
+
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_version_that_says_the_statements_part_holds_unchanged_did_not_replace_it(
     tmp_path: Path, wiring: str
 ) -> None:
-    """v2 replaces the approval limits and says the mileage section "is not affected and continues to
-    apply": the mileage rate v1 named is not read as replaced; the approval limit still is."""
+    """A policy that replaces the approval limits says the mileage section "is not affected and continues
+    to apply", the only sentence that speaks of mileage: the mileage rate the first version named is not
+    read as replaced; the approval limit still is. A short note ("beer unchanged") keeps nothing so."""
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember(
-            "Expense policy v1: line managers approve up to EUR 2,000. Mileage is paid at 0.30 EUR per km."
+            "Expense policy EXP-2: line managers approve up to EUR 2,000. Mileage is paid at 0.30 EUR per km."
         ).node.id
-        service.remember(
-            "Expense policy v2 replaces the approval limits of v1: line managers approve up to EUR 5,000. "
-            "The mileage section of v1 is not affected and continues to apply.",
-            supersedes=first,
-        )
+        service.remember(POLICY_V2, supersedes=first)
         out = service.check("The expense mileage uses 0.30 EUR per km.")
         assert out.verdict not in ("superseded", "contradicted"), out
         assert service.check("The expense approval limit uses EUR 2,000.").verdict == "superseded"
+        bar = service.remember("Happy hour: cocktails $9, beer $4.").node.id
+        service.remember("Happy hour: cocktails $10, beer unchanged.", supersedes=bar)
+        assert service.check("The happy hour cocktail price uses $9.").verdict == "superseded"

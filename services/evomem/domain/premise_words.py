@@ -246,14 +246,25 @@ def kept_in_place(head: Facts, about: set[str] | frozenset[str], option: Mention
 #: A sentence that says a part of what came before holds as it was ("Section 3 ... is not affected and continues
 #: to apply", "the indication threshold ... remain in force without change", "The CDN part is unchanged").
 _UNCHANGED = re.compile(
-    r"\b(?:unchanged|not affected|unaffected|not changed|without change|continues? to apply|"
-    r"remains? in (?:force|effect)|stays? as (?:it is|written))\b",
+    r"\b(?:unchanged|not affected|unaffected|without change|continues? to apply|remains? in (?:force|effect))\b",
     re.I,
 )
 
 
 def says_unchanged(text: str, topic: set[str]) -> bool:
     """Whether a version says, in a sentence that holds a word of the statement's topic (``topic``, its
-    option's words taken out), that this part of what it replaced holds unchanged: the version names
-    another part as what it replaces, so the statement's part was not replaced."""
-    return bool(topic) and any(bool(topic & words_of(_sentence(text, m.start()))) for m in _UNCHANGED.finditer(text))
+    option's words taken out) no other sentence of it holds, that this part of what it replaced holds
+    unchanged: it speaks of that part only to keep it ("Section 3 of that policy, meal per diems, is not
+    affected" in a policy on approval limits), so the statement's part was not replaced. A topic word
+    the version uses elsewhere ("Dual-run start date is unchanged" beside the new cutover date) keeps
+    nothing. Only a document does so (``LONG_NOTE_CHARS``): a short note's "Cocktails $10, beer unchanged"
+    keeps the beer, not the cocktails it names."""
+    if not topic or len(text) < LONG_NOTE_CHARS:
+        return False
+    for m in _UNCHANGED.finditer(text):
+        sentence = _sentence(text, m.start())
+        at = text.find(sentence)
+        rest = words_of(text[:at] + " " + text[at + len(sentence) :])
+        if topic & words_of(sentence) - rest:
+            return True
+    return False
