@@ -721,3 +721,105 @@ def test_a_version_that_goes_back_leaves_what_it_shares_with_the_version_it_repl
         back = "Lidia Krast is back as Halvard Ltd CEO after Vask's exit."
         service.remember(back, supersedes=second.node.id)
         assert service.check(back).verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_the_version_in_force_says_is_back_is_in_force(tmp_path: Path, wiring: str) -> None:
+    """ "Kit's back as MC." chooses Kit again (a sentence-initial word before "'s back" is a sure name, and
+    in a choice slot): the statement that Kit holds the post is not read as replaced because the
+    version before it named Kit as away."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("MC: Kit").node.id
+        second = service.remember("Noor MCs for a month while Kit's away.", supersedes=first).node.id
+        service.remember("Kit's back as MC.", supersedes=second)
+        out = service.check("The quiz night mc uses Kit.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_option_kept_beside_the_subject_is_not_left_for_a_name_chosen_elsewhere(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force names Ravi where it restates the rota ("rota Mon/Tue Ravi"); what the reader
+    reads as its choice (the Lindqvist kids) stands in a sentence about something else: it did not turn
+    from Ravi, so the statement that Ravi holds is not flagged."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Bakery opening rota 6:00: Mon/Tue/Wed Ravi.").node.id
+        service.remember(
+            "New season plan: opening rota Mon/Tue Ravi (his evening class moved); Ines walks the dog on "
+            "Sundays with the Lindqvist kids if it's dry.",
+            supersedes=first,
+        )
+        out = service.check("The bakery opening rota uses Ravi.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_record_that_replaces_one_part_and_keeps_the_option_for_the_topic_did_not_leave_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """The version in force chose NS1 for the zones and says Fastly still fronts the sites in a sentence
+    about the CDN (the statement's topic); NS1 stands in a sentence about none of it: the chain read as one
+    decision does not say Fastly was left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Web edge: all public sites are served through Fastly; zone records stay with the registrar."
+        ).node.id
+        service.remember(
+            "Edge update: authoritative zones move to NS1 as primary provider. The CDN part is unchanged: "
+            "Fastly continues to front all public sites.",
+            supersedes=first,
+        )
+        out = service.check("The site cdn uses Fastly.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+
+
+POLICY_V2 = """EXP-7: Revised expense approval limits
+Northwind Bakeries Ltd | Finance Policy
+Status: Effective 2024-04-01
+Owner: Financial Controller
+
+1. Purpose
+To raise approval limits in line with inflation and the growth of the shop network since the last review.
+
+2. Relationship to existing policy
+This policy replaces the approval limits of EXP-2. The mileage section of EXP-2 is not affected and
+continues to apply as written, as do its sections on receipts and audit.
+
+3. Findings
+Over the last year a third of all expense reports went to the regional director, who approved nearly all
+of them without comment. Median time to approval was nine days, against two days for reports within
+the line manager limit. Suppliers of shop fittings have begun to charge late-payment fees.
+
+4. New approval limits
+4.1 Line managers approve up to EUR 5,000 per report.
+4.2 Reports between EUR 5,000 and EUR 20,000 also need the regional director.
+4.3 Anything above EUR 20,000 needs the finance director.
+
+5. Controls
+The expense system flags any employee whose approved reports exceed EUR 15,000 in a rolling quarter.
+Internal audit samples one report in fifteen during the first year.
+
+6. Effective date
+Reports submitted on or after 2024-04-01 follow the new limits; reports already in workflow keep their routing.
+"""
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_version_that_says_the_statements_part_holds_unchanged_did_not_replace_it(
+    tmp_path: Path, wiring: str
+) -> None:
+    """A policy that replaces the approval limits says the mileage section "is not affected and continues
+    to apply", the only sentence that speaks of mileage: the mileage rate the first version named is not
+    read as replaced; the approval limit still is. A short note ("beer unchanged") keeps nothing so."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Expense policy EXP-2: line managers approve up to EUR 2,000. Mileage is paid at 0.30 EUR per km."
+        ).node.id
+        service.remember(POLICY_V2, supersedes=first)
+        out = service.check("The expense mileage uses 0.30 EUR per km.")
+        assert out.verdict not in ("superseded", "contradicted"), out
+        assert service.check("The expense approval limit uses EUR 2,000.").verdict == "superseded"
+        bar = service.remember("Happy hour: cocktails $9, beer $4.").node.id
+        service.remember("Happy hour: cocktails $10, beer unchanged.", supersedes=bar)
+        assert service.check("The happy hour cocktail price uses $9.").verdict == "superseded"

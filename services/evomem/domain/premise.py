@@ -23,17 +23,19 @@ from collections.abc import Sequence
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
 from evomem.domain.premise_document import as_read, decided_elsewhere, deciding, read_as_decided
-from evomem.domain.premise_lexical import lexical
+from evomem.domain.premise_lexical import TOPICAL, lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import (
     complement,
     kept,
+    kept_in_place,
     leaves,
     named_as,
     named_words,
     other_versions,
     own_version,
+    says_unchanged,
     topic_words,
 )
 from evomem.domain.premise_words import meets as _meets
@@ -95,13 +97,28 @@ def judge(
     if part is None and all(
         n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q), strict=True)
     ):
-        return _judge_scoped(statement, scope, chains)
+        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
     out = _judge_scoped(part or statement, scope, decided)
     if out.verdict is Verdict.UNKNOWN or decided_elsewhere(
         out, chains, topic, _words(out.option or complement(statement) or "")
     ):
-        return _judge_scoped(statement, scope, chains)
-    return as_read(out, chains)
+        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
+    return _unchanged(as_read(out, chains), chains, topic)
+
+
+def _unchanged(out: Judgement, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], topic: set[str]) -> Judgement:
+    """``superseded`` gives way (``unknown``) where a version in force that replaced the option says, in a
+    sentence about the statement's topic, that this part of what it replaced holds unchanged
+    (``says_unchanged``: "Section 3 of that policy, meal per diems, is not affected")."""
+    if out.verdict is not Verdict.SUPERSEDED:
+        return out
+    texts = {h.id: h.raw_text for h, _ in chains}
+    about = topic - _words(out.option or "")
+    heads = {r.head.id for r in out.readings if r.stance == "replaced"}
+    if not any(says_unchanged(texts.get(i, ""), about) for i in heads):
+        return out
+    why = "the version in force says this part of what it replaced holds unchanged"
+    return Judgement(Verdict.UNKNOWN, 0.3, out.option, out.subject, out.readings, reason=why)
 
 
 def _judge_scoped(
@@ -256,7 +273,14 @@ def _by_reading(
         holder = named_as(head.raw_text, option.text, note.subject)
         if head_option == option.key and head.status == Status.ACTIVE:
             reading.stance, reading.named = "supports", head
-        elif at == 1 and head_option is not None and head.status == Status.ACTIVE and not aspect and not holder:
+        elif (
+            at == 1
+            and head_option is not None
+            and head.status == Status.ACTIVE
+            and not aspect
+            and not holder
+            and not _kept(note, c, option)
+        ):
             # The version in force chose another option than the version it replaced: it left that
             # one, whatever else it says of it ("Reverting to yarn: pnpm symlinks broke the bundler").
             reading.stance, reading.named, reading.successor = "replaced", nodes[1], head
@@ -278,7 +302,51 @@ def _by_reading(
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         own = [r for r in readings if not is_default(r.head.scope) and in_scope(r.head, scope)]
         readings = own or readings
-    return _verdict(note, option, readings)
+    out = _verdict(note, option, readings)
+    if out.verdict is Verdict.SUPERSEDED:
+        holding = _held_later(statement, option, out.readings, chains, cands)
+        if holding:
+            why = "a later note in force names the option and the statement's topic"
+            return Judgement(Verdict.UNKNOWN, 0.3, out.option, out.subject, out.readings + holding, reason=why)
+    return out
+
+
+def _held_later(
+    statement: str,
+    option: Mention,
+    readings: list[Reading],
+    chains: list[tuple[MemoryNode, list[MemoryNode]]],
+    cands: list[Candidate],
+) -> list[Reading]:
+    """The notes in force on other chains, later than the version that left the option, that name
+    it (not as what they left) and a word of the statement's topic ("Dev covers the Saturday yoga
+    class." after "Yoga: Dev teaches." -> "Yoga now with Mei."): the option still holds there, so
+    the memory does not say it was replaced (as ``lexical``'s and ``_by_chain``'s readings). Only
+    where the chains that left it hold under ``TOPICAL`` of the statement's words (its topic in other
+    words): a chain that holds the statement ("Yuki's car: Toyota Yaris." -> "... Corolla.") is about it."""
+    named = _words(option.text)
+    topic = topic_words(statement) - named
+    successors = [r.successor or r.head for r in readings if r.stance == "replaced"]
+    if not named or not topic or not successors:
+        return []
+    said = _words(statement)
+    texts = {h.id: [n.raw_text for n in (h, *past)] for h, past in chains}
+    for r in readings:
+        held = set().union(*(_words(t) for t in texts.get(r.head.id, [r.head.raw_text])))
+        if r.stance == "replaced" and len(said & held) >= TOPICAL * len(said):
+            return []
+    since = max(n.created_at for n in successors)
+    used = {r.head.id for r in readings}
+    out = []
+    for (head, _), c in zip(chains, cands, strict=True):
+        if head.id in used or head.status != Status.ACTIVE or head.created_at <= since:
+            continue
+        if option.key in {m.key for m in c.facts.prev}:
+            continue  # it names the option as what it left
+        held = _words(head.raw_text)
+        if named <= held and _meets(topic, held):
+            out.append(Reading(head, "words", "supports", named=head))
+    return out
 
 
 def _own_version(facts: Facts) -> str | None:
@@ -328,7 +396,12 @@ def _by_chain(
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
     at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)
     nodes = [head, *past]
-    turned = at == 1 and head_option is not None and not named_as(head.raw_text, option.text, note.subject)
+    turned = (
+        at == 1
+        and head_option is not None
+        and not named_as(head.raw_text, option.text, note.subject)
+        and not _kept(note, c, option)
+    )
     if turned and c.facts.option is not None:  # it chose another option than the version before
         return Reading(head, "loose", "replaced", nodes[1], head, c.facts.option.text, turned=True)
     if option.key in {m.key for m in c.facts.mentions} - {m.key for m in c.facts.prev}:
@@ -347,6 +420,13 @@ def _by_chain(
         return None
     option_text = c.facts.option.text if head_option else None
     return Reading(head, "loose", "replaced", named=nodes[at], successor=nodes[at - 1], option=option_text)
+
+
+def _kept(note: Facts, c: Candidate, option: Mention) -> bool:
+    """Whether the version in force kept the option where it speaks of the subject of the version it
+    replaced or of the statement's topic (``kept_in_place``), whatever else it chose."""
+    topic = topic_words(note.text) - _words(option.text)
+    return kept_in_place(c.facts, c.history[0].core, option) or kept_in_place(c.facts, topic, option)
 
 
 def _another_aspect(note: Facts, subject: frozenset[str]) -> bool:

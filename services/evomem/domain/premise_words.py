@@ -212,3 +212,59 @@ def reported_words(text: str) -> tuple[tuple[int, int], ...]:
         if m is not None and reported(text[:ce], m.end(1)):
             out.append((m.start(1), m.end(1)))
     return tuple(out)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def _sentence(text: str, pos: int) -> str:
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= pos]
+    end = next((m.start() for m in _SENTENCE_END.finditer(text, starts[-1]) if m.start() >= pos), len(text))
+    return text[starts[-1] : end]
+
+
+def kept_in_place(head: Facts, about: set[str] | frozenset[str], option: Mention) -> bool:
+    """Whether the version in force names the statement's option, not as what it left, in a sentence
+    that holds a word of ``about`` (the subject of the version it replaced, or the statement's topic),
+    while what it chose stands in a sentence that holds none ("New term plan: pickup Mon/Wed/Fri me,
+    Tue/Thu Sam (...); Maya walks home ... with the Okafor kids": Sam still does the pickup; "DNS moves
+    to NS1 ... The CDN part is unchanged: Cloudflare continues to front ...": Cloudflare still is the
+    CDN). It kept the option there: it did not turn from it (unlike "The GlitchTip box died. Going back
+    to Sentry for shop error tracking")."""
+    about = {t for t in about if not t.startswith("@")}
+    if head.option is None or not about or meets(about, words_of(_sentence(head.text, head.option.start))):
+        return False
+    return any(
+        m.key == option.key
+        and m.role not in ("prev", "other")
+        and not any(s <= m.start < e for s, e in head.left)
+        and meets(about, words_of(_sentence(head.text, m.start)))
+        for m in head.mentions
+    )
+
+
+#: A sentence that says a part of what came before holds as it was ("Section 3 ... is not affected and continues
+#: to apply", "the indication threshold ... remain in force without change", "The CDN part is unchanged").
+_UNCHANGED = re.compile(
+    r"\b(?:unchanged|not affected|unaffected|without change|continues? to apply|remains? in (?:force|effect))\b",
+    re.I,
+)
+
+
+def says_unchanged(text: str, topic: set[str]) -> bool:
+    """Whether a version says, in a sentence that holds a word of the statement's topic (``topic``, its
+    option's words taken out) no other sentence of it holds, that this part of what it replaced holds
+    unchanged: it speaks of that part only to keep it ("Section 3 of that policy, meal per diems, is not
+    affected" in a policy on approval limits), so the statement's part was not replaced. A topic word
+    the version uses elsewhere ("Dual-run start date is unchanged" beside the new cutover date) keeps
+    nothing. Only a document does so (``LONG_NOTE_CHARS``): a short note's "Cocktails $10, beer unchanged"
+    keeps the beer, not the cocktails it names."""
+    if not topic or len(text) < LONG_NOTE_CHARS:
+        return False
+    for m in _UNCHANGED.finditer(text):
+        sentence = _sentence(text, m.start())
+        at = text.find(sentence)
+        rest = words_of(text[:at] + " " + text[at + len(sentence) :])
+        if topic & words_of(sentence) - rest:
+            return True
+    return False

@@ -45,11 +45,13 @@ from evomem.domain.linkers.vocabulary import CHANGE_CUE, CUE_WORDS, STOPWORDS, f
 from evomem.domain.scope import infer_scope, normalise
 from evomem.domain.subject_names import (
     AFTER_REPORT,
+    BACK,
     LOWER_LEAD,
     LOWER_SLOT,
     LOWER_TO,
     LOWER_WITH,
     Mention,
+    after_label,
     clause_of,
     clause_spans,
     find_names,
@@ -257,7 +259,9 @@ def analyse(
         if masked(blocked, s, e):
             continue
         word = text[s:e]
-        if sentence_initial(text, s) and " " not in word and word[1:].islower() and word.isalpha():
+        plain_word = " " not in word and word[1:].islower() and word.isalpha()
+        # "Payments: Stripe", "Sol's back as DM": sure
+        if plain_word and sentence_initial(text, s) and not after_label(text, s) and not BACK.match(text[e:]):
             unsure.add(s)
         mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.

@@ -23,7 +23,9 @@ from evomem.domain.subject_words import (
     CATEGORY_ACRONYMS,
     COMMON_CAPITALISED,
     CONCEPT_OF,
+    DATE_ABBREVIATIONS,
     FILLER,
+    TITLES,
     TOKEN,
     masked,
 )
@@ -74,18 +76,43 @@ _BEFORE_CHOSEN = re.compile(
 _CHOICE_SLOT = re.compile(
     r"(?:\bto|\bwith|\bon|\bonto|\buse|\buses|\busing|\bchose|\bpicked|\badopted|\bselected|\bvia|"
     r"\bthrough|\bin favou?r of|\bby|\bis|\bare|\bwas|\bwere|\bsettled on|\bgoing with|\bwent with|"
-    r"\bgo with)\s+(?:the\s+|now\s+)?$",
+    r"\bgo with|(?<!\d):|=|->|\u2192)\s+(?:the\s+|now\s+)?$",
     re.I,
 )
-_CHOICE_SUBJECT = re.compile(r"^\s+(?:is|are)\s+(?:back|the|our|now)\b", re.I)
+_CHOICE_SUBJECT = re.compile(r"^(?:\s+(?:is|are)\s+(?:back|the|our|now)|['\u2019]s\s+back)\b", re.I)
+#: A name that the sentence says is back ("Sol's back as DM", "Kafka is back"): it chooses it again.
+BACK = re.compile(r"^(?:\s+(?:is|are)|['\u2019]s)\s+back\b", re.I)
+
+
+# A report that chooses its name (again): "GreenCut rehired", "Linde renewed", "Ruel was appointed".
+_CHOSEN_AGAIN = re.compile(
+    r"^\s+(?:(?:was|were|is|are|has been|have been|got|gets)\s+)?(?:re-?(?:hired|signed|newed|instated|elected|"
+    r"appointed|engaged|booked|opened|enabled|activated|started)|picked|chosen|selected|adopted|approved|"
+    r"confirmed|hired|appointed|elected)\b",
+    re.I,
+)
+
+
+def in_aside(text: str, start: int) -> bool:
+    """Whether ``start`` lies inside an open parenthesis ("Ostrava Steelworks (Mr. Hrubý)")."""
+    paren = text.rfind("(", 0, start)
+    return paren >= 0 and ")" not in text[paren:start]
 
 
 def subject_names(text: str, mentions: list[Mention]) -> list[Mention]:
     """Of several chosen names, the ones in a choice slot are the option; the others name
-    what the decision is about ("The CEO of Apple is Tim Cook"), so they join the subject."""
+    what the decision is about ("The CEO of Apple is Tim Cook"), so they join the subject.
+    A name chosen inside an aside (a parenthesis) is not the option when one outside is chosen
+    ("Jonas (Priya out sick)", "Delft Ceramics (Anouk)"): it is ``other``."""
     chosen = [m for m in mentions if m.role == "chosen"]
     if len(chosen) < 2:
         return mentions
+    aside = {m.start for m in chosen if in_aside(text, m.start)}
+    if len(aside) < len(chosen):
+        mentions = [Mention(m.text, m.key, m.start, m.end, "other") if m.start in aside else m for m in mentions]
+        chosen = [m for m in chosen if m.start not in aside]
+        if len(chosen) < 2:
+            return mentions
     slotted = {
         m.start
         for m in chosen
@@ -147,7 +174,7 @@ _LOWER_WORD = r"([a-z][a-z0-9+-]*(?:\.[a-z0-9]+)*)"
 # or the end of the clause.
 _LOWER_END = (
     r"(?=\s+(?:for|as|to|instead|because|since|after|this|next|today|tonight|now|again|from|starting|"
-    r"effective|until)\b|\s*[;,.:]|\s*$)"
+    r"effective|until)\b|\s*[;,.:](?!\S)|\s*$)"
 )
 LOWER_SLOT = re.compile(
     r"\b(?i:picked|chose|selected|adopted|going with|went with|go with|uses|use|using|runs on|run on|"
@@ -254,10 +281,33 @@ def opening_reports(text: str, mentions: list[Mention], clauses: list[tuple[int,
     return out
 
 
+#: A label's colon (or an arrow, an equals sign) right before a name: "Payments: Stripe", "fish supplier =
+#: Dockside Catch", "donors \u2192 Salesforce NPSP". The name is what the label is set to.
+_AFTER_LABEL = re.compile(r"(?:(?<!\d):|=|->|\u2192)\s+(?:the\s+)?$")
+
+
+def after_label(text: str, start: int) -> bool:
+    """Whether the name at ``start`` stands right after a label's colon, an arrow or an equals sign."""
+    return _AFTER_LABEL.search(text[max(0, start - 12) : start]) is not None
+
+
 def sentence_initial(text: str, start: int) -> bool:
-    """Whether ``start`` begins a sentence (after quotes and brackets)."""
+    """Whether ``start`` begins a sentence (after quotes and brackets); not after a title's period ("Dr. Okafor")."""
     before = text[:start].rstrip(" \t\"'([")
-    return not before or before[-1] in ".!?:;\n"
+    return not before or (before[-1] in ".!?:;\n" and not abbreviated(before))
+
+
+_ABBREVIATION = re.compile(r"(?<![\w.])([^\W\d_]+)\.$")
+
+
+def abbreviated(before: str) -> bool:
+    """Whether ``before`` ends with a title's period ("Mr.", "Dr.") or an initial's ("J."): a period
+    that does not end the sentence."""
+    m = _ABBREVIATION.search(before[-12:])
+    if m is None:
+        return False
+    word = m.group(1)
+    return word.lower() in TITLES or (len(word) == 1 and word.isupper())
 
 
 # What follows a sentence-initial verb ("Switched the", "Agreed in", "Going forward"), not a name
@@ -291,21 +341,52 @@ def _inflected(low: str, vocab: frozenset[str]) -> bool:
     return len(base) >= 5 and any(v.startswith(base) for v in vocab)
 
 
+# A version: a number not cut short ("USD 5,000" is an amount, not "USD 5"; "ImageJ 1.54f", "Python 3.11+",
+# "PB 46:20" whole), with no leading zero ("Tel 0161" is a phone number) and no unit after it.
 _VERSION = re.compile(
-    r" v?\d+(?:\.\d+)*(?![\w.]*\s*(?:%|ms|s\b|gb|mb|kb|tb|minutes?|hours?|seconds?|days?|requests?|rps))", re.I
+    r" v?(?!0\d)(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.:]\d+)*"
+    r"(?:(?<=\.\d)[a-rt-z](?!\w)|(?<=\.\d\d)[a-rt-z](?!\w)|\+)?(?![.,:]?\d)(?!\w)"
+    r"(?![\w.]*\s*(?:%|ms|s\b|gb|mb|kb|tb|minutes?|hours?|seconds?|days?|requests?|rps))",
+    re.I,
 )
+#: An address with its scheme ("https://docs.acme.io/api", "s3://heron-uploads"): one name, never split
+#: at its colon or dots; a sentence's closing punctuation is not part of it.
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>\"'`()\[\]]+(?<![.,;:!?])", re.I)
+# Calendar words: "Q3", "H2", "FY25" (periods of a year); a short day or month next to a number or
+# another one ("23-27 Dec", "Mon-Fri", "Jan–Aug").
+_PERIOD = re.compile(r"(?:Q[1-4]|H[12]|FY\d{2,4})$")
+_DATE_NEIGHBOUR = re.compile(r"\d|[-\u2013/]\s*[A-Z][a-z]{2,3}\b")
+
+
+def _date_word(text: str, t: re.Match[str]) -> bool:
+    """Whether the token ``t`` is a calendar word (see ``_PERIOD``, ``DATE_ABBREVIATIONS``), not a name."""
+    word = t.group(0)
+    if _PERIOD.match(word):
+        return True
+    parts = re.split(r"[-/]", word.lower().rstrip("."))
+    if len(parts) > 1:
+        return all(p in DATE_ABBREVIATIONS or p in COMMON_CAPITALISED for p in parts)
+    if parts[0] not in DATE_ABBREVIATIONS:
+        return False
+    before, after = text[max(0, t.start() - 3) : t.start()].rstrip(), text[t.end() : t.end() + 6].lstrip(" .")
+    return bool(before and (before[-1].isdigit() or before[-1] in "-\u2013/")) or bool(_DATE_NEIGHBOUR.match(after))
 
 
 def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
-    """Spans of product-like names; adjacent capitalised words join one name."""
-    toks = list(TOKEN.finditer(text))
-    out: list[tuple[int, int]] = []
+    """Spans of product-like names; adjacent capitalised words join one name, and so does a title's
+    ("Dr. Okafor"); an address with its scheme is one name ("https://status.acme.io")."""
+    urls = [(m.start(), m.end()) for m in _URL.finditer(text)]
+    toks = [t for t in TOKEN.finditer(text) if not masked(urls, t.start(), t.end())]
+    out: list[tuple[int, int]] = list(urls)
     i = 0
     while i < len(toks):
         t = toks[i]
         initial = sentence_initial(text, t.start())
-        if not _name_like(t.group(0), initial, vocab) or (
-            initial and t.group(0).lower().endswith(("ed", "ing")) and _VERB_FOLLOW.match(text[t.end() :])
+        titled = t.group(0).lower() in TITLES and re.match(r"\.? [^\W\d_]", text[t.end() : t.end() + 3]) is not None
+        if (
+            _date_word(text, t)
+            or not (titled or _name_like(t.group(0), initial, vocab))
+            or (initial and t.group(0).lower().endswith(("ed", "ing")) and _VERB_FOLLOW.match(text[t.end() :]))
         ):
             i += 1
             continue
@@ -315,7 +396,8 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
             nxt = toks[j]
             gap = text[end : nxt.start()]
             word = nxt.group(0)
-            if gap != " " or not (word[0].isupper() or word[0].isdigit()):
+            title = gap == ". " and toks[j - 1].group(0).lower() in TITLES and word[0].isupper()
+            if (gap != " " and not title) or not (word[0].isupper() or word[0].isdigit()) or _date_word(text, nxt):
                 break
             if word.lower() in STOPWORDS or word.lower() in COMMON_CAPITALISED:
                 break
@@ -329,7 +411,7 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
             end = version.end()
         out.append((start, end))
         i = j
-    return out
+    return sorted(out)
 
 
 def known_words(text: str, known: frozenset[str], names: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -362,6 +444,8 @@ def clause_spans(text: str) -> list[tuple[int, int]]:
     """Spans of the clauses, split at ``_CLAUSE_BREAK``."""
     out, pos = [], 0
     for m in _CLAUSE_BREAK.finditer(text):
+        if text[m.start() - 1 : m.start()] == "." and abbreviated(text[: m.start()]):
+            continue  # "Mr. Hrubý": a title's period is no clause break
         if m.start() > pos:
             out.append((pos, m.start()))
         pos = m.end()
@@ -399,10 +483,13 @@ def role_of(text: str, start: int, end: int, clauses: list[tuple[int, int]], rea
     if paren >= 0 and ")" not in text[paren:start]:
         ci, clause_start = max(ci, 1), paren + 1
     lead = text[clause_start:start].split()
+    if _CHOSEN_AGAIN.match(after):
+        return "chosen"  # a report that chooses it: "Pine & Petal fired, GreenCut rehired"
     if ci > 0 and _REPORT_LEAD.match(" ".join(lead) + " " if lead else "") and reported(text, end):
         return "prev"  # "...; X was overkill", "; the Snyk seats were $40k", "Marqeta and Galileo contracts end"
     nxt = _NEXT_WORD.match(after)
-    if nxt and nxt.group(1).islower() and not _BEFORE_CHOSEN.search(before):
+    labelled = after_label(text, start) and not reported(text, end)  # "Payments: Stripe processes cards"
+    if nxt and nxt.group(1).islower() and not labelled and not _BEFORE_CHOSEN.search(before):
         w = nxt.group(1).lower()
         if w not in STOPWORDS and w not in CUE_WORDS and w not in _PREPOSITIONS:
             return "modifier"  # "the ledger Postgres backups", "the latest SQLite release"

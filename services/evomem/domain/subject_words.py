@@ -41,6 +41,16 @@ COMMON_CAPITALISED = frozenset(
     load retro quarterly sprint design agreed settled decision""".split()
 )
 
+#: Titles and abbreviations written with a period that does not end the sentence ("Mr. Hrubý",
+#: "Dr. Okafor", "Capt. Ruel"): the period belongs to the word, and the name that follows joins it.
+TITLES = frozenset("mr mrs ms mx dr prof st capt cpt sgt lt col gen rev fr sr jr mt ft hon messrs".split())
+
+#: Short forms of days and months: next to a number or another of them ("23-27 Dec", "Mon-Fri",
+#: "Jan–Aug", "14 Sept") they are a date, not a name.
+DATE_ABBREVIATIONS = frozenset(
+    "mon tue tues wed thu thur thurs fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+
 #: Acronyms that name a kind of thing, not a product.
 CATEGORY_ACRONYMS = frozenset(
     """ci cd api apis db dbs sdk ui ux etl cdn dns vm vms os sla slo slos sso iam kms mfa qa uat eu us uk
