@@ -21,25 +21,13 @@ import pytest
 from evomem.adapters.sqlite import tantivy_folder, tantivy_index, words, words_log
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.domain.model import NewNote
+from tests.test_word_index_auto import filled
 
 ROOT = Path(__file__).resolve().parents[1]
-TEXTS = (
-    "We keep the billing ledger in PostgreSQL because of its transactions.",
-    "The deploy pipeline runs on GitHub Actions.",
-    "Grafana dashboards are provisioned from Git.",
-)
 
 
 def found(store: SQLiteStore, *terms: str) -> set[str]:
     return {h.node_id for h in store.search(list(terms), namespace="default", limit=50, active_only=False)}
-
-
-def filled(path: Path, texts: tuple[str, ...] = TEXTS) -> list[str]:
-    store = SQLiteStore(path)
-    try:
-        return [store.insert(NewNote(raw_text=t)).id for t in texts]
-    finally:
-        store.close()
 
 
 def building(store: SQLiteStore) -> words.BuildingWords:
