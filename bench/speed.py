@@ -9,7 +9,12 @@ own floors (a raw tsvector query, a raw pgvector HNSW query, a bare indexed inse
 
 For each store size: p50/p95 of remember and recall per path, the FTS5 floor, the ratio of
 each recall path to the floor, peak RSS of the server process, and database bytes per note.
-Nothing here is asserted; the machine is shared and noisy, so read medians and ratios.
+In-core, recall is measured twice: the ten ``QUERIES`` repeated (``recall``: with vectors, their
+embeddings come from the cache after the first round) and as many queries asked once
+(``recall_fresh``: embedded at each call, as a remember's note always is), with remember's p50
+and p95 over each (``remember_vs_recall_*``, ``remember_vs_recall_fresh_*``: issue 32's ratios,
+like for like in the second). Nothing here is asserted; the machine is shared and noisy, so read
+medians and ratios.
 """
 
 from __future__ import annotations
