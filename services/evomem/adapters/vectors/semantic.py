@@ -229,7 +229,11 @@ class SemanticIndex:
     def catch_up(self, namespace: str) -> None:
         """The part of ``nearest`` that needs no text, now: the queued writes stored, the table's
         copy of ``namespace`` brought up to date (``VectorTable.catch_up``). ``search_both`` calls it
-        while another thread embeds the text, so that search starts on its scan."""
+        while another thread embeds the text, so that search starts on its scan. Nothing while the
+        model loads in the background or failed to: no search by meaning follows (recall answers by
+        words, and reading a namespace's bits the first time would only delay it)."""
+        if not self.wait_for_model and self.model_state != "loaded":
+            return
         self.settle()
         self.index.catch_up(namespace)
 
