@@ -35,6 +35,9 @@ def test_speed_bench_measures_both_engines_on_the_same_data(tmp_path: Path) -> N
     hybrid = "vector_floor" in size  # the embedding model and sqlite-vec are installed
     assert list(size["paths"]) == (["in_core", "in_core_hybrid"] if hybrid else ["in_core"])  # no MCP paths
     assert size["paths"]["in_core"]["remember"]["n"] == REMEMBERS
+    for path in size["paths"].values():  # recall with fresh queries too, and remember against both recalls
+        assert path["recall_fresh"]["n"] == len(speed.QUERIES)
+        assert path["remember_vs_recall_p50"] > 0 and path["remember_vs_recall_fresh_p95"] > 0
     pg = size["postgres"]
     assert pg["tsvector_floor"]["recall"]["n"] == len(speed.QUERIES)
     assert pg["tsvector_floor"]["remember"]["n"] == REMEMBERS
@@ -65,7 +68,7 @@ def test_speed_bench_measures_both_engines_on_the_same_data(tmp_path: Path) -> N
     assert pg_vectors >= vectors
 
     md = (out / "speed_postgres.md").read_text()
-    for row in ("raw FTS5", "raw tsvector", "| pg_in_core |", "Loading PostgreSQL"):
+    for row in ("raw FTS5", "raw tsvector", "| pg_in_core |", "Loading PostgreSQL", "remember ÷ fresh recall"):
         assert row in md
     if hybrid:
         assert "raw pgvector HNSW" in md
@@ -85,3 +88,11 @@ def test_only_with_postgres_skips_with_a_reason_and_writes_nothing(
 def test_unknown_path_is_refused() -> None:
     with pytest.raises(SystemExit):
         speed.main(["--paths", "in_core,over_carrier_pigeon"])
+
+
+def test_fresh_queries_are_new_distinct_and_the_same_each_run() -> None:
+    fresh = speed.fresh_queries(400, seed=1)
+    assert len(set(fresh)) == 400 and not set(fresh) & set(speed.QUERIES)
+    assert fresh == speed.fresh_queries(400, seed=1) != speed.fresh_queries(400, seed=2)
+    with pytest.raises(ValueError):
+        speed.fresh_queries(5001, seed=1)

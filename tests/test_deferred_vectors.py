@@ -77,6 +77,36 @@ def test_a_search_by_meaning_waits_for_the_writes_this_process_queued(tmp_path: 
         service.close()
 
 
+def test_catch_up_stores_the_queued_write_first(tmp_path: Path) -> None:
+    """What a search does ahead of its scan while its text is embedded (``search_both``): the queued
+    vector stored, then the table's copy brought up to date; ``nearest`` then finds the note."""
+    service = build_embedded(Settings(db=str(tmp_path / "m.db"), vectors="on"))
+    try:
+        vectors = service.vectors
+        assert vectors is not None
+        service.remember(OTHERS[0])
+        assert vectors.settle()
+        index = vectors.index  # type: ignore[attr-defined]
+        gate, real = threading.Event(), index.add_many
+
+        def held(items):  # type: ignore[no-untyped-def]
+            gate.wait(30)
+            return real(items)
+
+        index.add_many = held
+        node = service.remember(NOTE).node
+        ahead = threading.Thread(target=vectors.catch_up, args=("default",))
+        ahead.start()
+        ahead.join(0.1)
+        assert ahead.is_alive() and node.id not in index  # it waits for the write after the answer
+        gate.set()
+        ahead.join(30)
+        assert not ahead.is_alive() and node.id in index
+        assert nearest_ids(service, BY_MEANING)[0] == node.id
+    finally:
+        service.close()
+
+
 CRASH = textwrap.dedent(
     """
     import os, sys, threading

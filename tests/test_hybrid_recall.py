@@ -254,6 +254,31 @@ def test_embedding_failure_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptu
     store.close()
 
 
+class LoadingEmbedder(BrokenEmbedder):
+    state = "loading"  # loading in the background: searches by meaning wait for nothing, they fail fast
+
+
+class CountedTable:
+    def __init__(self) -> None:
+        self.caught_up: list[str] = []
+
+    def catch_up(self, namespace: str) -> None:
+        self.caught_up.append(namespace)
+
+
+def test_catch_up_reads_nothing_ahead_while_the_model_loads_in_the_background() -> None:
+    table, embedder = CountedTable(), LoadingEmbedder()
+    vectors = SemanticIndex(embedder, table)  # type: ignore[arg-type]
+    vectors.catch_up("default")  # wait_for_model: a search would load the model and follow
+    assert table.caught_up == ["default"]
+    vectors.load_in_background()
+    vectors.catch_up("default")  # no search by meaning follows: recall answers by words, at once
+    assert table.caught_up == ["default"]
+    embedder.state = "loaded"
+    vectors.catch_up("default")
+    assert table.caught_up == ["default", "default"]
+
+
 def test_vectors_on_without_a_model_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVOMEM_EMBEDDING_MODEL_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(Unavailable, match=r"model\.onnx"):

@@ -160,6 +160,27 @@ def test_writes_by_another_index_object_are_seen_by_the_next_search(tmp_path: Pa
     writer.close()
 
 
+def test_catch_up_reads_the_changes_ahead_and_the_search_answers_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    x = unit_rows(400, seed=6)
+    reader, writer = VectorIndex(path), VectorIndex(path)
+    writer.add_many((f"n{i}", "ns", x[i]) for i in range(300))
+    reader.catch_up("ns")  # the first one loads the namespace
+    assert len(cached_ids(reader, "ns")) == 300
+    (n7,) = reader._conn().execute("SELECT rowid FROM vec_items WHERE node_id = 'n7'").fetchone()
+    writer.add("new", "ns", x[350])
+    assert writer.remove("n7")
+    (new,) = reader._conn().execute("SELECT rowid FROM vec_items WHERE node_id = 'new'").fetchone()
+    reader.catch_up("ns")  # what the search would read first, read now
+    assert new in cached_ids(reader, "ns") and n7 not in cached_ids(reader, "ns")
+    seen = reader._bits["ns"].seen
+    assert reader.search(x[350], "ns", 1)[0][0] == "new"
+    assert reader._bits["ns"].seen == seen  # the search found nothing left to read
+    assert [h[0] for h in reader.search(x[9], "ns", 5)] == [h[0] for h in writer.search(x[9], "ns", 5)]
+    reader.close()
+    writer.close()
+
+
 WRITER = """
 import json, sys
 import numpy as np

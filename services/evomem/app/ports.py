@@ -338,6 +338,12 @@ class Vectors(Protocol):
         (after what ``add_soon`` queued is stored)."""
         ...
 
+    def catch_up(self, namespace: str) -> None:
+        """What ``nearest`` in ``namespace`` does first whatever its text, done now: store what
+        ``add_soon`` queued, bring an in-memory copy of the table up to date. A search calls it
+        while the text is embedded on another thread; ``nearest`` still checks (the same answer)."""
+        ...
+
     def remove(self, node_id: str) -> None: ...
 
     def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:

@@ -11,6 +11,7 @@ and sizes the query (``RecallQuery``) and turns the ``RecallAnswer`` into its ou
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -35,6 +36,8 @@ from evomem.domain.recall import (
     successors_to_follow,
 )
 from evomem.domain.recall import check_history_depth as check_history_depth
+
+log = logging.getLogger("evomem.recall")
 
 K_MAX = 100
 SEARCH_LIMIT_MAX = 4 * 100 * K_MAX  # full-text hits per recall: a filtered recall of K_MAX asks 4 x fanout x k
@@ -104,15 +107,28 @@ def search_both(
     """BM25 hits and the nearest notes by meaning, the two searched at the same time: the
     vector half (embedding the text, scanning the index) runs on a pool thread while BM25
     runs here. Both spend their time in C (SQLite, onnxruntime) without the GIL, so hybrid
-    recall costs about the slower of the two rather than their sum. ``prune``: ``Store.search``'s."""
+    recall costs about the slower of the two rather than their sum. When BM25 is done first
+    (a text not embedded before: a remember's note, a new query), this thread does the vector
+    half's catch-up meanwhile (``Vectors.catch_up``), so the scan starts as the embedding ends.
+    ``prune``: ``Store.search``'s."""
     if vectors is None or vector_limit < 1:
         return store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune), [], None
     future = pool().submit(nearest, vectors, text, namespace, vector_limit)
     try:
         hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
+        if not future.done():
+            catch_up(vectors, namespace)
     finally:
         near, problem = future.result()  # never raises: nearest turns a failure into no neighbours
     return hits, near, problem
+
+
+def catch_up(vectors: Vectors, namespace: str) -> None:
+    """``vectors.catch_up``, whose failure costs nothing: ``nearest`` does it again and reports."""
+    try:
+        vectors.catch_up(namespace)
+    except Exception as exc:
+        log.debug("vector catch-up ahead of the search failed (the search does it again): %s", exc)
 
 
 def hybrid(store: Store, hits: list[SearchHit], near: Sequence[tuple[str, float]]) -> list[SearchHit]:

@@ -108,6 +108,9 @@ class PgVectorIndex:
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
+    def catch_up(self, namespace: str) -> None:
+        """Nothing: the index lives in the database, this process keeps no copy of it."""
+
     def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
         """The cosine distance of ``vector`` to each of ``node_ids`` that has a vector in
         ``namespace`` (by id, no index scan)."""

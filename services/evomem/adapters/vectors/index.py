@@ -390,6 +390,12 @@ class VectorIndex:
         ids = list(dict.fromkeys(node_ids))
         return dict(self.search(vector, namespace, k=len(ids), candidate_ids=ids)) if ids else {}
 
+    def catch_up(self, namespace: str) -> None:
+        """``namespace``'s bits brought up to date with the file now, as a search's first step
+        does (nothing without the cache): a search that follows finds nothing left to read."""
+        if self.cache:
+            self._cached(self._conn(), namespace)
+
     def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int) -> list[int]:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
         (Hamming for binary scans; among equal distances the smaller rowids, from the cache)."""

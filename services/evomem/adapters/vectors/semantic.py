@@ -53,6 +53,8 @@ class VectorTable(Protocol):
 
     def remove(self, node_id: str) -> bool: ...
 
+    def catch_up(self, namespace: str) -> None: ...
+
     def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]: ...
 
     def close(self) -> None: ...
@@ -223,6 +225,17 @@ class SemanticIndex:
         self.settle()  # the notes this process wrote are searchable by meaning before it answers
         hits = self.index.search(vector, namespace, k=limit)
         return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]
+
+    def catch_up(self, namespace: str) -> None:
+        """The part of ``nearest`` that needs no text, now: the queued writes stored, the table's
+        copy of ``namespace`` brought up to date (``VectorTable.catch_up``). ``search_both`` calls it
+        while another thread embeds the text, so that search starts on its scan. Nothing while the
+        model loads in the background or failed to: no search by meaning follows (recall answers by
+        words, and reading a namespace's bits the first time would only delay it)."""
+        if not self.wait_for_model and self.model_state != "loaded":
+            return
+        self.settle()
+        self.index.catch_up(namespace)
 
     def similarities(self, text: str, *, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
         """The stored vectors' cosines with ``text`` (the linker's candidates that the search by
