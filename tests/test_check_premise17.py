@@ -1,6 +1,7 @@
 """check, in both wirings: rules of helper premise17 (issue 33's premise check): a document read first by the
 lead of its deciding section where the statement's option is a value (the value it sets comes before the
-exceptions and limits that name others)."""
+exceptions and limits that name others); the shared reader's label rule skips a record's header fields
+("Status: Accepted") and reads a list after a label's colon as one option, the list."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from wirings import WIRINGS, wired
 
 from evomem.domain.premise_document import LEAD_CHARS, deciding
+from evomem.domain.subject import analyse, front_matter
 
 CONTEXT = (
     "The team is small and already runs several stateful systems on its own virtual machines. Any choice "
@@ -58,3 +60,63 @@ def test_a_value_is_read_by_the_lead_of_the_deciding_section(tmp_path: Path, wir
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
         held = service.check("The hr paid parental leave uses 20 weeks.")
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+ADR_11 = (
+    "ADR-11: Client state in Wisp\nStatus: Accepted - Date: 2023-02-13 - Author: Pieter de Wit\n"
+    "We use Redux Toolkit for client-side UI state in Wisp, with one slice per feature."
+)
+ADR_14 = (
+    "ADR-14: Client state in Wisp, revised\nStatus: Accepted - 2024-01-22 - Supersedes: ADR-11\n"
+    "We use Zustand for client-side UI state in Wisp: one small store per feature folder. Redux Toolkit is "
+    "removed once the last slice is ported."
+)
+
+
+def test_header_fields_are_no_choice() -> None:
+    at = front_matter(ADR_14)
+    assert at is not None and ADR_14[at[0] : at[1]].startswith("Status: Accepted")
+    facts = analyse(ADR_14)
+    assert facts.option is not None and facts.option.text == "Zustand"
+    assert {m.role for m in facts.mentions if m.text == "Accepted"} == {"other"}
+    mail = "From: Ines (CEO)\nSubject: End of year\n\nHi everyone, bonuses are paid on 20 December."
+    assert front_matter(mail) == (0, len("From: Ines (CEO)\nSubject: End of year"))
+    assert all(m.role != "chosen" for m in analyse(mail).mentions if m.text == "Ines")
+    # a note that is a field or two says what it says: no header
+    assert front_matter("Bins: Finn") is None and analyse("Bins: Finn").option.text == "Finn"  # type: ignore[union-attr]
+    assert front_matter("Treasurer: Cressida Vane.\nHall: Copper Street.") is None
+    assert front_matter("- Ravi: widgets done\n- Leonie: copy waiting on legal\nRelease on Friday.") is None
+
+
+def test_a_list_after_a_label_is_one_option() -> None:
+    facts = analyse("The scheme now has four levels: Public, Internal, Confidential, Restricted.")
+    assert facts.option is not None and facts.option.text == "Public, Internal, Confidential, Restricted"
+    assert analyse("Leads: Ana, Ben.").option.text == "Ana"  # type: ignore[union-attr]  # two names: no list
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_record_with_a_header_is_read_by_what_it_decides(tmp_path: Path, wiring: str) -> None:
+    """ "Status: Accepted" is no option: the record in force chose Zustand, and left Redux Toolkit."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(ADR_11).node.id
+        now = service.remember(ADR_14, supersedes=first).node.id
+        old = service.check("The wisp client state library uses Redux Toolkit.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        held = service.check("The wisp client state library uses Zustand.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_list_replaced_by_a_longer_one(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Data classification scheme: three levels: Public, Internal, Confidential.").node.id
+        service.remember(
+            "Data classification scheme revised: four levels: Public, Internal, Confidential, Restricted.",
+            supersedes=first,
+        )
+        old = service.check("The data classification scheme uses three levels: Public, Internal, Confidential.")
+        assert old.verdict == "superseded", old
+        held = service.check(
+            "The data classification scheme uses four levels: Public, Internal, Confidential, Restricted."
+        )
+        assert held.verdict == "in_force", held
