@@ -120,3 +120,26 @@ def test_a_list_replaced_by_a_longer_one(tmp_path: Path, wiring: str) -> None:
             "The data classification scheme uses four levels: Public, Internal, Confidential, Restricted."
         )
         assert held.verdict == "in_force", held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_that_sets_a_new_number_left_the_old_one(tmp_path: Path, wiring: str) -> None:
+    """The version in force sets 921600 and then names 115200 in its reason: it left 115200."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("wren firmware debug UART: 115200 8N1 on P0.06 (TX) / P0.08 (RX)").node.id
+        service.remember(
+            "debug uart 921600 - trace logs were getting truncated at 115200. FTDI cables handle it fine.",
+            supersedes=first,
+        )
+        old = service.check("The wren fw debug uart baud uses 115200.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert service.check("The wren fw debug uart baud uses 921600.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_number_the_note_sets_first_is_its_own(tmp_path: Path, wiring: str) -> None:
+    """ "lowest Node: Node 20 (...). Matrix 20/22": 22 is new, but 20 comes first: the note keeps 20."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("CI runs the test suite on Node 18 and Node 20.").node.id
+        service.remember("CI matrix, lowest Node: Node 20 (18 is EOL April 2025). Matrix 20/22.", supersedes=first)
+        assert service.check("The oss ci node min uses Node 20.").verdict != "superseded"
