@@ -90,12 +90,14 @@ def judge(
 
     A long document (a decision record, an RFC, a policy) is read first by the part that decides
     (``read_as_decided``): its title and its decision section, as is a statement that is one; when
-    that part tells nothing (``unknown``), by its whole text. Where the statement's option is a value
-    (it holds a digit: "12 weeks", "4% of base salary"), by the lead of that section first
-    (``LEAD_CHARS``): a document sets its value before the exceptions and limits that name others."""
+    that part tells nothing (``unknown``), by its whole text. The lead of that section is read first
+    (``LEAD_CHARS``): a document sets its value before the exceptions and limits that name others
+    ("20 weeks of paid leave ... extended ... up to 12 weeks"). Only where the statement's option is a
+    value (it holds a digit: "12 weeks", "4% of base salary") do the words alone decide on the lead: a
+    name the lead leaves out may stand in the next sentence ("The foundation's committee applies ...")."""
     topic = topic_words(deciding(statement) or statement)
     value = any(c.isdigit() for c in complement(statement) or "")
-    for chars in READS if value else READS[1:]:  # a value: its lead first; then its opening
+    for chars in READS:  # its lead first; then its opening
         part = deciding(statement, chars=chars)  # a document as a statement: what it decides
         decided = read_as_decided(chains, topic, chars)
         if part is None and all(
@@ -105,8 +107,12 @@ def judge(
         ):
             break  # no document: read as it is
         out = _judge_scoped(part or statement, scope, decided)
-        if out.verdict is not Verdict.UNKNOWN and not decided_elsewhere(
-            out, chains, topic, _words(out.option or complement(statement) or "")
+        # the lead read by its words alone: only for a value
+        by_words = bool(out.readings) and all(r.relation == "words" for r in out.readings)
+        if (
+            out.verdict is not Verdict.UNKNOWN
+            and not (chars < READS[-1] and by_words and not value)
+            and not decided_elsewhere(out, chains, topic, _words(out.option or complement(statement) or ""))
         ):
             return _unchanged(as_read(out, chains), chains, topic)
     return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
