@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
-from evomem.domain.premise_document import as_read, decided_elsewhere, deciding, read_as_decided
+from evomem.domain.premise_document import READS, as_read, decided_elsewhere, deciding, read_as_decided
 from evomem.domain.premise_lexical import TOPICAL, lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
@@ -90,20 +90,32 @@ def judge(
 
     A long document (a decision record, an RFC, a policy) is read first by the part that decides
     (``read_as_decided``): its title and its decision section, as is a statement that is one; when
-    that part tells nothing (``unknown``), by its whole text."""
-    part = deciding(statement)  # a document as a statement: what it decides
-    topic = topic_words(part or statement)
-    decided = read_as_decided(chains, topic)
-    if part is None and all(
-        n is m for (h, p), (g, q) in zip(chains, decided, strict=True) for n, m in zip((h, *p), (g, *q), strict=True)
-    ):
-        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
-    out = _judge_scoped(part or statement, scope, decided)
-    if out.verdict is Verdict.UNKNOWN or decided_elsewhere(
-        out, chains, topic, _words(out.option or complement(statement) or "")
-    ):
-        return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
-    return _unchanged(as_read(out, chains), chains, topic)
+    that part tells nothing (``unknown``), by its whole text. The lead of that section is read first
+    (``LEAD_CHARS``): a document sets its value before the exceptions and limits that name others
+    ("20 weeks of paid leave ... extended ... up to 12 weeks"). Only where the statement's option is a
+    value (it holds a digit: "12 weeks", "4% of base salary") do the words alone decide on the lead: a
+    name the lead leaves out may stand in the next sentence ("The foundation's committee applies ...")."""
+    topic = topic_words(deciding(statement) or statement)
+    value = any(c.isdigit() for c in complement(statement) or "")
+    for chars in READS:  # its lead first; then its opening
+        part = deciding(statement, chars=chars)  # a document as a statement: what it decides
+        decided = read_as_decided(chains, topic, chars)
+        if part is None and all(
+            n is m
+            for (h, p), (g, q) in zip(chains, decided, strict=True)
+            for n, m in zip((h, *p), (g, *q), strict=True)
+        ):
+            break  # no document: read as it is
+        out = _judge_scoped(part or statement, scope, decided)
+        # the lead read by its words alone: only for a value
+        by_words = bool(out.readings) and all(r.relation == "words" for r in out.readings)
+        if (
+            out.verdict is not Verdict.UNKNOWN
+            and not (chars < READS[-1] and by_words and not value)
+            and not decided_elsewhere(out, chains, topic, _words(out.option or complement(statement) or ""))
+        ):
+            return _unchanged(as_read(out, chains), chains, topic)
+    return _unchanged(_judge_scoped(statement, scope, chains), chains, topic)
 
 
 def _unchanged(out: Judgement, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNode]]], topic: set[str]) -> Judgement:

@@ -4,6 +4,7 @@ apart (``lexical``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from evomem.domain.model import MemoryNode, Status
@@ -106,6 +107,11 @@ def lexical(
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+        # a short head that sets a new number in place of the statement's, which the version it replaced held,
+        # left that one, though it still names it ("debug uart 921600 - logs were truncated at 115200")
+        if len(versions) > 1 and len(head.raw_text) <= LONG_NOTE_CHARS:
+            new = held[0] - set().union(*held[1:]) - said
+            held[0] = held[0] - _replaced_numbers(head.raw_text, said & held[0] & held[1], new)
         # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
@@ -209,6 +215,20 @@ def _left_later(
         return None
     why = "a later version left it; the notes in force that hold it are older"
     return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
+
+
+def _replaced_numbers(text: str, old: set[str], new: set[str]) -> set[str]:
+    """Of the numbers ``old`` (the statement's, held by a head and the version it replaced), those a number
+    of ``new`` (the head's own, no earlier version held) of the same shape (as many digits) replaces: the
+    head ``text`` sets it before it names the old one ("OTA waves: 2%. ... The 5% wave in April hit ...";
+    not "lowest Node: Node 20 (...). Matrix 20/22")."""
+
+    def first(w: str) -> int:
+        m = re.search(rf"(?<![\w.]){re.escape(w)}(?![\w.]\w)", text)
+        return m.start() if m else len(text)
+
+    news = [(len(w), first(w)) for w in new if w.isdigit()]
+    return {w for w in old if w.isdigit() and any(n == len(w) and at < first(w) for n, at in news)}
 
 
 def _own_words(node: MemoryNode, left: Mapping[str, Sequence[tuple[int, int]]] | None) -> set[str]:

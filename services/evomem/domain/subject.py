@@ -122,6 +122,63 @@ _REF_NEGATION = re.compile(r"\b(?:not|n't|rather than|instead of|never|no longer
 _IDENT_HEAD = re.compile(r"^\s*#*\s*([A-Za-z]{2,10})\s*[:\-#]?\s*0*(\d{1,6})\b")
 
 
+#: A record's front matter: a block of "Field: value" lines at its top, after its title ("Status: Accepted
+#: - Date: 2023-06-26 - Author: Pieter de Wit", "From: Ines (CEO)" then "Subject: End of year").
+_FIELD_KEY = r"[A-Z][A-Za-z]*(?: [A-Za-z]+){0,2}:"
+_FIELD_LINE = re.compile(rf"^\s*{_FIELD_KEY}\s+\S.{{0,80}}$")
+_FIELDS = re.compile(rf"(?:^|\s[-|\u2013\u2014]\s|\|)\s*{_FIELD_KEY}(?=\s)")
+
+
+def front_matter(text: str) -> tuple[int, int] | None:
+    """The span of a record's header fields: the "Field: value" lines (short; two fields at least, on
+    one line or several) that open it, after a title line, with more text after them. Their values
+    describe the record (its status, date, author, sender), not what it decides. None: no such block
+    (a note that is a field or two, "Bins: Finn", is what it says)."""
+    lines: list[tuple[int, int, str]] = []
+    pos = 0
+    for line in text.split("\n"):
+        lines.append((pos, pos + len(line), line))
+        pos += len(line) + 1
+    i = 0
+    while i < len(lines) and not lines[i][2].strip():
+        i += 1
+    if i < len(lines) and not _FIELD_LINE.match(lines[i][2]):
+        i += 1  # its title
+        while i < len(lines) and not lines[i][2].strip():
+            i += 1
+    j, fields = i, 0
+    while j < len(lines) and _FIELD_LINE.match(lines[j][2]):
+        fields += len(_FIELDS.findall(lines[j][2]))
+        j += 1
+    if j == i or fields < 2 or not text[lines[j - 1][1] :].strip():
+        return None
+    return lines[i][0], lines[j - 1][1]
+
+
+_LIST_GAP = re.compile(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+
+
+def colon_lists(text: str, mentions: list[Mention]) -> list[Mention]:
+    """A chosen name after a label's colon that opens a list of three names or more ("three levels:
+    Public, Internal, Confidential") is one option, the whole list, not its first item: the list is
+    what the label is set to. Its other items are part of it."""
+    out: list[Mention] = []
+    i = 0
+    while i < len(mentions):
+        m = mentions[i]
+        j = i
+        while j + 1 < len(mentions) and _LIST_GAP.fullmatch(text[mentions[j].end : mentions[j + 1].start]):
+            j += 1
+        if m.role == "chosen" and j - i >= 2 and after_label(text, m.start):
+            whole = text[m.start : mentions[j].end]
+            out.append(Mention(whole, fold(whole), m.start, mentions[j].end, "chosen"))
+            i = j + 1
+            continue
+        out.append(m)
+        i += 1
+    return out
+
+
 # ----------------------------------------------------------------------------- the facts
 
 
@@ -250,6 +307,7 @@ def analyse(
             scope_span = inferred.evidence
     reasons = reason_spans(text)
     clauses = clause_spans(text)
+    header = [h] if (h := front_matter(text)) is not None else []  # names there are no choice ("Status: Accepted")
     names = find_names(text, vocab)
     if known:
         names = sorted(names + known_words(text, known, names))
@@ -263,7 +321,8 @@ def analyse(
         # "Payments: Stripe", "Sol's back as DM": sure
         if plain_word and sentence_initial(text, s) and not after_label(text, s) and not BACK.match(text[e:]):
             unsure.add(s)
-        mentions.append(Mention(word, fold(word), s, e, role_of(text, s, e, clauses, reasons)))
+        role = "other" if masked(header, s, e) else role_of(text, s, e, clauses, reasons)
+        mentions.append(Mention(word, fold(word), s, e, role))
     # Lowercase options in a clear slot ("picked cron for"), when no sure name is chosen.
     if not any(m.role == "chosen" and m.start not in unsure for m in mentions):
         taken = {m.start for m in mentions}
@@ -274,7 +333,7 @@ def analyse(
                     continue
                 if w.endswith(("ed", "ing")):
                     continue
-                if masked(reasons, s, m.end(1)) or masked(blocked, s, m.end(1)):
+                if masked(reasons, s, m.end(1)) or masked(blocked, s, m.end(1)) or masked(header, s, m.end(1)):
                     continue
                 taken.add(s)
                 mentions.append(Mention(w, fold(w), s, m.end(1), role_of(text, s, m.end(1), clauses, reasons)))
@@ -284,7 +343,7 @@ def analyse(
     # unless it reads as a replaced option ("; Jenkins lost data").
     if any(m.role == "chosen" and m.start not in unsure for m in mentions):
         mentions = [m for m in mentions if m.start not in unsure or m.role == "prev"]
-    mentions = subject_names(text, mentions)
+    mentions = colon_lists(text, subject_names(text, mentions))
     # A name that qualifies a noun ("the Scotland government") is part of what the note is
     # about, unless it is the option itself ("we moved the SQLite database; it stays on SQLite").
     options = {m.key for m in mentions if m.role in ("chosen", "prev")}
