@@ -212,6 +212,7 @@ def study(fitters: Mapping[str, Callable[[Sequence[str], Sequence[int]], Scorer]
         held = [h for h in held if h[0] in HELD]
     out: dict[str, dict[str, Any]] = {}
     full: dict[str, Scorer] = {}
+    kept: dict[str, dict[str, tuple[list[float], list[float], list[float]]]] = {}
     for name, tr, others, te, te_pairs in held:
         print(f"held out {name}: {len(tr)} training notes, {len(te)} held out", file=sys.stderr)
         row: dict[str, Any] = {"notes": len(te), "decisions": sum(it[1] for it in te), "true_pairs": len(te_pairs)}
@@ -235,6 +236,7 @@ def study(fitters: Mapping[str, Callable[[Sequence[str], Sequence[int]], Scorer]
             ys = np.asarray([it[1] for it in te])
             ss = np.asarray([s_of[it[0]] for it in te])
             pair_min = [min(s_of[a], s_of[b]) for a, b, _, _ in te_pairs]
+            kept.setdefault(m, {})[name] = (pair_min, ss[ys == 0].tolist(), ss[ys == 1].tolist())
             row[m] = {
                 "auc": round(auc(ss.tolist(), ys.tolist()), 4),
                 "at_logit": round(at, 4),
@@ -253,7 +255,30 @@ def study(fitters: Mapping[str, Callable[[Sequence[str], Sequence[int]], Scorer]
                 }
             print(f"  {m}: {row[m]}", file=sys.stderr)
         out[name] = row
+    out["_source_out_cut"] = source_out_cut(kept, {n for n in names if n.startswith("dev-")})
     return out
+
+
+def source_out_cut(
+    kept: Mapping[str, Mapping[str, tuple[list[float], list[float], list[float]]]], written: set[str]
+) -> dict[str, Any]:
+    """The cut-off ``choose_decides_at``'s rule gives on the scores of the hand-written training sources
+    each held out of its model (not scenario folds), and what it does on the evaluation sets."""
+    res: dict[str, Any] = {}
+    for m, per in kept.items():
+        pool = [x for n, (pm, _, _) in per.items() if n in written for x in pm]
+        if not pool:
+            continue
+        at = cutoff(pool)
+        row: dict[str, Any] = {"at_logit": round(at, 4)}
+        for n, (pm, nd, dd) in per.items():
+            row[n] = {
+                "true_pairs_lost": round(sum(x < at for x in pm) / len(pm), 4) if pm else None,
+                "nondecisions_passed": round(sum(x >= at for x in nd) / len(nd), 4) if nd else None,
+                "decisions_lost": round(sum(x < at for x in dd) / len(dd), 4) if dd else None,
+            }
+        res[m] = row
+    return res
 
 
 def table(res: Mapping[str, Any], models: Sequence[str]) -> str:
@@ -262,12 +287,32 @@ def table(res: Mapping[str, Any], models: Sequence[str]) -> str:
     )
     lines = [head + " |", "|" + "---|" * (3 + 2 * len(models))]
     for name, row in res.items():
+        if name.startswith("_"):
+            continue
         cells = [name, f"{row['notes']} ({row['decisions']})", str(row["true_pairs"])]
         for m in models:
             r = row[m]
             cells.append(f"{r['auc']:.3f}")
             cells.append(f"{r['decisions_lost']} / {r['nondecisions_passed']} / {r['true_pairs_lost']}")
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cut_table(res: Mapping[str, Any]) -> str:
+    """The source-out cut-off's shares per set (``source_out_cut``)."""
+    cuts = res.get("_source_out_cut", {})
+    lines = []
+    for m, row in cuts.items():
+        lines += [
+            "",
+            f"{m}: cut-off from the hand-written sources each held out of its model, logit {row['at_logit']}",
+            "",
+            "| set | true pairs lost | decisions lost | non-decisions passed |",
+            "|---|---|---|---|",
+        ]
+        for n, r in row.items():
+            if n != "at_logit":
+                lines.append(f"| {n} | {r['true_pairs_lost']} | {r['decisions_lost']} | {r['nondecisions_passed']} |")
     return "\n".join(lines)
 
 
@@ -307,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         res = study(fitters, sources, evals)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out + ".json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
-    Path(args.out + ".md").write_text(table(res, models) + "\n", encoding="utf-8")
+    Path(args.out + ".md").write_text(table(res, models) + "\n" + cut_table(res) + "\n", encoding="utf-8")
     print(table(res, models))
     return 0
 

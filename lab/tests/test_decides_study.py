@@ -27,16 +27,19 @@ def test_each_source_is_held_out_of_its_own_model_and_the_shares_are_right() -> 
     seen: list[set[str]] = []
 
     def fitter(texts: Sequence[str], labels: Sequence[int]) -> Any:
-        seen.append({t.split()[1] for t in texts})
+        seen.append({t.split()[1] for t in texts if not t.startswith(("note", "what"))})
         return lambda ts: [1.0 if t.startswith("we") else -1.0 for t in ts]
 
-    sources = [_source("a", 6, "we"), _source("b", 6, "we")]
+    sources = [_source("dev-a", 6, "we"), _source("dev-b", 6, "we")]
     evals = [_source("e", 3, "they")]  # its decisions read as non-decisions by the toy scorer
     res = ds.study({"toy": fitter}, sources, evals)
-    assert set(res) == {"a", "b", "e"}
-    assert {"b"} in seen and {"a"} in seen and {"a", "b"} in seen  # left out, and all for the eval set
-    a, e = res["a"]["toy"], res["e"]["toy"]
-    assert res["a"]["notes"] == 6 * 4 and res["a"]["decisions"] == 12 and res["a"]["true_pairs"] == 6
+    assert set(res) == {"dev-a", "dev-b", "e", "_source_out_cut"}
+    assert {"dev-b"} in seen and {"dev-a"} in seen and {"dev-a", "dev-b"} in seen  # left out; all for e
+    a, e = res["dev-a"]["toy"], res["e"]["toy"]
+    assert res["dev-a"]["notes"] == 6 * 4 and res["dev-a"]["decisions"] == 12 and res["dev-a"]["true_pairs"] == 6
     assert a["auc"] == 1.0 and a["decisions_lost"] == 0.0 and a["nondecisions_passed"] == 0.0
     assert a["true_pairs_lost"] == 0.0
     assert e["decisions_lost"] == 1.0 and e["true_pairs_lost"] == 1.0 and e["nondecisions_passed"] == 0.0
+    # the cut-off from the hand-written sources each held out of its model: every true pair there scores 1
+    cut = res["_source_out_cut"]["toy"]
+    assert cut["at_logit"] == 1.0 and cut["e"]["true_pairs_lost"] == 1.0
