@@ -15,6 +15,9 @@ Models:
 - ``joint``: one logistic regression over [grams, ``EMB_SCALE`` * vector].
 - ``mean``: the mean of the ``grams`` and ``emb`` logits.
 
+Also (``source_out_cut``): the same rule applied to the hand-written training sources' scores each from the
+model that left that source out (what a new author's notes get), and its shares per set.
+
 Development data only (``train_linker.dev_files`` refuses blind data).
 ``python -m lab.decides_study --out lab/results/decides-study`` (writes .json and .md).
 """
