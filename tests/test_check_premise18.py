@@ -1,0 +1,73 @@
+"""check, in both wirings: rules of helper premise18 (issue 33's premise check): a resolution's operative part
+("NOW, THEREFORE, BE IT RESOLVED by ...:") is its deciding section, read before its "WHEREAS" recitals that name
+what it replaces; one capital letter after a number is the number's unit ("4000 K"), not a name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wirings import WIRINGS, wired
+
+from evomem.domain.premise_document import deciding
+from evomem.domain.subject import analyse
+
+RECITAL = (
+    "WHEREAS, the City maintains approximately 14,200 street lights, most of them old sodium fixtures that are "
+    "costly to run and to repair, and the Department of Public Works has studied the fixtures that neighbouring "
+    "cities installed over the last five years, their cost, their efficacy and the complaints they drew; and\n"
+    "WHEREAS, the Council heard the residents' associations, the police and the dark-sky society at two public "
+    "hearings, and the Department reported on the prices of the fixtures then on the market; and\n"
+)
+
+
+def resolution(number: int, title: str, recitals: str, resolved: str) -> str:
+    text = (
+        f"Resolution {number}: {title}\nCity Council of Port Alder\nAdopted: 2022-11-15 | Vote: 7-2\n\n"
+        f"{RECITAL}{recitals}\nNOW, THEREFORE, BE IT RESOLVED by the City Council of Port Alder:\n\n{resolved}\n\n"
+        "Fiscal impact: USD 9.8 million over the life of the programme, within the capital plan approved by the "
+        "Council for the current and the next two fiscal years, with the savings in energy and maintenance reported "
+        "to the Council each year by the Department of Public Works.\n"
+    )
+    assert len(text) > 1200  # a document, not a note
+    return text
+
+
+FIRST = resolution(
+    512,
+    "LED street lighting conversion standard",
+    "WHEREAS, fixtures of 4000 K were the most widely available roadway fixtures at the time;\n",
+    "1. Replacement fixtures shall have a correlated colour temperature of 4000 K. 2. Public Works shall "
+    "convert all City-owned street lights by 2020-12-31.",
+)
+NOW = resolution(
+    603,
+    "Revised citywide LED colour temperature standard",
+    "WHEREAS, the 2022 survey found that most residents considered the 4000 K light too bright, and 3000 K "
+    "fixtures now have efficacy within 3% of 4000 K fixtures;\n",
+    "1. New and replacement street light fixtures citywide shall have a correlated colour temperature of "
+    "3000 K. 2. Existing 4000 K fixtures on residential streets shall be replaced with 3000 K modules.",
+)
+
+
+def test_a_resolution_decides_in_its_operative_part() -> None:
+    part = deciding(NOW) or ""
+    assert part.startswith("Resolution 603") and "shall have a correlated colour temperature of 3000 K" in part
+    assert "WHEREAS" not in part
+
+
+def test_a_capital_letter_after_a_number_is_its_unit() -> None:
+    assert all(m.text != "K" for m in analyse("The streets use 4000 K now.").mentions)
+    assert all(m.text != "V" for m in analyse("Chargers run at 230 V.").mentions)
+    assert analyse("We moved to Plan B.").option is not None  # a letter after a word is a name's
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_resolution_replaced_by_one_that_names_the_old_value_in_its_recitals(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(FIRST).node.id
+        now = service.remember(NOW, supersedes=first).node.id
+        old = service.check("The streets led colour temperature uses 4000 K.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        held = service.check("The streets led colour temperature uses 3000 K.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
