@@ -10,6 +10,7 @@ import pytest
 from wirings import WIRINGS, wired
 
 from evomem.domain.premise_document import deciding
+from evomem.domain.scope import infer_scope
 from evomem.domain.subject import analyse
 
 RECITAL = (
@@ -71,3 +72,22 @@ def test_a_resolution_replaced_by_one_that_names_the_old_value_in_its_recitals(t
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
         held = service.check("The streets led colour temperature uses 3000 K.")
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+def test_on_acceptance_is_a_moment_not_a_scope() -> None:
+    assert infer_scope("Offers hold 21 days; a deposit of 10% on acceptance.") is None
+    found = infer_scope("Deploy on the acceptance environment first.")
+    assert found is not None and found.scope == "qa"
+    assert infer_scope("Feature flags stay on in QA only.") is not None
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_chain_that_names_a_payment_on_acceptance_answers_an_unscoped_statement(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Offers for garden works hold 21 days from their date, deposit 10% on acceptance.")
+        service.remember(
+            "Material costs swing weekly. New offer terms: hold 10 days; deposit on acceptance is now 15%.",
+            supersedes=first.node.id,
+        )
+        old = service.check("The garden offer validity uses 21 days.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first.node.id], old
