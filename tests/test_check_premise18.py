@@ -10,6 +10,7 @@ import pytest
 from wirings import WIRINGS, wired
 
 from evomem.domain.premise_document import deciding
+from evomem.domain.premise_words import named_words, words_of
 from evomem.domain.scope import infer_scope
 from evomem.domain.subject import analyse
 
@@ -91,3 +92,27 @@ def test_a_chain_that_names_a_payment_on_acceptance_answers_an_unscoped_statemen
         )
         old = service.check("The garden offer validity uses 21 days.")
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first.node.id], old
+
+
+def test_a_standards_number_is_one_word() -> None:
+    assert {"8655-6", "iso"} <= words_of("the gravimetric method of ISO 8655-6") and "6" not in words_of("ISO 8655-6")
+    assert "8655-6" in named_words("The lab uses ISO 8655-6.") and "6" not in named_words("The lab uses ISO 8655-6.")
+    assert {"2025", "08", "25"} <= words_of("dual run from 2025-08-25")  # a date's numbers count each
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_interval_is_not_read_in_a_standards_number(tmp_path: Path, wiring: str) -> None:
+    """The version in force names the standard "ISO 8655-6": its "6" is not the "every 6 months" it left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Pipette calibration: each pipette is calibrated every 6 months by the contracted service, "
+            "gravimetric method of ISO 8655-6 at three volumes."
+        ).node.id
+        service.remember(
+            "Pipette calibration, risk-based: each pipette is calibrated every 12 months by the contracted "
+            "service, gravimetric method of ISO 8655-6.",
+            supersedes=first,
+        )
+        old = service.check("The lab pipette calibration interval uses every 6 months.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+        assert service.check("The lab pipette calibration interval uses every 12 months.").verdict == "in_force"
