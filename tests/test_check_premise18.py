@@ -116,3 +116,20 @@ def test_an_interval_is_not_read_in_a_standards_number(tmp_path: Path, wiring: s
         old = service.check("The lab pipette calibration interval uses every 6 months.")
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
         assert service.check("The lab pipette calibration interval uses every 12 months.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_note_alone_does_not_hold_what_it_says_was_replaced(tmp_path: Path, wiring: str) -> None:
+    """A later note of its own chain reports the change ("when the new rules replaced the three-minute limit"):
+    it does not hold "three minutes" in force."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Public comment: each speaker may address the council for three minutes.").node.id
+        service.remember(
+            "Public comment rules revised: each speaker may address the council for two minutes.", supersedes=first
+        )
+        service.remember(
+            "Remote public comment by video is allowed now; councillors asked for it when the revised rules "
+            "replaced the three-minute limit."
+        )
+        old = service.check("The council public comment time limit uses three minutes.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old

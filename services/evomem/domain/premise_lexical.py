@@ -19,6 +19,7 @@ from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
 from evomem.domain.subject import LONG_NOTE_CHARS
+from evomem.domain.subject_names import clause_spans, left_phrases
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
@@ -107,6 +108,10 @@ def lexical(
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+        elif left is not None and (said_left := _said_left(head, left, phrases)):
+            # a note alone does not hold what it names only as what was left or replaced ("When RP-19 replaced
+            # RP-12's three-minute limit, ..."): another chain's change it reports on
+            held[0] = _words(_blank(head.raw_text, said_left))
         # a short head that sets a new number in place of the statement's, which the version it replaced held,
         # left that one, though it still names it ("debug uart 921600 - logs were truncated at 115200")
         if len(versions) > 1 and len(head.raw_text) <= LONG_NOTE_CHARS:
@@ -183,6 +188,19 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _said_left(
+    head: MemoryNode,
+    left: Mapping[str, Sequence[tuple[int, int]]],
+    phrases: Mapping[str, Sequence[tuple[int, int]]] | None,
+) -> tuple[tuple[int, int], ...]:
+    """The spans where a note says what was left or replaced: what the reader found (``left``, ``phrases``), and
+    in a long document, which the reader does not read, its phrases after "replaced", "instead of", "from X to"."""
+    text = head.raw_text
+    if len(text) > LONG_NOTE_CHARS:
+        return tuple(left_phrases(text, clause_spans(text)))
+    return tuple(left.get(head.id, ())) + tuple((phrases or {}).get(head.id, ()))
 
 
 def _left_later(
