@@ -59,6 +59,8 @@ def lexical(
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
     # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
     said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
+    if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
+        said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement) + own_left))
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -108,9 +110,9 @@ def lexical(
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
-        elif left is not None and (said_left := _said_left(head, left, phrases)):
-            # a note alone does not hold what it names only as what was left or replaced ("When RP-19 replaced
-            # RP-12's three-minute limit, ..."): another chain's change it reports on
+        elif left is not None and (said_left := _said_left(head.raw_text)):
+            # a document alone does not hold what it names only as what was left or replaced ("When RP-19
+            # replaced RP-12's three-minute limit, ..."): another chain's change it reports on
             held[0] = _words(_blank(head.raw_text, said_left))
         # a short head that sets a new number in place of the statement's, which the version it replaced held,
         # left that one, though it still names it ("debug uart 921600 - logs were truncated at 115200")
@@ -190,17 +192,10 @@ def lexical(
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
 
 
-def _said_left(
-    head: MemoryNode,
-    left: Mapping[str, Sequence[tuple[int, int]]],
-    phrases: Mapping[str, Sequence[tuple[int, int]]] | None,
-) -> tuple[tuple[int, int], ...]:
-    """The spans where a note says what was left or replaced: what the reader found (``left``, ``phrases``), and
-    in a long document, which the reader does not read, its phrases after "replaced", "instead of", "from X to"."""
-    text = head.raw_text
-    if len(text) > LONG_NOTE_CHARS:
-        return tuple(left_phrases(text, clause_spans(text)))
-    return tuple(left.get(head.id, ())) + tuple((phrases or {}).get(head.id, ()))
+def _said_left(text: str) -> tuple[tuple[int, int], ...]:
+    """The spans where a document (which the shared reader does not read) says what was left or replaced: its
+    phrases after "replaced", "instead of", "from X to" (``left_phrases``). A short note: none (read whole)."""
+    return tuple(left_phrases(text, clause_spans(text))) if len(text) > LONG_NOTE_CHARS else ()
 
 
 def _left_later(
