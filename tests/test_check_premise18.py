@@ -1,6 +1,8 @@
 """check, in both wirings: rules of helper premise18 (issue 33's premise check): a resolution's operative part
-("NOW, THEREFORE, BE IT RESOLVED by ...:") is its deciding section, read before its "WHEREAS" recitals that name
-what it replaces; one capital letter after a number is the number's unit ("4000 K"), not a name."""
+("NOW, THEREFORE, BE IT RESOLVED by ...:") and minutes' "Resolved:" section are a deciding section, read before
+the recitals that name what they replace; one capital letter after a number is the number's unit ("4000 K"), not a
+name; "on acceptance" is no scope; a standard's number ("ISO 8655-6") is one word; a document alone does not hold
+what it names only as replaced."""
 
 from __future__ import annotations
 
@@ -56,6 +58,15 @@ def test_a_resolution_decides_in_its_operative_part() -> None:
     part = deciding(NOW) or ""
     assert part.startswith("Resolution 603") and "shall have a correlated colour temperature of 3000 K" in part
     assert "WHEREAS" not in part
+
+
+def test_minutes_decide_in_their_resolved_section() -> None:
+    minutes = (
+        "Transport Committee, 12 February 2025\n\nPresent\n" + RECITAL + "\nResolved:\n(i) Residential streets "
+        "carry a 25 mph limit. (ii) The school zones continue unchanged.\n\nNext meeting\n" + RECITAL + RECITAL
+    )
+    part = deciding(minutes) or ""
+    assert "carry a 25 mph limit" in part and "WHEREAS" not in part
 
 
 def test_a_capital_letter_after_a_number_is_its_unit() -> None:

@@ -15,8 +15,8 @@ from evomem.domain.premise_types import Judgement, Verdict
 from evomem.domain.premise_words import meets, words_of
 from evomem.domain.subject import LONG_NOTE_CHARS, identifier
 
-#: The headings of the section that says what was decided, best first.
-DECIDING = ("decision", "decision outcome", "resolution", "outcome", "policy", "motion", "specification")
+#: The headings of the section that says what was decided, best first ("Resolved:": minutes).
+DECIDING = ("decision", "decision outcome", "resolution", "resolved", "outcome", "policy", "motion", "specification")
 #: The headings of a summary, read when no section decides or is about the statement's topic.
 SUMMARY = ("summary", "abstract")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+)?([A-Za-z][A-Za-z /&-]{1,40}?)\s*:?\s*$")
