@@ -158,3 +158,33 @@ def test_a_document_alone_does_not_hold_what_it_says_was_replaced(tmp_path: Path
         service.remember(REMOTE)
         old = service.check("The council public comment time limit uses three minutes.")
         assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old
+
+
+DRAFT = (
+    "HRP-29: Remote-first working (draft for consultation)\nPeople team\n\nBackground\n"
+    "Today employees may work from home two days per week under the hybrid working policy. Several teams asked "
+    "whether a remote-first model would suit them better, with the office as a place to meet rather than to work "
+    "every day, and the works council asked for a consultation before any change is made to the policy.\n\n"
+    "Proposal\nTeams choose their own rhythm; the office stays open for team days, workshops and onboarding. The "
+    "two days per week rule would be dropped for teams that opt in, and their desks would be shared.\n\n"
+    "Questions for the consultation\nHow would team days be planned across locations? Which roles need to be on "
+    "site, and how often? How would the equipment stipend change for people working from home most of the week? "
+    "What would the change mean for the office leases that end next year, and for the canteen contract?\n\n"
+    "Timeline\nComments are open for six weeks. The people team will summarise them for the management board, "
+    "which decides whether a revised policy is drafted, and the works council will be heard again on any text "
+    "before it is adopted. Until then nothing changes for anyone, and the current policy applies in full.\n"
+)
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_draft_that_names_the_option_does_not_contest_its_replacement(tmp_path: Path, wiring: str) -> None:
+    """A proposal describes the rule of its day: it casts no doubt on the decision that replaced that rule."""
+    assert len(DRAFT) > 1200
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Hybrid working: employees may work from home two days per week.").node.id
+        service.remember(DRAFT)
+        service.remember(
+            "Hybrid working policy revised: employees may work from home up to three days per week.", supersedes=first
+        )
+        old = service.check("The hybrid working remote days uses two days per week.")
+        assert old.verdict == "superseded" and [n.id for n in old.named] == [first], old

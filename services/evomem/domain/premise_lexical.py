@@ -177,7 +177,10 @@ def lexical(
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
-    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
+    # a rejected or proposed document casts doubt on a version in force, not on a decided replacement: what it
+    # names, it only proposes or describes ("Remote-first working (draft for consultation)")
+    doubts = undecided if best.stance == "supports" else []
+    rivals = [r for sh, r in scored[1:] + doubts if sh >= best_share - 0.1 and r.stance != best.stance]
     if best.stance == "replaced" and telling and _long(best):
         # A document holds any words: a chain about the statement whose version in force holds
         # its option's words, though fewer of its other words, says otherwise.
