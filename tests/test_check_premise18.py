@@ -2,7 +2,7 @@
 ("NOW, THEREFORE, BE IT RESOLVED by ...:") and minutes' "Resolved:" section are a deciding section, read before
 the recitals that name what they replace; one capital letter after a number is the number's unit ("4000 K"), not a
 name; "on acceptance" is no scope; a standard's number ("ISO 8655-6") is one word; a document alone does not hold
-what it names only as replaced."""
+what it names only as replaced; a rejected or proposed document contests no decided replacement."""
 
 from __future__ import annotations
 
