@@ -15,12 +15,17 @@ from evomem.domain.premise_types import Judgement, Verdict
 from evomem.domain.premise_words import meets, words_of
 from evomem.domain.subject import LONG_NOTE_CHARS, identifier
 
-#: The headings of the section that says what was decided, best first.
-DECIDING = ("decision", "decision outcome", "resolution", "outcome", "policy", "motion", "specification")
+#: The headings of the section that says what was decided, best first ("Resolved:": minutes).
+DECIDING = ("decision", "decision outcome", "resolution", "resolved", "outcome", "policy", "motion", "specification")
 #: The headings of a summary, read when no section decides or is about the statement's topic.
 SUMMARY = ("summary", "abstract")
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*)?(?:\d+(?:\.\d+)*\.?\s+)?([A-Za-z][A-Za-z /&-]{1,40}?)\s*:?\s*$")
 _INLINE = re.compile(r"^\s*(?:#{1,6}\s*)?([A-Za-z][A-Za-z ]{1,30}?)\s*:\s+(\S.*)$")
+#: The line that opens a resolution's operative part ("NOW, THEREFORE, BE IT RESOLVED by the Council:"), what it
+#: decides after its "WHEREAS" recitals: a deciding section as "Resolution" is, and what follows its colon its text.
+_RESOLVED = re.compile(
+    r"^\s*(?:now,?\s+)?(?:therefore,?\s+)?be it (?:further\s+)?resolved\b[^:\n]{0,80}:?\s*(.*)$", re.I
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 SECTION_CHARS = 300  # what is read of the deciding section: its opening sentences (500: dev-g caught 0.607, 300: 0.643)
 #: What is read of it first, its lead: its first sentences up to this many characters, where a document says
@@ -49,6 +54,10 @@ def _sections(text: str) -> list[tuple[str, str]]:
     "Decision", "3. Decision:"), or a label and its text on one line ("Decision: we adopt X")."""
     out: list[tuple[str, list[str]]] = []
     for line in text.split("\n"):
+        resolved = _RESOLVED.match(line)
+        if resolved is not None:  # a resolution's operative part: "NOW, THEREFORE, BE IT RESOLVED by ...:"
+            out.append(("resolution", [resolved.group(1)] if resolved.group(1) else []))
+            continue
         inline = _INLINE.match(line)
         heading = _HEADING.match(line) if line.strip() else None
         if heading is not None and (line.lstrip().startswith("#") or line.rstrip().endswith(":") or len(line) < 45):

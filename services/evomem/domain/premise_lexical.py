@@ -19,6 +19,7 @@ from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
 from evomem.domain.subject import LONG_NOTE_CHARS
+from evomem.domain.subject_names import clause_spans, left_phrases
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
@@ -58,6 +59,8 @@ def lexical(
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
     # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
     said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
+    if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
+        said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement) + own_left))
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -107,6 +110,10 @@ def lexical(
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+        elif left is not None and (said_left := _said_left(head.raw_text)):
+            # a document alone does not hold what it names only as what was left or replaced ("When RP-19
+            # replaced RP-12's three-minute limit, ..."): another chain's change it reports on
+            held[0] = _words(_blank(head.raw_text, said_left))
         # a short head that sets a new number in place of the statement's, which the version it replaced held,
         # left that one, though it still names it ("debug uart 921600 - logs were truncated at 115200")
         if len(versions) > 1 and len(head.raw_text) <= LONG_NOTE_CHARS:
@@ -170,7 +177,10 @@ def lexical(
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
     scored.sort(key=lambda x: x[0], reverse=True)
     best_share, best = scored[0]
-    rivals = [r for sh, r in scored[1:] + undecided if sh >= best_share - 0.1 and r.stance != best.stance]
+    # a rejected or proposed document casts doubt on a version in force, not on a decided replacement: what it
+    # names, it only proposes or describes ("Remote-first working (draft for consultation)")
+    doubts = undecided if best.stance == "supports" else []
+    rivals = [r for sh, r in scored[1:] + doubts if sh >= best_share - 0.1 and r.stance != best.stance]
     if best.stance == "replaced" and telling and _long(best):
         # A document holds any words: a chain about the statement whose version in force holds
         # its option's words, though fewer of its other words, says otherwise.
@@ -183,6 +193,12 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _said_left(text: str) -> tuple[tuple[int, int], ...]:
+    """The spans where a document (which the shared reader does not read) says what was left or replaced: its
+    phrases after "replaced", "instead of", "from X to" (``left_phrases``). A short note: none (read whole)."""
+    return tuple(left_phrases(text, clause_spans(text))) if len(text) > LONG_NOTE_CHARS else ()
 
 
 def _left_later(

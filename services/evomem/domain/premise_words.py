@@ -68,9 +68,17 @@ def other_versions(text: str, own: str, chosen: set[str]) -> tuple[tuple[int, in
 _CLOCK = re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])")
 
 
+#: A standard's number after its body's capitals ("ISO 8655-6", "EN 1090-2"): one value, not "6" and "2" (not a
+#: date: "on 2025-08-25" has no capital before it).
+_STANDARD = re.compile(r"(?<=[A-Z] )\d+(?:-\d+)+\b")
+
+
 def words_of(text: str) -> set[str]:
     dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
     rest = _DOTTED.sub(" ", text) if dotted else text
+    standards = set(_STANDARD.findall(rest))
+    rest = _STANDARD.sub(" ", rest) if standards else rest
+    dotted |= standards
     clocks = set(_CLOCK.findall(rest))
     rest = _CLOCK.sub(" ", rest) if clocks else rest
     dotted |= clocks
@@ -90,8 +98,14 @@ def named_words(text: str) -> set[str]:
     joined by hyphens to one that holds a digit is part of that name ("eu-central-1", "us-east-2"):
     its letters tell it from another of the same shape ("eu-north-1")."""
     out: set[str] = set()
-    for m in _NAMED.finditer(text.strip()):
-        out |= words_of(m.group(1))
+    text = text.strip()
+    for m in _NAMED.finditer(text):
+        standard = _STANDARD.match(text, m.start(1))  # "ISO 8655-6": the capitals before it are out of the match
+        out |= (
+            {standard.group(0)}
+            if standard is not None and not text[standard.end() : m.end(1)].strip(".")
+            else words_of(m.group(1))
+        )
     return out
 
 

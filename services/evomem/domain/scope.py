@@ -72,7 +72,15 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
             rf"\b{_P}(?:local\s+dev(?:elopment)?|dev(?:elopment)?\s+(?:environment|env|setup|machines?)|dev)\b", re.I
         ),
     ),
-    ("qa", re.compile(rf"\b{_P}(?:qa|uat|acceptance)\b(?:\s+(?:environment|env))?", re.I)),
+    # "acceptance" is a place only as an environment's name ("on the acceptance environment"): "deposit 20% on
+    # acceptance" is a moment (of an offer, a quote), not a scope.
+    (
+        "qa",
+        re.compile(
+            rf"\b{_P}(?:(?:qa|uat)\b(?:\s+(?:environment|env))?|acceptance\s+(?:environment|env|stage|servers?)\b)",
+            re.I,
+        ),
+    ),
     (
         "on-prem",
         re.compile(

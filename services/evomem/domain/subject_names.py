@@ -372,6 +372,16 @@ def _date_word(text: str, t: re.Match[str]) -> bool:
     return bool(before and (before[-1].isdigit() or before[-1] in "-\u2013/")) or bool(_DATE_NEIGHBOUR.match(after))
 
 
+#: A number and then one capital letter ("4000 K", "230 V", "16 A"): the letter is the number's unit, not a name.
+_UNIT_BEFORE = re.compile(r"\d ?$")
+
+
+def _unit_letter(text: str, t: re.Match[str]) -> bool:
+    """Whether the token ``t`` is one capital letter just after a number: a unit ("4000 K"), not a name."""
+    before = text[max(0, t.start() - 2) : t.start()]
+    return len(t.group(0)) == 1 and t.group(0).isupper() and _UNIT_BEFORE.search(before) is not None
+
+
 def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
     """Spans of product-like names; adjacent capitalised words join one name, and so does a title's
     ("Dr. Okafor"); an address with its scheme is one name ("https://status.acme.io")."""
@@ -385,6 +395,7 @@ def find_names(text: str, vocab: frozenset[str]) -> list[tuple[int, int]]:
         titled = t.group(0).lower() in TITLES and re.match(r"\.? [^\W\d_]", text[t.end() : t.end() + 3]) is not None
         if (
             _date_word(text, t)
+            or _unit_letter(text, t)
             or not (titled or _name_like(t.group(0), initial, vocab))
             or (initial and t.group(0).lower().endswith(("ed", "ing")) and _VERB_FOLLOW.match(text[t.end() :]))
         ):
