@@ -27,6 +27,7 @@ from evomem.domain.premise_lexical import TOPICAL, lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import (
+    asks,
     complement,
     kept,
     kept_in_place,
@@ -274,7 +275,7 @@ def _by_reading(
             continue  # the statement's option is another kind of thing than this decision's
         versions = [c.facts, *c.history]
         nodes = [head, *past]
-        head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
+        head_option = c.facts.option.key if c.facts.is_decision and c.facts.option and not asks(c.facts) else None
         reading = Reading(head, relation, "", option=c.facts.option.text if head_option else None)
         at = next(
             (i for i, f in enumerate(versions) if i > 0 and f.option is not None and f.option.key == option.key),
@@ -403,7 +404,7 @@ def _by_chain(
     concepts = {t for f in versions for t in f.subject if t.startswith("@")}
     if kinds and concepts and not kinds & concepts:
         return None
-    head_option = c.facts.option.key if c.facts.is_decision and c.facts.option else None
+    head_option = c.facts.option.key if c.facts.is_decision and c.facts.option and not asks(c.facts) else None
     if head_option == option.key:
         return Reading(head, "loose", "supports", named=head, option=c.facts.option.text if c.facts.option else None)
     at = next((i for i, f in enumerate(versions) if i > 0 and f.option and f.option.key == option.key), None)

@@ -18,7 +18,7 @@ from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
-from evomem.domain.subject import LONG_NOTE_CHARS
+from evomem.domain.subject import LONG_NOTE_CHARS, analyse
 from evomem.domain.subject_names import clause_spans, left_phrases
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
@@ -185,6 +185,8 @@ def lexical(
         # A document holds any words: a chain about the statement whose version in force holds
         # its option's words, though fewer of its other words, says otherwise.
         rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
+    if best.stance == "replaced":
+        rivals += [r for r in _more_about(best, scored, topic) if r not in rivals]
     if rivals:
         later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
         if later is not None:
@@ -193,6 +195,28 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+def _more_about(best: Reading, scored: Sequence[tuple[float, Reading]], topic: set[str]) -> list[Reading]:
+    """The chains in force that hold the option's words (``supports``) and a word of the statement's topic that
+    neither the version that named the option nor the one that left it holds, though fewer of the statement's
+    words: they are about the very thing the statement names ("Team Mango keeps 15 per head" for "the team mango
+    lunch budget", beside another team's "Team lunch budget: 15 per head" -> "20 per head"; "Henrik Moll reports
+    to Sandra Ojo" beside "Priya reports to Sandra Ojo" -> "... to Lukas Brandt"). They contest the replacement.
+    Only short notes that choose something (the shared reader finds an option in them): not a report on the option,
+    not a document (one holds any words)."""
+    nodes = (best.named, best.successor, best.head)
+    held = set().union(*(_words(n.raw_text) for n in nodes if n is not None))
+    out = []
+    for _, r in scored:
+        if r is best or r.stance != "supports" or len(r.head.raw_text) > LONG_NOTE_CHARS:
+            continue
+        if analyse(r.head.raw_text).option is None:
+            continue  # it chooses nothing: a report on the option ("02:00 backup overlaps the Plex scan, NAS crawls")
+        own = {t for t in topic if _meets({t}, _words(r.head.raw_text))}
+        if any(not _meets({t}, held) for t in own):
+            out.append(r)
+    return out
 
 
 def _said_left(text: str) -> tuple[tuple[int, int], ...]:
@@ -280,6 +304,12 @@ def _within(said: set[str], named: set[str], versions: list[MemoryNode], held: l
             return Reading(head, "words", "supports", named=head)
         return None
     older = [i for i in range(1, len(versions)) if says[i]]
+    if named and not telling and named <= held[0] and older and older[0] > 1 and all(short):
+        # Every version names the option (the one between as a reason or what it left: "Jess has choir on
+        # Thursdays, we record Wednesday then"), the head as its own, and the version it replaced says something
+        # else: the head went back to what an older version said ("Thursday recordings again"). Notes only: a
+        # document holds any words.
+        return Reading(head, "words", "supports", named=head)
     if telling:
         if not older or len(telling & held[0]) > len(telling) / 2:
             return None

@@ -282,3 +282,9 @@ def says_unchanged(text: str, topic: set[str]) -> bool:
         if topic & words_of(sentence) - rest:
             return True
     return False
+
+
+def asks(facts: Facts) -> bool:
+    """Whether a note's option stands in a question ("are we still using DPD for the islands?", "is Priya doing
+    next Friday or should I ask Grandma?"): the note asks about it, it does not choose it."""
+    return facts.option is not None and _sentence(facts.text, facts.option.start).rstrip().endswith("?")
