@@ -13,7 +13,7 @@ from evomem.domain.premise_scope import in_scope, names_scope
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import holds as _holds
-from evomem.domain.premise_words import kept, named_words, reported_words
+from evomem.domain.premise_words import kept, named_words, reported_words, share_held
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
@@ -122,7 +122,7 @@ def lexical(
         # a head that goes back leaves what only the version it replaced held, unless it is what it went back to
         if head.id in reverts and len(versions) > 2 and not telling & (held[0] & before) - held[1] - topic:
             held[0] = held[0] - (held[1] - before - topic)
-        share = len(said & union) / len(said)
+        share = share_held(said, union)
         # A note of the statement's own scope that holds the option's words says it there, though it
         # holds fewer of its other words ("China build keeps the DRM check at launch").
         own_scope = scope is not None and not is_default(head.scope) and in_scope(head, scope) and len(versions) == 1

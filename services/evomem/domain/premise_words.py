@@ -134,6 +134,16 @@ def holds(held: set[str], name: str) -> bool:
     return name in held or (len(parts) > 1 and all(stem(p) in held for p in parts))
 
 
+#: A word of letters then digits ("sc47", "ward7": a slug's way of writing "Sc 47").
+_JOINED = re.compile(r"([a-z]{2,})(\d+)")
+
+
+def share_held(said: set[str], held: set[str]) -> float:
+    """The share of a statement's words held, a word written as letters then digits ("sc47") held where
+    both its parts are ("Sc 47"): the template wording joins what a note writes apart."""
+    return sum(w in held or bool((m := _JOINED.fullmatch(w)) and set(m.groups()) <= held) for w in said) / len(said)
+
+
 def meets(topic: set[str], held: set[str]) -> bool:
     """Whether a word of the topic is held, or one that begins like it ("min" and "minimum",
     "insurer" and "insurance": five letters in common at the start, or the whole of a shorter one)."""
