@@ -73,9 +73,17 @@ _CLOCK = re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])")
 _STANDARD = re.compile(r"(?<=[A-Z] )\d+(?:-\d+)+\b")
 
 
+#: Words joined by hyphens to a number ("us-east-1", "eu-central-1"): one name, whose letters tell it from
+#: another of the same shape ("eu-east-1"), a stopword's letters too ("us" there is no pronoun).
+_HYPHENED = re.compile(r"(?<![\w.-])(?:[^\W\d_]+-)+\d\w*(?![\w-])")
+
+
 def words_of(text: str) -> set[str]:
     dotted = {m.group(0).lower() for m in _DOTTED.finditer(text)}
     rest = _DOTTED.sub(" ", text) if dotted else text
+    hyphened = {stem(fold(w)) for m in _HYPHENED.finditer(rest) for w in words(m.group(0))}
+    rest = _HYPHENED.sub(" ", rest) if hyphened else rest
+    dotted |= hyphened
     standards = set(_STANDARD.findall(rest))
     rest = _STANDARD.sub(" ", rest) if standards else rest
     dotted |= standards
