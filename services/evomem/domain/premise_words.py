@@ -249,10 +249,16 @@ def reported_words(text: str) -> tuple[tuple[int, int], ...]:
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
-def _sentence(text: str, pos: int) -> str:
+def _sentence_span(text: str, pos: int) -> tuple[int, int]:
+    """The span of the sentence of ``text`` that holds ``pos``."""
     starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text) if m.end() <= pos]
     end = next((m.start() for m in _SENTENCE_END.finditer(text, starts[-1]) if m.start() >= pos), len(text))
-    return text[starts[-1] : end]
+    return starts[-1], end
+
+
+def _sentence(text: str, pos: int) -> str:
+    start, end = _sentence_span(text, pos)
+    return text[start:end]
 
 
 def kept_in_place(head: Facts, about: set[str] | frozenset[str], option: Mention) -> bool:
@@ -294,10 +300,9 @@ def says_unchanged(text: str, topic: set[str]) -> bool:
     if not topic or len(text) < LONG_NOTE_CHARS:
         return False
     for m in _UNCHANGED.finditer(text):
-        sentence = _sentence(text, m.start())
-        at = text.find(sentence)
-        rest = words_of(text[:at] + " " + text[at + len(sentence) :])
-        if topic & words_of(sentence) - rest:
+        start, end = _sentence_span(text, m.start())
+        rest = words_of(text[:start] + " " + text[end:])
+        if topic & words_of(text[start:end]) - rest:
             return True
     return False
 

@@ -71,12 +71,14 @@ _BEFORE_CHOSEN = re.compile(
     r"\bthrough|\bin favou?r of|\bby)\s+(?:the\s+)?$",
     re.I,
 )
+#: A label's colon (not a time's), an equals sign or an arrow: what follows is what the label is set to.
+_LABEL_MARK = r"(?<!\d):|=|->|\u2192"
 # Where the option of a decision stands: after a choosing verb or preposition, or as the
 # complement of a copula ("The capital of Germany is Berlin": Berlin, not Germany).
 _CHOICE_SLOT = re.compile(
     r"(?:\bto|\bwith|\bon|\bonto|\buse|\buses|\busing|\bchose|\bpicked|\badopted|\bselected|\bvia|"
     r"\bthrough|\bin favou?r of|\bby|\bis|\bare|\bwas|\bwere|\bsettled on|\bgoing with|\bwent with|"
-    r"\bgo with|(?<!\d):|=|->|\u2192)\s+(?:the\s+|now\s+)?$",
+    rf"\bgo with|{_LABEL_MARK})\s+(?:the\s+|now\s+)?$",
     re.I,
 )
 _CHOICE_SUBJECT = re.compile(r"^(?:\s+(?:is|are)\s+(?:back|the|our|now)|['\u2019]s\s+back)\b", re.I)
@@ -283,7 +285,7 @@ def opening_reports(text: str, mentions: list[Mention], clauses: list[tuple[int,
 
 #: A label's colon (or an arrow, an equals sign) right before a name: "Payments: Stripe", "fish supplier =
 #: Dockside Catch", "donors \u2192 Salesforce NPSP". The name is what the label is set to.
-_AFTER_LABEL = re.compile(r"(?:(?<!\d):|=|->|\u2192)\s+(?:the\s+)?$")
+_AFTER_LABEL = re.compile(rf"(?:{_LABEL_MARK})\s+(?:the\s+)?$")
 
 
 def after_label(text: str, start: int) -> bool:
