@@ -13,7 +13,7 @@ from evomem.domain.premise_scope import in_scope, names_scope
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import holds as _holds
-from evomem.domain.premise_words import kept, named_words, reported_words, share_held
+from evomem.domain.premise_words import kept, left_after_verb, named_words, reported_words, share_held
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
@@ -58,9 +58,10 @@ def lexical(
     and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
     # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
-    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
+    gone = tuple(left.get("", ())) + reported_words(statement) + left_after_verb(statement) if left else ()
+    said = _words(_blank(statement, gone)) if left else _words(statement)
     if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
-        said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement) + own_left))
+        said = _words(_blank(statement, gone + own_left))
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -108,7 +109,7 @@ def lexical(
         before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
-            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
+            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text) + left_after_verb(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
         elif left is not None and (said_left := _said_left(head.raw_text)):
             # a document alone does not hold what it names only as what was left or replaced ("When RP-19

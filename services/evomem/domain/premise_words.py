@@ -311,3 +311,29 @@ def asks(facts: Facts) -> bool:
     """Whether a note's option stands in a question ("are we still using DPD for the islands?", "is Priya doing
     next Friday or should I ask Grandma?"): the note asks about it, it does not choose it."""
     return facts.option is not None and _sentence(facts.text, facts.option.start).rstrip().endswith("?")
+
+
+#: A leaving verb ("moving off", "dropping", "cancelled", "gave up on", "no longer using"; as a verb: not the nouns
+#: "drop rate", "cancellation fee", "removal") and what it leaves, in any case: up to five words, to the end of the
+#: clause or the next preposition or connective ("moving off us-east-1 after the outage", "We're dropping the free
+#: whitening consultation offer").
+_LEAVING = re.compile(
+    r"\b(?:(?:mov|migrat|switch|shift|port|transition)\w*\s+off(?:\s+of)?|dropp(?:ed|ing)|ditch(?:es|ed|ing)?|"
+    r"retir(?:e|es|ed|ing)|abandon(?:s|ed|ing)?|deprecat(?:e|es|ed|ing)|remov(?:e|es|ed|ing)|cancel(?:s|l?ed|l?ing)?|"
+    r"quit(?:s|ting)?|g[ai]v(?:e|es|en|ing)\s+up(?:\s+on)?|stopp?(?:s|ed|ing)?\s+using|"
+    r"no\s+longer\s+(?:use|uses|using|on|runs?\s+on|running\s+on)|away\s+from)"
+    r"\s+(?:(?:the|our|their|its)\s+)?"
+    r"(?P<what>(?:[^\s;:,.!?()]|\.(?=\w))+"
+    r"(?:\s+(?!(?:to|for|after|because|since|as|in|at|on|onto|with|and|but|so|from|by|until|when|which|this|next|"
+    r"now|today|again|instead)\b)(?:[^\s;:,.!?()]|\.(?=\w))+){0,4})",
+    re.I,
+)
+
+
+def left_after_verb(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of what a short note says it leaves after a leaving verb, in any case (``_LEAVING``: "moving off
+    us-east-1", "dropping the free whitening consultation offer"): the shared reader reads a leaving verb
+    only before a name. A short note only: a document's leaving verbs speak of anything ("retired staff")."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    return tuple((m.start("what"), m.end("what")) for m in _LEAVING.finditer(text))

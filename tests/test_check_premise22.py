@@ -1,0 +1,67 @@
+"""check, in both wirings: rules of helper premise22 (issue 33's premise check): what a short note leaves after a
+leaving verb, written in any case ("moving off eu-central-2", "dropping the free tasting evening"), is what it
+left: the shared reader reads a leaving verb only before a name, so a version in force that names the old option
+there held its words as its own and the words told no version apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wirings import WIRINGS, wired
+
+from evomem.domain.premise_words import left_after_verb
+
+
+def _left(text: str) -> list[str]:
+    return [text[s:e] for s, e in left_after_verb(text)]
+
+
+def test_what_a_leaving_verb_leaves_in_any_case() -> None:
+    assert _left("We're moving off eu-central-2 after the price rise; storage becomes Wasabi us-east-1.") == [
+        "eu-central-2"
+    ]
+    assert _left("We're dropping the free tasting evening; it ends this month") == ["free tasting evening"]
+    assert _left("Gave up on rebase merge, merge commits from now") == ["rebase merge"]
+    assert _left("no longer using paper timesheets for the crew") == ["paper timesheets"]
+
+
+def test_a_leaving_word_used_as_a_noun_leaves_nothing() -> None:
+    """ "drop rate", "cancellation fee", "removal" name a thing, not a change."""
+    assert _left("The game legendary drop rate uses 0.6%.") == []
+    assert _left("The clinic late cancellation fee uses £35.") == []
+    assert _left("The skip removal day uses Tuesday.") == []
+
+
+def test_a_document_leaves_nothing_by_its_leaving_verbs() -> None:
+    """A document's leaving verbs speak of anything ("retired staff keep their cards"): read by its own rules."""
+    assert _left("Retired staff keep their cards. " + "Section text. " * 100) == []
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_head_that_moves_off_a_lowercase_option_left_it(tmp_path: Path, wiring: str) -> None:
+    """The head names the old region only after "moving off": the statement that names it was replaced, the new
+    one is in force, though both share "Wasabi" and a hyphened shape."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Object storage default: Wasabi eu-central-2.").node.id
+        now = service.remember(
+            "We're moving off eu-central-2 after the price rise - object storage default becomes Wasabi us-east-1.",
+            supersedes=first,
+        ).node.id
+        old = service.check("The object storage default uses Wasabi eu-central-2.")
+        assert old.verdict == "superseded", old
+        held = service.check("The object storage default uses Wasabi us-east-1.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_head_that_drops_a_lowercase_option_left_it(tmp_path: Path, wiring: str) -> None:
+    """A lowercase option the statement reader does not read: the words decide, and the head's "dropping X" is
+    what it left."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Members' perk: free tasting evening every first Friday.").node.id
+        service.remember(
+            "We're dropping the free tasting evening; members get ten percent off bottles instead.", supersedes=first
+        )
+        old = service.check("The members perk uses free tasting evening.")
+        assert old.verdict == "superseded", old
