@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from wirings import WIRINGS, wired
 
-from evomem.domain.premise_words import left_after_verb
+from evomem.domain.premise_words import left_after_verb, named_words
 
 
 def _left(text: str) -> list[str]:
@@ -65,3 +65,13 @@ def test_a_head_that_drops_a_lowercase_option_left_it(tmp_path: Path, wiring: st
         )
         old = service.check("The members perk uses free tasting evening.")
         assert old.verdict == "superseded", old
+
+
+def test_a_name_at_a_sentence_start_is_read_where_more_than_its_first_letter_says_so() -> None:
+    """ "AWS", "9:15", "3 years" are names anywhere; a word capitalised only by its place ("Kafka", "Committee")
+    at a sentence's start is not read (no memory here to tell a name from a word)."""
+    assert named_words("AWS us-east-1 is the default region.") == {"aws", "us", "east", "1"}
+    assert named_words("9:15 standup moves to 9:30") == {"9:15", "9:30"}
+    assert named_words("3 years without a loan") == {"3"}
+    assert named_words("Kafka is the broker. SQS for jobs.") == {"sqs"}
+    assert named_words("Committee: seniors train on pitch 2") == {"2"}

@@ -97,12 +97,18 @@ def words_of(text: str) -> set[str]:
     }
 
 
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\d{1,2}:\d{2}(?![\w:])|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
+#: A name: capitalised past a sentence's first word; anywhere, a word whose capitals or digits past its first
+#: letter make it one ("AWS", "SQLite", "B2"), a time of day, a word holding a digit ("25", "us-east-1").
+_NAMED = re.compile(
+    r"\b([A-Z][\w.+-]*?[A-Z\d][\w.+-]*|(?<![.!?]\s)(?<!^)[A-Z][\w.+-]*|\d{1,2}:\d{2}(?![\w:])"
+    r"|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)"
+)
 
 
 def named_words(text: str) -> set[str]:
     """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another. A word
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"; at a sentence's start too where not only its first
+    letter is a capital: "AWS", "9:15", "3 years"): what tells one option from another. A word
     joined by hyphens to one that holds a digit is part of that name ("eu-central-1", "us-east-2"):
     its letters tell it from another of the same shape ("eu-north-1")."""
     out: set[str] = set()
