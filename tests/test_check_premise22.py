@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from wirings import WIRINGS, wired
 
+from evomem.domain.premise_lexical import _causes
 from evomem.domain.premise_words import left_after_verb, named_words
 
 
@@ -75,3 +76,26 @@ def test_a_name_at_a_sentence_start_is_read_where_more_than_its_first_letter_say
     assert named_words("3 years without a loan") == {"3"}
     assert named_words("Kafka is the broker. SQS for jobs.") == {"sqs"}
     assert named_words("Committee: seniors train on pitch 2") == {"2"}
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_left_and_named_again_only_in_the_cause_was_left(tmp_path: Path, wiring: str) -> None:
+    """ "move off pitch 3 to pitch 5, since pitch 3 is being re-turfed": the cause names the old pitch again; the
+    head did not keep it. The head's own text as a statement holds the new pitch."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Under-14s squad: train on pitch 3, Tuesdays and Thursdays.").node.id
+        head = "Under-14s move off pitch 3 to pitch 5, since pitch 3 is being re-turfed; lights on 5 too."
+        now = service.remember(head, supersedes=first).node.id
+        old = service.check("The under-14s training pitch uses pitch 3.")
+        assert old.verdict == "superseded", old
+        held = service.check("The under-14s training pitch uses pitch 5.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+        assert service.check(head).verdict == "in_force"
+
+
+def test_only_a_cause_is_read_as_a_reason_that_names_what_was_left() -> None:
+    """ "so we're replacing X with Y" carries the decision: its words are the head's own."""
+    text = "The rack is being retired, so we're replacing the Mac minis with EC2 Mac instances."
+    assert _causes(text) == ()
+    text = "Moving off pitch 3 to pitch 5, since pitch 3 is being re-turfed."
+    assert [text[s:e] for s, e in _causes(text)] == ["since pitch 3 is being re-turfed"]

@@ -19,7 +19,7 @@ from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
 from evomem.domain.subject import LONG_NOTE_CHARS, analyse
-from evomem.domain.subject_names import clause_spans, left_phrases
+from evomem.domain.subject_names import clause_spans, left_phrases, reason_spans
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
@@ -62,6 +62,9 @@ def lexical(
     said = _words(_blank(statement, gone)) if left else _words(statement)
     if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
         said = _words(_blank(statement, gone + own_left))
+    elif gone and (reasons := _causes(statement)):
+        # what it says it left and names again only in its reason, it does not assert either (as a head's: ``kept``)
+        said -= _words(" ".join(statement[s:e] for s, e in gone)) - _words(_blank(statement, gone + reasons))
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -110,7 +113,8 @@ def lexical(
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text) + left_after_verb(head.raw_text)
-            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+            reasons = _causes(head.raw_text)
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic, reasons)
         elif left is not None and (said_left := _said_left(head.raw_text)):
             # a document alone does not hold what it names only as what was left or replaced ("When RP-19
             # replaced RP-12's three-minute limit, ..."): another chain's change it reports on
@@ -218,6 +222,17 @@ def _more_about(best: Reading, scored: Sequence[tuple[float, Reading]], topic: s
         if any(not _meets({t}, held) for t in own):
             out.append(r)
     return out
+
+
+_CAUSE = re.compile(r"(?:because|since|due to|given that|as it)\b", re.I)
+
+
+def _causes(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of a short note's reason clauses that give a cause ("since pitch 2 is being re-seeded"), not those
+    that carry what it does ("so we're replacing X with Y", "which means ..."). A document: none."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    return tuple((s, e) for s, e in reason_spans(text) if _CAUSE.match(text, s))
 
 
 def _said_left(text: str) -> tuple[tuple[int, int], ...]:

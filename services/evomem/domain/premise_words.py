@@ -194,16 +194,18 @@ def kept(
     spans: Sequence[tuple[int, int]],
     phrases: Sequence[tuple[int, int]] = (),
     earlier: set[str] | frozenset[str] = frozenset(),
+    reasons: Sequence[tuple[int, int]] = (),
 ) -> set[str]:
     """The words the version in force (``text``, its words ``held``) holds as its own: not those it
     names only where it says what it left (``spans``: "from X to", "X was overkill"), when the
     version it replaced held them (``before``: a version leaves only what came before it: "GreenCut
     rehired" is not left), or, where it says so in so many words (``phrases``, ``Facts.left_phrases``:
     "the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier version held
-    them (``earlier``: a value two versions back)."""
+    them (``earlier``: a value two versions back). A word it names where it says what it left and again only in
+    its reason (``reasons``: "move off pitch 2 to pitch 4, since pitch 2 is being re-seeded") is left too."""
     if not spans:
         return held
-    own = words_of(blank(text, spans))
+    own = words_of(blank(text, (*spans, *reasons)))
     gone = words_of(" ".join(text[s:e] for s, e in spans)) & before
     if earlier:
         gone |= words_of(" ".join(text[s:e] for s, e in phrases)) & earlier
