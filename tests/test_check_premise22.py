@@ -99,3 +99,17 @@ def test_only_a_cause_is_read_as_a_reason_that_names_what_was_left() -> None:
     assert _causes(text) == ()
     text = "Moving off pitch 3 to pitch 5, since pitch 3 is being re-turfed."
     assert [text[s:e] for s, e in _causes(text)] == ["since pitch 3 is being re-turfed"]
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_name_with_its_lowercase_qualifier_is_one_option(tmp_path: Path, wiring: str) -> None:
+    """ "self-hosted Mac minis" and "EC2 Mac instances ... self-hosted images" share "Mac", "self-hosted" and as many
+    of the statement's words: the statement's whole phrase tells them apart ("minis"), which the head says it left.
+    Read by its name alone ("Mac"), nothing told the versions apart."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Render farm: self-hosted Mac minis.").node.id
+        head = "Design render farm: replacing the self-hosted Mac minis with EC2 Mac instances on self-hosted images."
+        service.remember(head, supersedes=first)
+        old = service.check("The design render farm uses self-hosted Mac minis.")
+        assert old.verdict == "superseded", old
+        assert service.check("The design render farm uses EC2 Mac instances.").verdict == "in_force"
