@@ -113,3 +113,18 @@ def test_a_name_with_its_lowercase_qualifier_is_one_option(tmp_path: Path, wirin
         old = service.check("The design render farm uses self-hosted Mac minis.")
         assert old.verdict == "superseded", old
         assert service.check("The design render farm uses EC2 Mac instances.").verdict == "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_option_read_in_part_is_told_by_its_whole_phrase(tmp_path: Path, wiring: str) -> None:
+    """The reader reads "Kestrel" of "the Kestrel authenticator app", a name both versions hold (the bank's): the
+    words of the whole phrase tell the head, which holds "authenticator app", from the version it replaced."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Kestrel Bank online banking: second factor is SMS codes for all retail customers.")
+        now = service.remember(
+            "Fraud desk: retail 2FA moves from SMS codes to the Kestrel authenticator app, because of SIM-swap fraud.",
+            supersedes=first.node.id,
+        ).node.id
+        held = service.check("The login second factor uses the Kestrel authenticator app.")
+        assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
+        assert service.check("The login second factor uses SMS codes.").verdict == "superseded"

@@ -162,13 +162,16 @@ def _judge(
     reverts: set[str] = set()  # the ids of versions in force that say they go back ("reverted", "back to")
     read = _by_reading(statement, scope, chains, left, loose, reverts, phrases)
     if read.verdict is Verdict.UNKNOWN:
-        # No name to read as its option ("... uses every three years"): what follows its verb is; in a statement
+        # No name to read as its option ("... uses every three years"): what follows its verb is. In a statement
         # that is one phrase, its verb and a phrase of a few words (``PHRASE_WORDS``), that phrase is one option,
-        # all its words (a name with its qualifier: "self-hosted Mac minis" is told from "EC2 Mac instances" by
-        # "minis"), not a clause that names something.
+        # all its words, where the reader read none or only a part of it ("MMR" of "±400 MMR", "Kestrel" of "the
+        # Kestrel authenticator app"): a name with its qualifier ("self-hosted Mac minis" is told from "EC2 Mac
+        # instances" by "minis"), not a clause that names something.
         said = complement(statement) if read.option is None else None
-        phrase = bool(said and len(said.split()) <= PHRASE_WORDS and topic_words(statement, phrase=True))
-        words = _words(said) if phrase else _option_words(said or read.option)
+        whole = said or complement(statement) or ""  # the option read in part ("MMR" of "±400 MMR"): its phrase
+        phrase = bool(whole and len(whole.split()) <= PHRASE_WORDS and topic_words(statement, phrase=True))
+        phrase = phrase and (read.option is None or read.option.lower() in whole.lower())
+        words = _words(whole) if phrase else _option_words(said or read.option)
         lex = lexical(statement, chains, words, left, reverts, phrases, scope, elsewhere)
         if lex is not None:
             lex.option = said or read.option
