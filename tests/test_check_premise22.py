@@ -11,7 +11,7 @@ import pytest
 from wirings import WIRINGS, wired
 
 from evomem.domain.premise_lexical import _causes
-from evomem.domain.premise_words import left_after_verb, named_words
+from evomem.domain.premise_words import changed_values, left_after_verb, named_words
 
 
 def _left(text: str) -> list[str]:
@@ -128,3 +128,29 @@ def test_an_option_read_in_part_is_told_by_its_whole_phrase(tmp_path: Path, wiri
         held = service.check("The login second factor uses the Kestrel authenticator app.")
         assert held.verdict == "in_force" and [n.id for n in held.in_force] == [now], held
         assert service.check("The login second factor uses SMS codes.").verdict == "superseded"
+
+
+def test_a_value_changed_from_one_number_to_another_whatever_the_verb() -> None:
+    text = "Oceania: the pool grew, so we're narrowing the band from ±300 ELO to ±200 ELO for ranked."
+    assert [text[s:e] for s, e in changed_values(text, {"300", "elo"}, {"300", "elo"})] == ["±300 ELO"]
+    # a range it restates (its end was held before) is no change; nor is one the version before never held
+    text = "Shop open from 9:00 to 17:00, closed Sundays from now on."
+    assert changed_values(text, {"9:00", "17:00"}, {"9:00", "17:00"}) == ()
+    assert changed_values("Band goes from ±300 ELO to ±200 ELO.", {"elo"}, {"elo"}) == ()
+    # a statement has no chain: a number on each side, another on each
+    assert changed_values("Band goes from ±300 ELO to ±200 ELO.") != ()
+    assert changed_values("open from 9 to 5") != () and changed_values("from 3 rooms to 3 halls") == ()
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_head_that_changes_a_value_from_one_number_to_another_left_the_old_one(tmp_path: Path, wiring: str) -> None:
+    """ "narrowing the band from ±300 ELO to ±200 ELO": no change verb the reader knows, but the old number, which
+    the version it replaced held, gave way to one no version held."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Oceania region: the pool is small, so ranked matches within ±300 ELO.").node.id
+        head = "Oceania: after the server merge the pool grew, so we're narrowing the band from ±300 ELO to ±200 ELO."
+        service.remember(head, supersedes=first)
+        old = service.check("The ranked match band uses ±300 ELO.")
+        assert old.verdict == "superseded", old
+        assert service.check("The ranked match band uses ±200 ELO.").verdict == "in_force"
+        assert service.check(head).verdict == "in_force"

@@ -12,8 +12,15 @@ from evomem.domain.premise_document import is_undecided, whole_text
 from evomem.domain.premise_scope import in_scope, names_scope
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_words import (
+    changed_values,
+    kept,
+    left_after_verb,
+    named_words,
+    reported_words,
+    share_held,
+)
 from evomem.domain.premise_words import holds as _holds
-from evomem.domain.premise_words import kept, left_after_verb, named_words, reported_words, share_held
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
@@ -58,7 +65,11 @@ def lexical(
     and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
     # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
-    gone = tuple(left.get("", ())) + reported_words(statement) + left_after_verb(statement) if left else ()
+    gone = (
+        tuple(left.get("", ())) + reported_words(statement) + left_after_verb(statement) + changed_values(statement)
+        if left
+        else ()
+    )
     said = _words(_blank(statement, gone)) if left else _words(statement)
     if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
         said = _words(_blank(statement, gone + own_left))
@@ -113,6 +124,7 @@ def lexical(
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text) + left_after_verb(head.raw_text)
+            spans += changed_values(head.raw_text, held[1], set().union(*held[1:]))
             reasons = _causes(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic, reasons)
         elif left is not None and (said_left := _said_left(head.raw_text)):

@@ -345,3 +345,29 @@ def left_after_verb(text: str) -> tuple[tuple[int, int], ...]:
     if len(text) > LONG_NOTE_CHARS:
         return ()
     return tuple((m.start("what"), m.end("what")) for m in _LEAVING.finditer(text))
+
+
+_VALUE_WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"
+#: "from X to Y" with a number on each side ("tightening the window from ±400 MMR to ±250 MMR").
+_FROM_TO = re.compile(
+    rf"\bfrom\s+(?P<x>{_VALUE_WORD}(?:\s+(?!to\b){_VALUE_WORD}){{0,3}}?)\s+to\s+(?P<y>{_VALUE_WORD}(?:\s+{_VALUE_WORD}){{0,3}})",
+    re.I,
+)
+
+
+def changed_values(
+    text: str, before: set[str] | None = None, earlier: set[str] | frozenset[str] = frozenset()
+) -> tuple[tuple[int, int], ...]:
+    """Spans of the values a short version in force says it changes "from X to Y", whatever its verb ("tightening
+    the window from ±400 MMR to ±250 MMR"): X holds a number the version it replaced held (``before``), Y one no
+    earlier version held (``earlier``): a change, not a range it restates ("open from 9:00 to 17:00"). A statement
+    (``before`` None) has no chain to tell: a number on each side, another on each."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    out = []
+    for m in _FROM_TO.finditer(text):
+        old = {w for w in words_of(m.group("x")) if any(c.isdigit() for c in w)}
+        new = {w for w in words_of(m.group("y")) if any(c.isdigit() for c in w)}
+        if (old & before if before is not None else old and old != new) and new and not new & earlier:
+            out.append((m.start("x"), m.end("x")))
+    return tuple(out)
