@@ -63,6 +63,7 @@ MIXED = 0.6  # a newer decision outweighs an older unlinked one on the same subj
 COVERED = 0.8  # a scope's own decision, covered since by a later one of the default scope
 BY_CHAIN = 0.8  # a chain read as one decision (``_by_chain``): right that often on the development sets
 LOOSE_SHARE = 0.5  # the share of the statement's subject a chain's versions must hold (``_by_chain``)
+PHRASE_WORDS = 5  # the most words of a phrase the statement says is used, read whole as its option (``_judge``)
 
 
 def _option(note: Facts) -> Mention | None:
@@ -161,9 +162,17 @@ def _judge(
     reverts: set[str] = set()  # the ids of versions in force that say they go back ("reverted", "back to")
     read = _by_reading(statement, scope, chains, left, loose, reverts, phrases)
     if read.verdict is Verdict.UNKNOWN:
-        # No name to read as its option ("... uses every three years"): what follows its verb is.
+        # No name to read as its option ("... uses every three years"): what follows its verb is. In a statement
+        # that is one phrase, its verb and a phrase of a few words (``PHRASE_WORDS``), that phrase is one option,
+        # all its words, where the reader read none or only a part of it ("MMR" of "±400 MMR", "Kestrel" of "the
+        # Kestrel authenticator app"): a name with its qualifier ("self-hosted Mac minis" is told from "EC2 Mac
+        # instances" by "minis"), not a clause that names something.
         said = complement(statement) if read.option is None else None
-        lex = lexical(statement, chains, _option_words(said or read.option), left, reverts, phrases, scope, elsewhere)
+        whole = said or complement(statement) or ""  # the option read in part ("MMR" of "±400 MMR"): its phrase
+        phrase = bool(whole and len(whole.split()) <= PHRASE_WORDS and topic_words(statement, phrase=True))
+        phrase = phrase and (read.option is None or read.option.lower() in whole.lower())
+        words = _words(whole) if phrase else _option_words(said or read.option)
+        lex = lexical(statement, chains, words, left, reverts, phrases, scope, elsewhere)
         if lex is not None:
             lex.option = said or read.option
         if read.readings:

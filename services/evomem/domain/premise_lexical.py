@@ -12,14 +12,21 @@ from evomem.domain.premise_document import is_undecided, whole_text
 from evomem.domain.premise_scope import in_scope, names_scope
 from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
+from evomem.domain.premise_words import (
+    changed_values,
+    kept,
+    left_after_verb,
+    named_words,
+    reported_words,
+    share_held,
+)
 from evomem.domain.premise_words import holds as _holds
-from evomem.domain.premise_words import kept, named_words, reported_words, share_held
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
 from evomem.domain.scope import is_default
 from evomem.domain.subject import LONG_NOTE_CHARS, analyse
-from evomem.domain.subject_names import clause_spans, left_phrases
+from evomem.domain.subject_names import clause_spans, left_phrases, reason_spans
 
 LEXICAL = {"strong": 0.93, "weak": 0.87}  # right that often on the development sets
 TOPICAL = 0.6  # the share of the statement's words a chain must hold to be about it
@@ -58,9 +65,17 @@ def lexical(
     and a word of the topic keeps a chain tied to the statement only by them from saying it was replaced
     ("the cloud acct dev region uses eu-central-1" beside "dev stays in eu-central-1", kept in scope eu)."""
     # what it says it left, or reports on in a later clause ("hammerhead repo archived"), it does not assert
-    said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement))) if left else _words(statement)
+    gone = (
+        tuple(left.get("", ())) + reported_words(statement) + left_after_verb(statement) + changed_values(statement)
+        if left
+        else ()
+    )
+    said = _words(_blank(statement, gone)) if left else _words(statement)
     if left is not None and (own_left := _said_left(statement)):  # a document as a statement: as a chain's (below)
-        said = _words(_blank(statement, tuple(left.get("", ())) + reported_words(statement) + own_left))
+        said = _words(_blank(statement, gone + own_left))
+    elif gone and (reasons := _causes(statement)):
+        # what it says it left and names again only in its reason, it does not assert either (as a head's: ``kept``)
+        said -= _words(" ".join(statement[s:e] for s, e in gone)) - _words(_blank(statement, gone + reasons))
     if len(said) < 2:
         return None
     option = set(option_words) & said
@@ -108,8 +123,10 @@ def lexical(
         before = set().union(*held[2:])  # the words of the versions before the one the head replaced
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
-            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text)
-            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic)
+            spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text) + left_after_verb(head.raw_text)
+            spans += changed_values(head.raw_text, held[1], set().union(*held[1:]))
+            reasons = _causes(head.raw_text)
+            held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic, reasons)
         elif left is not None and (said_left := _said_left(head.raw_text)):
             # a document alone does not hold what it names only as what was left or replaced ("When RP-19
             # replaced RP-12's three-minute limit, ..."): another chain's change it reports on
@@ -217,6 +234,17 @@ def _more_about(best: Reading, scored: Sequence[tuple[float, Reading]], topic: s
         if any(not _meets({t}, held) for t in own):
             out.append(r)
     return out
+
+
+_CAUSE = re.compile(r"(?:because|since|due to|given that|as it)\b", re.I)
+
+
+def _causes(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of a short note's reason clauses that give a cause ("since pitch 2 is being re-seeded"), not those
+    that carry what it does ("so we're replacing X with Y", "which means ..."). A document: none."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    return tuple((s, e) for s, e in reason_spans(text) if _CAUSE.match(text, s))
 
 
 def _said_left(text: str) -> tuple[tuple[int, int], ...]:

@@ -97,12 +97,18 @@ def words_of(text: str) -> set[str]:
     }
 
 
-_NAMED = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w.+-]*|\d{1,2}:\d{2}(?![\w:])|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)")
+#: A name: capitalised past a sentence's first word; anywhere, a word whose capitals or digits past its first
+#: letter make it one ("AWS", "SQLite", "B2"), a time of day, a word holding a digit ("25", "us-east-1").
+_NAMED = re.compile(
+    r"\b([A-Z][\w.+-]*?[A-Z\d][\w.+-]*|(?<![.!?]\s)(?<!^)[A-Z][\w.+-]*|\d{1,2}:\d{2}(?![\w:])"
+    r"|(?:[^\W\d_]+-)*\w*\d[\w.+-]*)"
+)
 
 
 def named_words(text: str) -> set[str]:
     """The words of a statement that name something (capitalised past its first word, or holding a
-    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"): what tells one option from another. A word
+    digit: "Brotzeit Kollektiv", "Node 18", "25 MB"; at a sentence's start too where not only its first
+    letter is a capital: "AWS", "9:15", "3 years"): what tells one option from another. A word
     joined by hyphens to one that holds a digit is part of that name ("eu-central-1", "us-east-2"):
     its letters tell it from another of the same shape ("eu-north-1")."""
     out: set[str] = set()
@@ -188,16 +194,18 @@ def kept(
     spans: Sequence[tuple[int, int]],
     phrases: Sequence[tuple[int, int]] = (),
     earlier: set[str] | frozenset[str] = frozenset(),
+    reasons: Sequence[tuple[int, int]] = (),
 ) -> set[str]:
     """The words the version in force (``text``, its words ``held``) holds as its own: not those it
     names only where it says what it left (``spans``: "from X to", "X was overkill"), when the
     version it replaced held them (``before``: a version leaves only what came before it: "GreenCut
     rehired" is not left), or, where it says so in so many words (``phrases``, ``Facts.left_phrases``:
     "the old 14", "instead of 8%", "replacing 60 days", "from X to"), when any earlier version held
-    them (``earlier``: a value two versions back)."""
+    them (``earlier``: a value two versions back). A word it names where it says what it left and again only in
+    its reason (``reasons``: "move off pitch 2 to pitch 4, since pitch 2 is being re-seeded") is left too."""
     if not spans:
         return held
-    own = words_of(blank(text, spans))
+    own = words_of(blank(text, (*spans, *reasons)))
     gone = words_of(" ".join(text[s:e] for s, e in spans)) & before
     if earlier:
         gone |= words_of(" ".join(text[s:e] for s, e in phrases)) & earlier
@@ -311,3 +319,55 @@ def asks(facts: Facts) -> bool:
     """Whether a note's option stands in a question ("are we still using DPD for the islands?", "is Priya doing
     next Friday or should I ask Grandma?"): the note asks about it, it does not choose it."""
     return facts.option is not None and _sentence(facts.text, facts.option.start).rstrip().endswith("?")
+
+
+#: A leaving verb ("moving off", "dropping", "cancelled", "gave up on", "no longer using"; as a verb: not the nouns
+#: "drop rate", "cancellation fee", "removal") and what it leaves, in any case: up to five words, to the end of the
+#: clause or the next preposition or connective ("moving off us-east-1 after the outage", "We're dropping the free
+#: whitening consultation offer").
+_LEAVING = re.compile(
+    r"\b(?:(?:mov|migrat|switch|shift|port|transition)\w*\s+off(?:\s+of)?|dropp(?:ed|ing)|ditch(?:es|ed|ing)?|"
+    r"retir(?:e|es|ed|ing)|abandon(?:s|ed|ing)?|deprecat(?:e|es|ed|ing)|remov(?:e|es|ed|ing)|cancel(?:s|l?ed|l?ing)?|"
+    r"quit(?:s|ting)?|g[ai]v(?:e|es|en|ing)\s+up(?:\s+on)?|stopp?(?:s|ed|ing)?\s+using|"
+    r"no\s+longer\s+(?:use|uses|using|on|runs?\s+on|running\s+on)|away\s+from)"
+    r"\s+(?:(?:the|our|their|its)\s+)?"
+    r"(?P<what>(?:[^\s;:,.!?()]|\.(?=\w))+"
+    r"(?:\s+(?!(?:to|for|after|because|since|as|in|at|on|onto|with|and|but|so|from|by|until|when|which|this|next|"
+    r"now|today|again|instead)\b)(?:[^\s;:,.!?()]|\.(?=\w))+){0,4})",
+    re.I,
+)
+
+
+def left_after_verb(text: str) -> tuple[tuple[int, int], ...]:
+    """Spans of what a short note says it leaves after a leaving verb, in any case (``_LEAVING``: "moving off
+    us-east-1", "dropping the free whitening consultation offer"): the shared reader reads a leaving verb
+    only before a name. A short note only: a document's leaving verbs speak of anything ("retired staff")."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    return tuple((m.start("what"), m.end("what")) for m in _LEAVING.finditer(text))
+
+
+_VALUE_WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"
+#: "from X to Y" with a number on each side ("tightening the window from ±400 MMR to ±250 MMR").
+_FROM_TO = re.compile(
+    rf"\bfrom\s+(?P<x>{_VALUE_WORD}(?:\s+(?!to\b){_VALUE_WORD}){{0,3}}?)\s+to\s+(?P<y>{_VALUE_WORD}(?:\s+{_VALUE_WORD}){{0,3}})",
+    re.I,
+)
+
+
+def changed_values(
+    text: str, before: set[str] | None = None, earlier: set[str] | frozenset[str] = frozenset()
+) -> tuple[tuple[int, int], ...]:
+    """Spans of the values a short version in force says it changes "from X to Y", whatever its verb ("tightening
+    the window from ±400 MMR to ±250 MMR"): X holds a number the version it replaced held (``before``), Y one no
+    earlier version held (``earlier``): a change, not a range it restates ("open from 9:00 to 17:00"). A statement
+    (``before`` None) has no chain to tell: a number on each side, another on each."""
+    if len(text) > LONG_NOTE_CHARS:
+        return ()
+    out = []
+    for m in _FROM_TO.finditer(text):
+        old = {w for w in words_of(m.group("x")) if any(c.isdigit() for c in w)}
+        new = {w for w in words_of(m.group("y")) if any(c.isdigit() for c in w)}
+        if (old & before if before is not None else old and old != new) and new and not new & earlier:
+            out.append((m.start("x"), m.end("x")))
+    return tuple(out)
