@@ -41,6 +41,10 @@ WORD_INDEXES = ("auto", "fts5", "tantivy")
 #: ``EVOMEM_WORD_INDEX=auto``: Tantivy from this many notes in the store at open (docs/BENCHMARKS.md
 #: "The automatic word index": where Tantivy's recall and remember beat FTS5's clearly).
 TANTIVY_FROM = 10_000
+VECTOR_SEARCHES = ("auto", "scan", "hnsw")
+#: ``EVOMEM_VECTOR_SEARCH=auto``: a namespace of this many vectors is searched through an HNSW graph
+#: (bench/results/profile/profile.md "speed19"; the same default as ``adapters.vectors.graph.HNSW_FROM``).
+HNSW_FROM = 50_000
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.
@@ -175,6 +179,18 @@ class VectorSettings(_Section):
         "the embedding model: minilm (all-MiniLM-L6-v2, int8 ONNX) or static (a token table distilled from it,"
         " numpy only; SQLite store, onnx backend)",
         EMBEDDERS,
+    )
+    search: _choice(*VECTOR_SEARCHES) = _var(
+        "VECTOR_SEARCH",
+        "auto",
+        "the SQLite store's search by meaning: auto (hnsw for a namespace of EVOMEM_HNSW_FROM vectors, else scan),"
+        " scan (the binary scan with exact rescoring) or hnsw (an HNSW graph per namespace, usearch, <db>.vectors)",
+        VECTOR_SEARCHES,
+    )
+    hnsw_from: Annotated[int, AfterValidator(_between(0, 2**62))] = _var(
+        "HNSW_FROM",
+        HNSW_FROM,
+        "EVOMEM_VECTOR_SEARCH=auto: the vectors a namespace holds from which it is searched through its HNSW graph",
     )
     model_dir: str | None = _var(
         "EMBEDDING_MODEL_DIR",

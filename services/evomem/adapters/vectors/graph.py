@@ -71,8 +71,15 @@ _LOG_STATE = (
 
 
 def usearch_problem() -> str | None:
-    """Why no graph can be built here (None when it can)."""
+    """Why no graph can be built here (None when it can). Imports usearch, onnxruntime first."""
+    import importlib.util
+
     try:
+        # onnxruntime imported after usearch (2.26, its numkong kernels) kills the process
+        # (SIGSEGV, on this project's machine): where it is installed it is imported first, so
+        # that the embedding model can load at any time after a graph exists.
+        if importlib.util.find_spec("onnxruntime") is not None:
+            import onnxruntime  # noqa: F401
         import usearch.index  # noqa: F401
     except Exception as exc:  # an ImportError, or a wheel that does not load on this CPU
         return f"usearch cannot be imported ({exc}); pip install usearch"
@@ -117,8 +124,7 @@ class Graph:
         if gone:  # the freed slots' bytes overwritten (usearch reuses freed slots first), then freed again
             scrub = np.arange(SCRUB_KEY, SCRUB_KEY + len(gone), dtype=np.uint64)
             self.index.add(scrub, np.ones((len(gone), self.dim), np.int8))
-            for key in scrub.tolist():
-                self.index.remove(key)
+            self.index.remove(scrub)
             self.removed = True
         if rows:
             keys = np.array([r[0] for r in rows], dtype=np.uint64)
@@ -159,10 +165,11 @@ class Graphs:
         self._failed: set[str] = set()  # namespaces whose graph broke: scanned from then on (one warning)
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self.problem = usearch_problem() if mode != "scan" else None
+        # usearch (and onnxruntime before it) imported when a namespace first wants a graph, not at
+        # start-up: a server that never gets there never pays for the imports.
+        self.problem: str | None = None
+        self._checked = mode == "scan"
         self.build_s: dict[str, float] = {}  # the last build's (or load's) seconds per namespace, for the benches
-        if self.problem is not None:
-            log.warning("vector search: %s; the binary scan answers", self.problem)
 
     @property
     def off(self) -> bool:
@@ -175,6 +182,12 @@ class Graphs:
         """The scan answered ``namespace`` (``size`` vectors): start its graph's build if it wants one."""
         if not self.wanted(size) or namespace in self._failed or self._stop.is_set():
             return
+        if not self._checked:
+            self._checked = True
+            self.problem = usearch_problem()
+            if self.problem is not None:
+                log.warning("vector search: %s; the binary scan answers", self.problem)
+                return
         with self._lock:
             if namespace in self._graphs or namespace in self._building:
                 return

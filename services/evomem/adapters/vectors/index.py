@@ -423,12 +423,12 @@ class VectorIndex:
         if self.cache:
             self._cached(self._conn(), namespace)
 
-    def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int, k: int) -> list[int]:
+    def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int, k: int | None = None) -> list[int]:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
         (Hamming for binary scans; among equal distances the smaller rowids, from the cache), or
         of about ``2 * k`` by cosine from the namespace's graph where it has one (graph.py)."""
         if self._graphs is not None:
-            near = self._graphs.nearest(conn, namespace, unit, k)
+            near = self._graphs.nearest(conn, namespace, unit, want if k is None else k)
             if near is not None:
                 if namespace in self._bits:  # the graph answers from now on: the bits leave memory
                     with self._bits_lock:
