@@ -44,7 +44,7 @@ TANTIVY_FROM = 10_000
 VECTOR_SEARCHES = ("auto", "scan", "hnsw")
 #: ``EVOMEM_VECTOR_SEARCH=auto``: a namespace of this many vectors is searched through an HNSW graph
 #: (bench/results/profile/profile.md "speed19"; the same default as ``adapters.vectors.graph.HNSW_FROM``).
-HNSW_FROM = 50_000
+HNSW_FROM = 20_000
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.

@@ -1,6 +1,6 @@
 """An approximate vector search (HNSW, usearch) per namespace, beside the binary scan: ``EVOMEM_VECTOR_SEARCH``.
 
-    graphs = Graphs(index._conn, dim=384, mode="auto", size_from=50_000, folder="<db>.vectors")
+    graphs = Graphs(index._conn, dim=384, model=name, mode="auto", size_from=20_000, folder="<db>.vectors")
     graphs.nearest(conn, "default", unit, k=20)    # rowids, or None: the scan answers (not built yet)
     graphs.consider("default", 120_000)            # auto: starts the background build from the size on
 
@@ -51,7 +51,7 @@ FORMAT = "1"
 MODES = ("auto", "scan", "hnsw")
 #: ``auto``: a namespace of at least this many vectors is searched through its graph (settings:
 #: ``EVOMEM_HNSW_FROM``; docs/BENCHMARKS.md, profile.md "speed19").
-HNSW_FROM = 50_000
+HNSW_FROM = 20_000
 #: HNSW settings (usearch): links per node, the candidate lists while building and searching.
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
