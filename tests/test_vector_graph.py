@@ -246,12 +246,11 @@ def test_usearch_missing_is_one_warning_and_the_scan(
 ) -> None:
     monkeypatch.setattr(graph_mod, "usearch_problem", lambda: "usearch cannot be imported (test)")
     x = unit_rows(30, seed=9)
-    with caplog.at_level(logging.WARNING, logger="evomem.adapters.vectors.graph"):
-        with hnsw(tmp_path / "v.db") as ix:
-            ix.add_many((f"n{i}", "ns", x[i]) for i in range(30))
-            for i in range(5):
-                assert ids(ix.search(x[i], "ns", 1)) == [f"n{i}"]
-            assert ix.stats()["graphs"] == {}
+    with caplog.at_level(logging.WARNING, logger="evomem.adapters.vectors.graph"), hnsw(tmp_path / "v.db") as ix:
+        ix.add_many((f"n{i}", "ns", x[i]) for i in range(30))
+        for i in range(5):
+            assert ids(ix.search(x[i], "ns", 1)) == [f"n{i}"]
+        assert ix.stats()["graphs"] == {}
     assert len(caplog.records) == 1 and "binary scan answers" in caplog.records[0].getMessage()
 
 
