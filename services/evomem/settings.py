@@ -42,9 +42,7 @@ WORD_INDEXES = ("auto", "fts5", "tantivy")
 #: "The automatic word index": where Tantivy's recall and remember beat FTS5's clearly).
 TANTIVY_FROM = 10_000
 VECTOR_SEARCHES = ("auto", "scan", "hnsw")
-#: ``EVOMEM_VECTOR_SEARCH=auto``: a namespace of this many vectors is searched through an HNSW graph
-#: (bench/results/profile/profile.md "speed19"; the same default as ``adapters.vectors.graph.HNSW_FROM``).
-HNSW_FROM = 20_000
+HNSW_FROM = 20_000  #: EVOMEM_HNSW_FROM: graph.HNSW_FROM (a test keeps them equal; profile.md "speed19")
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.
@@ -180,17 +178,9 @@ class VectorSettings(_Section):
         " numpy only; SQLite store, onnx backend)",
         EMBEDDERS,
     )
-    search: _choice(*VECTOR_SEARCHES) = _var(
-        "VECTOR_SEARCH",
-        "auto",
-        "the SQLite store's search by meaning: auto (hnsw for a namespace of EVOMEM_HNSW_FROM vectors, else scan),"
-        " scan (the binary scan with exact rescoring) or hnsw (an HNSW graph per namespace, usearch, <db>.vectors)",
-        VECTOR_SEARCHES,
-    )
+    search: _choice(*VECTOR_SEARCHES) = _var("VECTOR_SEARCH", "auto", "vector search: auto|scan|hnsw", VECTOR_SEARCHES)
     hnsw_from: Annotated[int, AfterValidator(_between(0, 2**62))] = _var(
-        "HNSW_FROM",
-        HNSW_FROM,
-        "EVOMEM_VECTOR_SEARCH=auto: the vectors a namespace holds from which it is searched through its HNSW graph",
+        "HNSW_FROM", HNSW_FROM, "EVOMEM_VECTOR_SEARCH=auto: the vectors from which a namespace is searched by HNSW"
     )
     model_dir: str | None = _var(
         "EMBEDDING_MODEL_DIR",
