@@ -41,6 +41,11 @@ take ~100 ms at 100k, ~1 s at 1M; 200 candidates 2-7 ms. The file holds ~515 byt
 note embeddings and 1,200 questions, binary + int8 rescoring at oversample 8 agreed with
 exact float search on top-1 for 99.8 % of queries (recall@10 0.994; 0.977 at oversample 4).
 
+``vector_search="hnsw"`` (or ``"auto"`` from ``hnsw_from`` vectors in a namespace: ``EVOMEM_VECTOR_SEARCH``)
+takes the shortlist from an HNSW graph of the namespace's int8 vectors instead (graph.py: a copy
+that follows ``vec_log`` as the bits do, built on a thread while the scan answers, saved in
+``<db>.vectors``); the rescoring is the same.
+
 ``scan="int8"`` or ``scan="float32"`` scan those vectors instead of a binary shortlist (slower, bigger; for
 comparison and small indexes).
 
