@@ -88,7 +88,7 @@ def test_scan_gives_the_old_answers_and_builds_nothing(tmp_path: Path) -> None:
         for i in range(0, 100, 10):
             assert ix.search(x[i], "ns", 10) == old.search(x[i], "ns", 10)
         assert ix._graphs is None and ix.stats()["graphs"] == {}
-    assert not (tmp_path / "v.db.vectors").exists()
+    assert not (tmp_path / "v.db.hnsw").exists()
 
 
 def test_auto_takes_the_graph_from_the_size_on(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_a_purged_vector_is_never_returned_and_leaves_the_graph_and_its_file(tmp
         ix.add("secret", "ns", secret)
         built(ix, "ns", x[1])
         assert ids(ix.search(secret, "ns", 1)) == ["secret"]
-        folder = Path(str(store.path) + ".vectors")
+        folder = Path(str(store.path) + ".hnsw")
         assert any(needle in f.read_bytes() for f in folder.glob("*.usearch"))
         with store._write() as conn:  # the store's purge, in its own transaction
             purge_vector(conn, "secret", vec_loaded=store.vec_loaded)
@@ -190,7 +190,7 @@ def test_a_saved_graph_is_reused_and_a_deleted_corrupt_or_stale_one_rebuilt(
     with hnsw(path) as ix:
         ix.add_many((f"n{i}", "ns", x[i]) for i in range(100))
         built(ix, "ns", x[0])
-    folder = Path(str(path) + ".vectors")
+    folder = Path(str(path) + ".hnsw")
     (meta,) = folder.glob("*.json")
 
     def reopen() -> list[str]:

@@ -1,6 +1,6 @@
 """An approximate vector search (HNSW, usearch) per namespace, beside the binary scan: ``EVOMEM_VECTOR_SEARCH``.
 
-    graphs = Graphs(index._conn, dim=384, model=name, mode="auto", size_from=20_000, folder="<db>.vectors")
+    graphs = Graphs(index._conn, dim=384, model=name, mode="auto", size_from=20_000, folder="<db>.hnsw")
     graphs.nearest(conn, "default", unit, k=20)    # rowids, or None: the scan answers (not built yet)
     graphs.consider("default", 120_000)            # auto: starts the background build from the size on
 
@@ -17,7 +17,7 @@ answers (the rescoring reads ``vec_items`` by rowid and namespace again).
 
 Building: on a thread of its own (the scan answers until it is done): the log position first,
 then the namespace's rows by rowid in batches (``BATCH``), then the entries logged meanwhile.
-Saved beside the file (``<db>.vectors/<namespace hex>-<position>.usearch`` and a JSON with the
+Saved beside the file (``<db>.hnsw/<namespace hex>-<position>.usearch`` and a JSON with the
 position, the count, the model and the format; written to a temporary name and renamed, the
 JSON last) after a build and at close when it changed, so a restart does not build again. A
 saved graph is trusted only as far as it checks: its format, dimension and model, a position the

@@ -44,7 +44,7 @@ exact float search on top-1 for 99.8 % of queries (recall@10 0.994; 0.977 at ove
 ``vector_search="hnsw"`` (or ``"auto"`` from ``hnsw_from`` vectors in a namespace: ``EVOMEM_VECTOR_SEARCH``)
 takes the shortlist from an HNSW graph of the namespace's int8 vectors instead (graph.py: a copy
 that follows ``vec_log`` as the bits do, built on a thread while the scan answers, saved in
-``<db>.vectors``); the rescoring is the same.
+``<db>.hnsw``); the rescoring is the same.
 
 ``scan="int8"`` or ``scan="float32"`` scan those vectors instead of a binary shortlist (slower, bigger; for
 comparison and small indexes).
@@ -156,12 +156,10 @@ class VectorIndex:
         self._bits: dict[str, Bits] = {}
         self._bits_lock = threading.Lock()
         # An HNSW graph per namespace (graph.py) where ``vector_search`` wants one, saved in
-        # ``graph_folder`` (default ``<db>.vectors`` beside a file); the bits answer until it is built.
+        # ``graph_folder`` (default ``<db>.hnsw`` beside a file); the bits answer until it is built.
         self._graphs: Graphs | None = None
         if vector_search != "scan" and self.cache and rescore == "int8":
-            folder = (
-                graph_folder if graph_folder is not None else (None if self._db.memory else self._file() + ".vectors")
-            )
+            folder = graph_folder if graph_folder is not None else (None if self._db.memory else self._file() + ".hnsw")
             self._graphs = Graphs(
                 self._conn, dim=dim, model=self.model, mode=vector_search, size_from=hnsw_from, folder=folder
             )
@@ -427,6 +425,11 @@ class VectorIndex:
             return
         if self.cache:
             self._cached(self._conn(), namespace)
+
+    def wait_for_graph(self, namespace: str, timeout: float | None = None) -> bool:
+        """Wait for ``namespace``'s graph if one is being built (benches: time what a server answers
+        with once built); True when a graph answers it."""
+        return self._graphs is not None and self._graphs.wait(namespace, timeout)
 
     def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int, k: int | None = None) -> list[int]:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
