@@ -62,8 +62,8 @@ EXPANSION_SEARCH = 160
 WANT = 2
 #: A graph more than this many changed vectors behind is built again (the scan answers meanwhile).
 REBUILD_GAP = 4096
-#: Rows read and added per step of a build.
-BATCH = 20_000
+#: Rows read and added per step of a build: a close waits for at most one step (~1 s at 1M vectors).
+BATCH = 2_000
 #: Keys of the throwaway vectors that overwrite removed slots (never a rowid: SQLite's are < 2**63).
 SCRUB_KEY = 2**63
 
