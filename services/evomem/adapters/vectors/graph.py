@@ -163,14 +163,16 @@ class Graphs:
         mode: str = "auto",
         size_from: int = HNSW_FROM,
         folder: str | None = None,
-        threads: int = 1,
+        threads: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"vector search must be one of {', '.join(MODES)}, got {mode!r}")
         if size_from < 0:
             raise ValueError("size_from must be 0 or more")
         self.connect, self.dim, self.model = connect, dim, model
-        self.mode, self.size_from, self.threads = mode, size_from, threads
+        # A build adds on half the cores (one on this project's 2-core machine): the searches keep the rest.
+        self.mode, self.size_from = mode, size_from
+        self.threads = threads if threads is not None else max(1, (os.cpu_count() or 1) // 2)
         self.folder = Path(folder) if folder else None
         self._graphs: dict[str, Graph] = {}
         self._building: dict[str, threading.Thread] = {}
