@@ -178,6 +178,9 @@ def graphs_built(db: Path) -> None:
     scan). The timings are those of a server that has its graph."""
     if not vectors_available():
         return
+    with sqlite3.connect(db) as conn:  # a store without vectors gets no vector tables from here
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_items'").fetchone() is None:
+            return
     import numpy as np
 
     from evomem.adapters.vectors.index import VectorIndex
