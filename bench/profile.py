@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from bench import datagen
-from bench.speed import QUERIES, new_notes, vectors_available, words_built
+from bench.speed import QUERIES, graphs_built, new_notes, vectors_available, words_built
 from bench.stats import pct
 
 
@@ -31,6 +31,7 @@ def profile(base: Path, vectors: str, remembers: int, out: Path) -> dict[str, fl
     shutil.copyfile(base, db)
     try:
         words_built(db)
+        graphs_built(db)
         service = build_embedded(Settings(db=str(db), vectors=vectors))
         service.recall(QUERIES[0], k=5)  # loads the model: start-up, not a call's cost
         service.remember("We picked Postgres for the warm-up ledger database")  # builds the linker
@@ -57,6 +58,8 @@ def profile(base: Path, vectors: str, remembers: int, out: Path) -> dict[str, fl
     finally:
         for suffix in ("", "-wal", "-shm"):
             Path(str(db) + suffix).unlink(missing_ok=True)
+        for folder in (".words", ".hnsw"):
+            shutil.rmtree(str(db) + folder, ignore_errors=True)
     return {
         "recall_p50_ms": round(pct(recall, 50), 2),
         "recall_p95_ms": round(pct(recall, 95), 2),

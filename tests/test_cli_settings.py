@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from evomem.domain.text import DEFAULT_MAX_NOTE_BYTES
 from evomem.entrypoints.cli import mcp as cli
-from evomem.settings import TANTIVY_FROM, Settings, SettingsError, env_names
+from evomem.settings import HNSW_FROM, TANTIVY_FROM, Settings, SettingsError, env_names
 
 EVOMEM_MCP = str(Path(sys.executable).with_name("evomem-mcp"))
 
@@ -69,6 +69,8 @@ SERVICE_ENV = {
     "EVOMEM_SQLITE_DRIVER": "sqlite3",
     "EVOMEM_WORD_INDEX": "tantivy",
     "EVOMEM_TANTIVY_FROM": "50000",
+    "EVOMEM_VECTOR_SEARCH": "hnsw",
+    "EVOMEM_HNSW_FROM": "20000",
     "EVOMEM_DATABASE_URL": "postgresql://evomem:pg-secret@db:5432/evomem",
     "EVOMEM_DATABASE_ROLE": "evomem_rw",
     "EVOMEM_DATABASE_PASSWORD_FILE": "/run/secrets/db-password",
@@ -186,6 +188,8 @@ def test_every_service_setting_has_an_env_variable() -> None:
     assert (s.vectors.embedder, Settings().vectors.embedder) == ("static", "minilm")
     assert (s.store.word_index, Settings().store.word_index) == ("tantivy", "auto")
     assert (s.store.tantivy_from, Settings().store.tantivy_from) == (50_000, TANTIVY_FROM)
+    assert (s.vectors.search, Settings().vectors.search) == ("hnsw", "auto")
+    assert (s.vectors.hnsw_from, Settings().vectors.hnsw_from) == (20_000, HNSW_FROM)
     assert s.store.database_url is not None and "pg-secret" in s.store.database_url.get_secret_value()
     assert Settings().database_url() is None
     assert (s.store.database_role, s.store.database_pool) == ("evomem_rw", 16)

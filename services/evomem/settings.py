@@ -41,6 +41,8 @@ WORD_INDEXES = ("auto", "fts5", "tantivy")
 #: ``EVOMEM_WORD_INDEX=auto``: Tantivy from this many notes in the store at open (docs/BENCHMARKS.md
 #: "The automatic word index": where Tantivy's recall and remember beat FTS5's clearly).
 TANTIVY_FROM = 10_000
+VECTOR_SEARCHES = ("auto", "scan", "hnsw")
+HNSW_FROM = 20_000  #: EVOMEM_HNSW_FROM: graph.HNSW_FROM (a test keeps them equal; profile.md "speed19")
 PREFIX = "EVOMEM_"
 
 #: The embedded server's database when none is given.
@@ -175,6 +177,10 @@ class VectorSettings(_Section):
         "the embedding model: minilm (all-MiniLM-L6-v2, int8 ONNX) or static (a token table distilled from it,"
         " numpy only; SQLite store, onnx backend)",
         EMBEDDERS,
+    )
+    search: _choice(*VECTOR_SEARCHES) = _var("VECTOR_SEARCH", "auto", "vector search: auto|scan|hnsw", VECTOR_SEARCHES)
+    hnsw_from: Annotated[int, AfterValidator(_between(0, 2**62))] = _var(
+        "HNSW_FROM", HNSW_FROM, "EVOMEM_VECTOR_SEARCH=auto: the vectors from which a namespace is searched by HNSW"
     )
     model_dir: str | None = _var(
         "EMBEDDING_MODEL_DIR",

@@ -88,7 +88,7 @@ def build_vectors(settings: Settings, store: Store) -> Vectors | None:
         from evomem.adapters.models.static import StaticEmbedder
 
         static = StaticEmbedder(vs.model_dir)
-        table = vector_table(store, static.name, static.dim)
+        table = vector_table(store, static.name, static.dim, settings)
         return SemanticIndex(static, table, min_similarity=MIN_SIMILARITY["static"])
     from evomem.adapters.models.embedding import OnnxEmbedder
 
@@ -111,16 +111,19 @@ def build_vectors(settings: Settings, store: Store) -> Vectors | None:
         t = settings.triton
         model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
         embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
-    return SemanticIndex(embedder, vector_table(store, embedder.name), min_similarity=MIN_SIMILARITY["minilm"])
+    table = vector_table(store, embedder.name, settings=settings)
+    return SemanticIndex(embedder, table, min_similarity=MIN_SIMILARITY["minilm"])
 
 
-def vector_table(store: Store, model: str, dim: int = 384) -> VectorTable:
-    """Where the vectors live: sqlite-vec tables in the SQLite store's file, or the ``vectors``
-    table (pgvector HNSW) of the PostgreSQL store's database."""
+def vector_table(store: Store, model: str, dim: int = 384, settings: Settings | None = None) -> VectorTable:
+    """Where the vectors live: sqlite-vec tables in the SQLite store's file (searched by the binary
+    scan or an HNSW graph per namespace: ``EVOMEM_VECTOR_SEARCH``), or the ``vectors`` table
+    (pgvector HNSW) of the PostgreSQL store's database."""
     if isinstance(store, SQLiteStore):
         from evomem.adapters.vectors.index import VectorIndex
 
-        return VectorIndex(store.path, model=model, dim=dim)
+        vs = (settings or Settings()).vectors
+        return VectorIndex(store.path, model=model, dim=dim, vector_search=vs.search, hnsw_from=vs.hnsw_from)
     from evomem.adapters.postgres.store import PostgresStore
     from evomem.adapters.postgres.vectors import PgVectorIndex
 

@@ -41,6 +41,11 @@ take ~100 ms at 100k, ~1 s at 1M; 200 candidates 2-7 ms. The file holds ~515 byt
 note embeddings and 1,200 questions, binary + int8 rescoring at oversample 8 agreed with
 exact float search on top-1 for 99.8 % of queries (recall@10 0.994; 0.977 at oversample 4).
 
+``vector_search="hnsw"`` (or ``"auto"`` from ``hnsw_from`` vectors in a namespace: ``EVOMEM_VECTOR_SEARCH``)
+takes the shortlist from an HNSW graph of the namespace's int8 vectors instead (graph.py: a copy
+that follows ``vec_log`` as the bits do, built on a thread while the scan answers, saved in
+``<db>.hnsw``); the rescoring is the same.
+
 ``scan="int8"`` or ``scan="float32"`` scan those vectors instead of a binary shortlist (slower, bigger; for
 comparison and small indexes).
 
@@ -74,6 +79,7 @@ from typing import TYPE_CHECKING, Any
 from evomem.adapters.sqlite import driver
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.vectors.bits import Bits
+from evomem.adapters.vectors.graph import HNSW_FROM, MODES, Graphs
 from evomem.adapters.vectors.quantize import decode_items, item_blob, scan_blob
 from evomem.domain.errors import InvalidArgument, Unavailable
 
@@ -119,6 +125,9 @@ class VectorIndex:
         chunk_size: int | None = None,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         cache: bool = True,
+        vector_search: str = "scan",
+        hnsw_from: int = HNSW_FROM,
+        graph_folder: str | None = None,
     ) -> None:
         if scan not in SCANS:
             raise ValueError(f"scan must be one of {', '.join(SCANS)}, got {scan!r}")
@@ -130,6 +139,10 @@ class VectorIndex:
             raise ValueError("oversample must be at least 1")
         if chunk_size is not None and (chunk_size < 8 or chunk_size % 8):
             raise ValueError("chunk_size must be a positive multiple of 8")
+        if vector_search not in MODES:
+            raise ValueError(f"vector_search must be one of {', '.join(MODES)}, got {vector_search!r}")
+        if vector_search == "hnsw" and (scan != "binary" or rescore != "int8" or not cache):
+            raise ValueError("vector_search='hnsw' needs the binary scan with int8 rescoring, cached")
         self.dim, self.scan, self.rescore, self.oversample = dim, scan, rescore, oversample
         self.chunk_size = chunk_size
         self.busy_timeout_ms = busy_timeout_ms
@@ -142,6 +155,14 @@ class VectorIndex:
         self.cache = cache and scan == "binary"
         self._bits: dict[str, Bits] = {}
         self._bits_lock = threading.Lock()
+        # An HNSW graph per namespace (graph.py) where ``vector_search`` wants one, saved in
+        # ``graph_folder`` (default ``<db>.hnsw`` beside a file); the bits answer until it is built.
+        self._graphs: Graphs | None = None
+        if vector_search != "scan" and self.cache and rescore == "int8":
+            folder = graph_folder if graph_folder is not None else (None if self._db.memory else self._file() + ".hnsw")
+            self._graphs = Graphs(
+                self._conn, dim=dim, model=self.model, mode=vector_search, size_from=hnsw_from, folder=folder
+            )
 
     # ------------------------------------------------------------------ plumbing
 
@@ -151,7 +172,14 @@ class VectorIndex:
     def _write(self) -> contextlib.AbstractContextManager[Any]:
         return self._db.write()
 
+    def _file(self) -> str:
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(self._db.path).path) if self._db.uri else self._db.path
+
     def close(self) -> None:
+        if self._graphs is not None:
+            self._graphs.close()
         with self._bits_lock:
             self._bits.clear()
         self._db.close()
@@ -373,7 +401,7 @@ class VectorIndex:
             return self._rank(unit, rows, k)
         # Hamming distance only shortlists; the exact scans need k, then the same rescoring.
         want = k * self.oversample if self.scan == "binary" else k
-        hits = self._shortlist(conn, unit, namespace, want)
+        hits = self._shortlist(conn, unit, namespace, want, k)
         if not hits:
             return []
         # The namespace again: a rowid freed and reused since the scan must not bring in another's node.
@@ -393,14 +421,32 @@ class VectorIndex:
     def catch_up(self, namespace: str) -> None:
         """``namespace``'s bits brought up to date with the file now, as a search's first step
         does (nothing without the cache): a search that follows finds nothing left to read."""
+        if self._graphs is not None and self._graphs.catch_up(self._conn(), namespace):
+            return
         if self.cache:
             self._cached(self._conn(), namespace)
 
-    def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int) -> list[int]:
+    def wait_for_graph(self, namespace: str, timeout: float | None = None) -> bool:
+        """Wait for ``namespace``'s graph if one is being built (benches: time what a server answers
+        with once built); True when a graph answers it."""
+        return self._graphs is not None and self._graphs.wait(namespace, timeout)
+
+    def _shortlist(self, conn: Any, unit: np.ndarray, namespace: str, want: int, k: int | None = None) -> list[int]:
         """The rowids of the ``want`` nearest vectors of ``namespace`` by the scan's distance
-        (Hamming for binary scans; among equal distances the smaller rowids, from the cache)."""
+        (Hamming for binary scans; among equal distances the smaller rowids, from the cache), or
+        of about ``2 * k`` by cosine from the namespace's graph where it has one (graph.py)."""
+        if self._graphs is not None:
+            near = self._graphs.nearest(conn, namespace, unit, want if k is None else k)
+            if near is not None:
+                if namespace in self._bits:  # the graph answers from now on: the bits leave memory
+                    with self._bits_lock:
+                        self._bits.pop(namespace, None)
+                return near
         if self.cache:
-            return self._cached(conn, namespace).nearest(scan_blob(unit, self.scan), want)
+            bits = self._cached(conn, namespace)
+            if self._graphs is not None:
+                self._graphs.consider(namespace, bits.size)
+            return bits.nearest(scan_blob(unit, self.scan), want)
         hits = conn.execute(
             f"SELECT rowid FROM vec_scan WHERE embedding MATCH {self._scan_param()} AND k = ? AND namespace = ?",
             (scan_blob(unit, self.scan), want, namespace),
@@ -522,6 +568,7 @@ class VectorIndex:
             "model": self.model,
             "db_bytes": page_count * page_size,
             "cached": self._cache_stats(),
+            "graphs": self._graphs.stats() if self._graphs is not None else {},
         }
 
     def _cache_stats(self) -> dict[str, int]:
