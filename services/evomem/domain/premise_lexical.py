@@ -204,6 +204,7 @@ def lexical(
         rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
     if best.stance == "replaced":
         rivals += [r for r in _more_about(best, scored, topic) if r not in rivals]
+        rivals += [r for r in _held_since(best, blockers, topic - telling) if r not in rivals]
     if rivals:
         later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
         if later is not None:
@@ -212,6 +213,34 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+#: A note that says something holds as it did ("dual-run still begins 2025-08-25", "Trivy keeps doing the nightly
+#: rescans", "nothing changes for container images").
+_STILL = re.compile(r"\b(?:still|stays?|stayed|remains?|continues?|unchanged|nothing changes)\b", re.I)
+
+
+def _held_since(best: Reading, blockers: Sequence[Reading], topic: set[str]) -> list[Reading]:
+    """The short notes in force on other chains, later than the version that left the option, that hold its
+    words and a word of the statement's topic (``topic``, its option's words out), not as what they left
+    (``blockers``), and say it holds as it did (``_STILL``): "For the avoidance of doubt: dual-run still begins
+    2025-08-25" after "Moving the BI cutover back two weeks", which replaced "cutover on 2025-09-08, dual-run
+    starts 2025-08-25"; "Nothing changes for container images - Trivy in the registry keeps doing the nightly
+    rescans". The later version changed another part of what it replaced: they contest the replacement. A
+    later note that only names the option ("Erik opened a savings account at Nordea"), or keeps something
+    beside it ("Vellum keeps a small Dublin satellite"), contests nothing: it may be about another thing."""
+    if best.successor is None or not topic:
+        return []
+    since = best.successor.created_at
+    return [
+        r
+        for r in blockers
+        if r.head.id != best.head.id
+        and r.head.created_at > since
+        and len(r.head.raw_text) <= LONG_NOTE_CHARS  # a document says "still" of anything
+        and _STILL.search(r.head.raw_text)
+        and _meets(topic, _words(r.head.raw_text))
+    ]
 
 
 def _more_about(best: Reading, scored: Sequence[tuple[float, Reading]], topic: set[str]) -> list[Reading]:
