@@ -79,3 +79,23 @@ def test_a_later_note_that_only_names_the_option_contests_nothing(tmp_path: Path
         service.remember("Lena opened a savings account at Brightbank.")
         old = service.check("The tomas bank uses Brightbank.")
         assert old.verdict == "superseded", old
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_an_older_report_holds_no_more_of_the_statement_by_a_word_in_another_form(tmp_path: Path, wiring: str) -> None:
+    """A report in force, older than the version that left the option, that holds the statement's "breached" where
+    the version that named the option says "breaches": the same words of it, not more; the later decision
+    replaced the report's option too."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember(
+            "Error budget policy v1: when any core service breaches its monthly budget, a company-wide release "
+            "freeze applies until the budget recovers."
+        ).node.id
+        service.remember("Search breached its budget, so we're in the company-wide release freeze until Friday.")
+        service.remember(
+            "Revised error budget policy: we freeze only the affected service when its budget is breached, "
+            "instead of the whole company.",
+            supersedes=first,
+        )
+        old = service.check("The sre budget breached action uses company-wide release freeze.")
+        assert old.verdict == "superseded", old

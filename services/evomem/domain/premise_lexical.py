@@ -288,11 +288,12 @@ def _left_later(
     """``superseded`` when the chains about the statement disagree only because notes in force that
     hold it (``close``: those as near to it as the best) are older than the version that left it in
     a chain that named it, hold the same words of the statement's topic (``topic``) as the version
-    that named it, and no more of the statement's words (``said``): that later decision replaced them
-    too, unlinked ("Chair confirmed allotment rent is unchanged at £48", then "Allotments 2026: full
-    plot £55 a year", which replaced "Allotment plot rent: £48 a year"). A note that holds other words
-    of the topic is about another thing that has the option ("Bastien is also mentored by Wren Abara"
-    beside "Odalys's mentor is Wren Abara", who left). Not on a document's word (one holds any words)."""
+    that named it, and no more of the statement's words (``said``, in any form: "exhausted" is held
+    where "exhausts" is): that later decision replaced them too, unlinked ("Chair confirmed allotment
+    rent is unchanged at £48", then "Allotments 2026: full plot £55 a year", which replaced "Allotment
+    plot rent: £48 a year"). A note that holds other words of the topic is about another thing that
+    has the option ("Bastien is also mentored by Wren Abara" beside "Odalys's mentor is Wren Abara",
+    who left). Not on a document's word (one holds any words)."""
     replaced = [r for r in (best, *rivals) if r.stance == "replaced" and r.successor is not None]
     supports = [r for r in close if r.stance == "supports"]
     if not replaced or not supports or any(_long(r) for r in replaced):
@@ -304,8 +305,13 @@ def _left_later(
 
     if len({frozenset(about(r.named)) for r in replaced} | {frozenset(about(r.head)) for r in supports}) != 1:
         return None
-    named = min(len(said & _words(r.named.raw_text)) for r in replaced if r.named is not None)
-    if any(len(said & _words(r.head.raw_text)) > named for r in supports):
+
+    def held(node: MemoryNode) -> int:  # the statement's words it holds, in any form ("exhausts", "exhausted")
+        words = _words(node.raw_text)
+        return sum(_meets({w}, words) for w in said)
+
+    named = min(held(r.named) for r in replaced if r.named is not None)
+    if any(held(r.head) > named for r in supports):
         return None
     left_at = min(r.successor.created_at for r in replaced if r.successor is not None)
     if any(r.head.created_at >= left_at for r in supports):
