@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from wirings import WIRINGS, wired
 
-from evomem.domain.premise_words import left_after_verb
+from evomem.domain.premise_words import left_after_verb, reported_words
 
 
 def _left(text: str) -> list[str]:
@@ -98,4 +98,22 @@ def test_an_older_report_holds_no_more_of_the_statement_by_a_word_in_another_for
             supersedes=first,
         )
         old = service.check("The sre budget breached action uses company-wide release freeze.")
+        assert old.verdict == "superseded", old
+
+
+def test_a_parenthesis_that_reports_on_a_word_opens_a_clause() -> None:
+    text = "Harbour office phone: 01632 960 300 (the 0555 line was temporary)."
+    assert [text[s:e] for s, e in reported_words(text)] == ["0555"]
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_head_that_reports_on_the_old_value_in_a_parenthesis_left_it(tmp_path: Path, wiring: str) -> None:
+    """The head goes back to the number before and says in a parenthesis that the one it replaced was temporary:
+    that number was replaced, though the head still names it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Harbour office phone: 01632 960 011.").node.id
+        second = service.remember("Harbour office phone: 01632 960 300.", supersedes=first).node.id
+        third = service.remember("harbour new number again: 01632 960 555", supersedes=second).node.id
+        service.remember("Harbour office phone: 01632 960 300 (the 555 line was temporary).", supersedes=third)
+        old = service.check("The harbour office phone uses 01632 960 555.")
         assert old.verdict == "superseded", old

@@ -243,15 +243,22 @@ def reported_words(text: str) -> tuple[tuple[int, int], ...]:
     """Spans of the words a later clause opens with and reports on ("hammerhead repo archived", "the
     helix experiment is over", "Squash button disabled"): what a version in force says of a word, in
     any case, as the reader says it of a name ("; X was overkill"). A short note only: a document's
-    clauses open with any words ("Options considered", "Every team ...")."""
+    clauses open with any words ("Options considered", "Every team ..."). A parenthesis opens one too
+    ("Westgate phone: 020 7946 0300 (the 0444 line was temporary)")."""
     out: list[tuple[int, int]] = []
     if len(text) > LONG_NOTE_CHARS:
         return ()
-    for cs, ce in clause_spans(text)[1:]:
+    spans = clause_spans(text)[1:]
+    for p in _PAREN.finditer(text):
+        spans.append((p.start(1), p.end(1)))
+    for cs, ce in spans:
         m = _OPENING_WORD.match(text, cs, ce)
-        if m is not None and reported(text[:ce], m.end(1)):
+        if m is not None and reported(text[:ce], m.end(1)) and (m.start(1), m.end(1)) not in out:
             out.append((m.start(1), m.end(1)))
     return tuple(out)
+
+
+_PAREN = re.compile(r"\(([^()]+)\)")
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
