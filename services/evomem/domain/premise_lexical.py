@@ -204,6 +204,7 @@ def lexical(
         rivals += [r for _, r in scored[1:] if r.stance == "supports" and r not in rivals]
     if best.stance == "replaced":
         rivals += [r for r in _more_about(best, scored, topic) if r not in rivals]
+        rivals += [r for r in _held_since(best, blockers, topic - telling) if r not in rivals]
     if rivals:
         later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
         if later is not None:
@@ -212,6 +213,34 @@ def lexical(
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
     return Judgement(verdict, LEXICAL[strength], readings=[best], reason="read by its words")
+
+
+#: A note that says something holds as it did ("dual-run still begins 2025-08-25", "Trivy keeps doing the nightly
+#: rescans", "nothing changes for container images").
+_STILL = re.compile(r"\b(?:still|stays?|stayed|remains?|continues?|unchanged|nothing changes)\b", re.I)
+
+
+def _held_since(best: Reading, blockers: Sequence[Reading], topic: set[str]) -> list[Reading]:
+    """The short notes in force on other chains, later than the version that left the option, that hold its
+    words and a word of the statement's topic (``topic``, its option's words out), not as what they left
+    (``blockers``), and say it holds as it did (``_STILL``): "For the avoidance of doubt: dual-run still begins
+    2025-08-25" after "Moving the BI cutover back two weeks", which replaced "cutover on 2025-09-08, dual-run
+    starts 2025-08-25"; "Nothing changes for container images - Trivy in the registry keeps doing the nightly
+    rescans". The later version changed another part of what it replaced: they contest the replacement. A
+    later note that only names the option ("Erik opened a savings account at Nordea"), or keeps something
+    beside it ("Vellum keeps a small Dublin satellite"), contests nothing: it may be about another thing."""
+    if best.successor is None or not topic:
+        return []
+    since = best.successor.created_at
+    return [
+        r
+        for r in blockers
+        if r.head.id != best.head.id
+        and r.head.created_at > since
+        and len(r.head.raw_text) <= LONG_NOTE_CHARS  # a document says "still" of anything
+        and _STILL.search(r.head.raw_text)
+        and _meets(topic, _words(r.head.raw_text))
+    ]
 
 
 def _more_about(best: Reading, scored: Sequence[tuple[float, Reading]], topic: set[str]) -> list[Reading]:
@@ -259,11 +288,12 @@ def _left_later(
     """``superseded`` when the chains about the statement disagree only because notes in force that
     hold it (``close``: those as near to it as the best) are older than the version that left it in
     a chain that named it, hold the same words of the statement's topic (``topic``) as the version
-    that named it, and no more of the statement's words (``said``): that later decision replaced them
-    too, unlinked ("Chair confirmed allotment rent is unchanged at £48", then "Allotments 2026: full
-    plot £55 a year", which replaced "Allotment plot rent: £48 a year"). A note that holds other words
-    of the topic is about another thing that has the option ("Bastien is also mentored by Wren Abara"
-    beside "Odalys's mentor is Wren Abara", who left). Not on a document's word (one holds any words)."""
+    that named it, and no more of the statement's words (``said``, in any form: "exhausted" is held
+    where "exhausts" is): that later decision replaced them too, unlinked ("Chair confirmed allotment
+    rent is unchanged at £48", then "Allotments 2026: full plot £55 a year", which replaced "Allotment
+    plot rent: £48 a year"). A note that holds other words of the topic is about another thing that
+    has the option ("Bastien is also mentored by Wren Abara" beside "Odalys's mentor is Wren Abara",
+    who left). Not on a document's word (one holds any words)."""
     replaced = [r for r in (best, *rivals) if r.stance == "replaced" and r.successor is not None]
     supports = [r for r in close if r.stance == "supports"]
     if not replaced or not supports or any(_long(r) for r in replaced):
@@ -275,8 +305,13 @@ def _left_later(
 
     if len({frozenset(about(r.named)) for r in replaced} | {frozenset(about(r.head)) for r in supports}) != 1:
         return None
-    named = min(len(said & _words(r.named.raw_text)) for r in replaced if r.named is not None)
-    if any(len(said & _words(r.head.raw_text)) > named for r in supports):
+
+    def held(node: MemoryNode) -> int:  # the statement's words it holds, in any form ("exhausts", "exhausted")
+        words = _words(node.raw_text)
+        return sum(_meets({w}, words) for w in said)
+
+    named = min(held(r.named) for r in replaced if r.named is not None)
+    if any(held(r.head) > named for r in supports):
         return None
     left_at = min(r.successor.created_at for r in replaced if r.successor is not None)
     if any(r.head.created_at >= left_at for r in supports):

@@ -243,15 +243,22 @@ def reported_words(text: str) -> tuple[tuple[int, int], ...]:
     """Spans of the words a later clause opens with and reports on ("hammerhead repo archived", "the
     helix experiment is over", "Squash button disabled"): what a version in force says of a word, in
     any case, as the reader says it of a name ("; X was overkill"). A short note only: a document's
-    clauses open with any words ("Options considered", "Every team ...")."""
+    clauses open with any words ("Options considered", "Every team ..."). A parenthesis opens one too
+    ("Westgate phone: 020 7946 0300 (the 0444 line was temporary)")."""
     out: list[tuple[int, int]] = []
     if len(text) > LONG_NOTE_CHARS:
         return ()
-    for cs, ce in clause_spans(text)[1:]:
+    spans = clause_spans(text)[1:]
+    for p in _PAREN.finditer(text):
+        spans.append((p.start(1), p.end(1)))
+    for cs, ce in spans:
         m = _OPENING_WORD.match(text, cs, ce)
-        if m is not None and reported(text[:ce], m.end(1)):
+        if m is not None and reported(text[:ce], m.end(1)) and (m.start(1), m.end(1)) not in out:
             out.append((m.start(1), m.end(1)))
     return tuple(out)
+
+
+_PAREN = re.compile(r"\(([^()]+)\)")
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -328,7 +335,7 @@ def asks(facts: Facts) -> bool:
 _LEAVING = re.compile(
     r"\b(?:(?:mov|migrat|switch|shift|port|transition)\w*\s+off(?:\s+of)?|dropp(?:ed|ing)|ditch(?:es|ed|ing)?|"
     r"retir(?:e|es|ed|ing)|abandon(?:s|ed|ing)?|deprecat(?:e|es|ed|ing)|remov(?:e|es|ed|ing)|cancel(?:s|l?ed|l?ing)?|"
-    r"quit(?:s|ting)?|g[ai]v(?:e|es|en|ing)\s+up(?:\s+on)?|stopp?(?:s|ed|ing)?\s+using|"
+    r"quit(?:s|ting)?|end(?:ed|ing)(?=\s+(?:the|our|their|its)\s)|g[ai]v(?:e|es|en|ing)\s+up(?:\s+on)?|stopp?(?:s|ed|ing)?\s+using|"
     r"no\s+longer\s+(?:use|uses|using|on|runs?\s+on|running\s+on)|away\s+from)"
     r"\s+(?:(?:the|our|their|its)\s+)?"
     r"(?P<what>(?:[^\s;:,.!?()]|\.(?=\w))+"
@@ -338,13 +345,33 @@ _LEAVING = re.compile(
 )
 
 
+#: A clause that opens with what it says is gone, before a leaving verb that takes no object ("the weekly capacity
+#: review is discontinued", "Dev & Ola moved out", "the club night ends this month"; not "Standup ends at 10:15",
+#: "savings rate dropped to 3.8%"): up to five words.
+_LEFT_SUBJECT = re.compile(
+    r"(?:(?:the|our|their|its|this|that|his|her)\s+)?(?P<what>[^\s;:,.!?()]+(?:\s+[^\s;:,.!?()]+){0,4}?)"
+    r"(?:['\u2019]s)?\s+(?:(?:is|are|was|were|has\s+been|have\s+been|got|gets|will\s+be|is\s+being)\s+)?"
+    r"(?:discontinued|cancell?ed|scrapped|axed|dropped|retired|abandoned|decommissioned|moved\s+(?:out|away)|"
+    r"(?:ends|ended|stops|stopped|lapses|lapsed|expires|expired|gone|over)(?=\s*$|\s+(?:after|this|next|today|"
+    r"tomorrow|for\s+good)\b)|no\s+longer\s+(?:needed|used|in\s+use))\b(?!\s+(?:to|by|from)\b)",
+    re.I,
+)
+
+
 def left_after_verb(text: str) -> tuple[tuple[int, int], ...]:
     """Spans of what a short note says it leaves after a leaving verb, in any case (``_LEAVING``: "moving off
-    us-east-1", "dropping the free whitening consultation offer"): the shared reader reads a leaving verb
-    only before a name. A short note only: a document's leaving verbs speak of anything ("retired staff")."""
+    us-east-1", "dropping the free whitening consultation offer", "ending the Fleetwise contract"), or before
+    one that takes no object, where a clause opens with it (``_LEFT_SUBJECT``: "the weekly capacity review is
+    discontinued", "Dev & Ola moved out"): the shared reader reads a leaving verb only before a name. A short
+    note only: a document's leaving verbs speak of anything ("retired staff")."""
     if len(text) > LONG_NOTE_CHARS:
         return ()
-    return tuple((m.start("what"), m.end("what")) for m in _LEAVING.finditer(text))
+    out = [(m.start("what"), m.end("what")) for m in _LEAVING.finditer(text)]
+    for cs, ce in clause_spans(text):
+        m = _LEFT_SUBJECT.match(text[:ce], cs)
+        if m is not None and words_of(m.group("what")):  # a pronoun ("it stops this Sunday") names nothing here
+            out.append((m.start("what"), m.end("what")))
+    return tuple(out)
 
 
 _VALUE_WORD = r"(?:[^\s;:.!?,()]|(?<=\d)[:.,](?=\d))+"
