@@ -88,7 +88,7 @@ def build_vectors(settings: Settings, store: Store) -> Vectors | None:
         from evomem.adapters.models.static import StaticEmbedder
 
         static = StaticEmbedder(vs.model_dir)
-        table = vector_table(store, static.name, static.dim, settings)
+        table = vector_table(store, static.name, settings, static.dim)
         return SemanticIndex(static, table, min_similarity=MIN_SIMILARITY["static"])
     from evomem.adapters.models.embedding import OnnxEmbedder
 
@@ -111,18 +111,18 @@ def build_vectors(settings: Settings, store: Store) -> Vectors | None:
         t = settings.triton
         model = TritonModel(url, t.embedding_model, timeout_s=t.timeout_ms / 1000, retries=t.retries)
         embedder = FallbackEmbedder(TritonEmbedder(model), embedder)
-    table = vector_table(store, embedder.name, settings=settings)
+    table = vector_table(store, embedder.name, settings)
     return SemanticIndex(embedder, table, min_similarity=MIN_SIMILARITY["minilm"])
 
 
-def vector_table(store: Store, model: str, dim: int = 384, settings: Settings | None = None) -> VectorTable:
+def vector_table(store: Store, model: str, settings: Settings, dim: int = 384) -> VectorTable:
     """Where the vectors live: sqlite-vec tables in the SQLite store's file (searched by the binary
     scan or an HNSW graph per namespace: ``EVOMEM_VECTOR_SEARCH``), or the ``vectors`` table
     (pgvector HNSW) of the PostgreSQL store's database."""
     if isinstance(store, SQLiteStore):
         from evomem.adapters.vectors.index import VectorIndex
 
-        vs = (settings or Settings()).vectors
+        vs = settings.vectors
         return VectorIndex(store.path, model=model, dim=dim, vector_search=vs.search, hnsw_from=vs.hnsw_from)
     from evomem.adapters.postgres.store import PostgresStore
     from evomem.adapters.postgres.vectors import PgVectorIndex
