@@ -8,8 +8,13 @@ Per size, the store of ``bench.datagen`` (built in batches, a progress bar, boun
 when it is already in the work folder, as ``bench.speed`` and ``bench.floors`` reuse it), then:
 
 - the served store, one fresh process per mode (``words``: ``--vectors off``; ``hybrid``: vectors on,
-  where the store has vectors; ``tantivy``: words only with ``EVOMEM_WORD_INDEX=tantivy``, where the
-  package is installed, up to ``--tantivy-served-up-to``): start-up (open the store and answer a first
+  where the store has vectors, words on FTS5; ``default``: what a user gets, vectors on with the word
+  index and the vector search at ``auto`` (Tantivy from 10,000 notes, the HNSW graph from 20,000
+  vectors), where the store has vectors; ``tantivy``: words only with ``EVOMEM_WORD_INDEX=tantivy``,
+  where the package is installed, up to ``--tantivy-served-up-to``). The HNSW graph is built once per
+  size on a copy (timed, with the vector search alone on it) and put beside every vector mode's copy,
+  the default's Tantivy index beside its copy (timed) before its process starts, as ``bench.speed``
+  does: build times, not start-up. Then start-up (open the store and answer a first
   recall; the hybrid one includes loading the model and the vectors' bits), then recall (k=5) and
   remember p50/p95 in-core, and the process's peak RSS (``getrusage``). Remembers write into a copy of the store up to
   ``--copy-up-to`` notes, into the store itself above it (a few dozen notes added to millions);
@@ -45,8 +50,11 @@ from bench import datagen
 from bench.speed import QUERIES, fts_floor, fts_insert_floor, new_notes, vectors_available
 from bench.stats import summary
 
-#: mode -> (--vectors, EVOMEM_WORD_INDEX): words only on the FTS5 table, hybrid, words only on Tantivy
-MODES = {"words": ("off", "fts5"), "hybrid": ("on", "fts5"), "tantivy": ("off", "tantivy")}
+#: mode -> (--vectors, EVOMEM_WORD_INDEX): words only on the FTS5 table, hybrid (on FTS5), words only on
+#: Tantivy, and the product's defaults (vectors on, word index auto, vector search auto)
+MODES = {"words": ("off", "fts5"), "hybrid": ("on", "fts5"), "tantivy": ("off", "tantivy"), "default": ("on", "auto")}
+#: the modes whose indexes (Tantivy's, the HNSW graph) are built beside the copy before its process opens it
+PREBUILT = ("default",)
 
 
 def _files(db: Path) -> list[Path]:
@@ -65,6 +73,47 @@ def _bytes(db: Path) -> int:
 
 
 # ---------------------------------------------------------------------------- the served store (child)
+
+
+def prebuild(db: Path, rounds: int, what: str) -> dict[str, Any]:
+    """In a fresh process: what the default settings build beside ``db`` before a server answers with
+    it, timed: ``words`` (``bench.speed``'s ``words_built``: the Tantivy index from
+    ``EVOMEM_TANTIVY_FROM`` notes) or ``graph`` (``graphs_built``: the HNSW graph from
+    ``EVOMEM_HNSW_FROM`` vectors, then the vector search alone as the default settings search, k=20,
+    the query embedded beforehand: the graph's floor, next to the scan's of ``vector_floors``)."""
+    from bench.speed import graphs_built, words_built
+
+    out: dict[str, Any] = {}
+    t = time.perf_counter()
+    if what == "words":
+        words_built(db)
+        out["word_index_build_s"] = round(time.perf_counter() - t, 1)
+        return out
+    graphs_built(db)
+    out["graph_build_s"] = round(time.perf_counter() - t, 1)
+    if vectors_available():
+        from evomem.adapters.models.embedding import OnnxEmbedder
+        from evomem.adapters.vectors.index import VectorIndex
+        from evomem.settings import Settings
+
+        embedder = OnnxEmbedder(threads=1)
+        embedder.load()
+        queries = embedder.encode(QUERIES)
+        vs = Settings().vectors
+        index = VectorIndex(db, model=embedder.name, vector_search=vs.search, hnsw_from=vs.hnsw_from)
+        try:
+            index.search(queries[0], "default", k=20)  # loads the saved graph: start-up, not a query's cost
+            out["graph"] = index.wait_for_graph("default")
+            times = []
+            for _ in range(rounds):
+                for q in queries:
+                    t = time.perf_counter()
+                    index.search(q, "default", k=20)
+                    times.append((time.perf_counter() - t) * 1000)
+        finally:
+            index.close()
+        out["vector_search_k20"] = summary(times)
+    return out
 
 
 def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int, word_index: str = "fts5") -> dict[str, Any]:
@@ -123,8 +172,23 @@ def peak_rss_kib() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+def prebuilt(db: Path, what: str, rounds: int) -> dict[str, Any]:
+    """``prebuild`` in a fresh process (a graph's build is the size of the store in memory)."""
+    cmd = [sys.executable, "-m", "bench.curve", "prebuild", str(db), "--what", what, "--rounds", str(rounds)]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the {what} beside {db} failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["process_s"] = round(time.perf_counter() - t, 1)
+    return out
+
+
 def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
     vectors, words = MODES[mode]
+    built: dict[str, Any] | None = None
+    if mode in PREBUILT:  # the default's word index built before the timed process, as bench.speed does
+        built = prebuilt(db, "words", rounds)
     cmd = [sys.executable, "-m", "bench.curve", "serve", str(db), "--vectors", vectors, "--word-index", words]
     cmd += ["--rounds", str(rounds), "--remembers", str(remembers), "--seed", str(seed)]
     t = time.perf_counter()
@@ -133,6 +197,8 @@ def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[
         raise RuntimeError(f"{mode} on {db} failed:\n{proc.stderr[-3000:]}")
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     out["process_s"] = round(time.perf_counter() - t, 1)
+    if built is not None:
+        out["built"] = built
     return out
 
 
@@ -254,12 +320,26 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[di
     size["floors"] = floors
     # Tantivy last: its index (and the log triggers it adds to the file) stays beside a store served in place
     tantivy = tantivy_available() and n <= args.tantivy_served_up_to
-    modes = ["words", *(["hybrid"] if hybrid else []), *(["tantivy"] if tantivy else [])]
+    modes = ["words", *(["hybrid", "default"] if hybrid else []), *(["tantivy"] if tantivy else [])]
+    graph = workdir / f"curve-{n}-graph.db"  # the HNSW graph (vector search auto), built once per size
+    if hybrid and copy:  # on a copy of the store, its folder then put beside each vector mode's copy
+        say("HNSW graph")
+        shutil.copyfile(base, graph)
+        try:
+            size["graph"] = prebuilt(graph, "graph", rounds)
+        finally:
+            for p in _files(graph):
+                p.unlink(missing_ok=True)
+        if "vector_search_k20" in size["graph"]:
+            floors["graph_k20"] = size["graph"]["vector_search_k20"]
+        save(size)
     for mode in modes:
         say(f"served, {mode}")
         db = workdir / f"curve-{n}-{mode}.db" if copy else base
         if copy:
             shutil.copyfile(base, db)
+            if MODES[mode][0] == "on" and Path(str(graph) + ".hnsw").exists():
+                shutil.copytree(Path(str(graph) + ".hnsw"), Path(str(db) + ".hnsw"))
         seed = n + 10 + list(MODES).index(mode)
         if not copy:  # notes an earlier run wrote into this store: write other texts, not copies of them
             conn = sqlite3.connect(base)
@@ -271,6 +351,7 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[di
             if copy:
                 _drop(db)
         save(size)
+    shutil.rmtree(Path(str(graph) + ".hnsw"), ignore_errors=True)
     say("raw FTS5 floor")
     floors["fts5_recall_k50"] = summary(fts_floor(base, QUERIES, rounds))
     floor_db = workdir / f"curve-{n}-insert-floor.db"  # a bare FTS5 table, as bench.speed's insert floor
@@ -348,6 +429,34 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {s['notes']:,} | {pp(f.get('fts5_recall_k50'))} | {pp(t)} | {pp(f.get('fts5_insert'))} | {pp(ev)} | "
             f"{pp(us)} | {r10} |"
         )
+    lines += [
+        "",
+        "The product's defaults (`default`: vectors on, `EVOMEM_WORD_INDEX=auto`, `EVOMEM_VECTOR_SEARCH=auto`), "
+        "next to words only on Tantivy and the top-k engines alone (p50 / p95):",
+        "",
+        "| notes | recall, default | remember, default | recall / remember p50, words on Tantivy | "
+        "default / words on Tantivy, recall p50 | Tantivy (k=50) + vector search as the default searches (k=20) | "
+        "default recall / those two | start-up, peak RSS default | Tantivy index, HNSW graph built in |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in report["sizes"]:
+        d, t = s["served"].get("default"), s["served"].get("tantivy")
+        if d is None:
+            continue
+        f = s["floors"]
+        tf, gf = f.get("tantivy", {}).get("recall_k50"), f.get("graph_k20")
+        tv = f"{t['recall']['p50_ms']:.2f} / {t['remember']['p50_ms']:.2f} ms" if t else "—"
+        vs_words = f"{d['recall']['p50_ms'] / t['recall']['p50_ms']:.2f}×" if t else "—"
+        engines = f"{tf['p50_ms']:.2f} + {gf['p50_ms']:.2f} ms" if tf and gf else "—"
+        vs_floor = f"{d['recall']['p50_ms'] / (tf['p50_ms'] + gf['p50_ms']):.2f}×" if tf and gf else "—"
+        built = d.get("built", {}).get("word_index_build_s")
+        graph_s = s.get("graph", {}).get("graph_build_s")
+        lines.append(
+            f"| {s['notes']:,} | {d['recall']['p50_ms']:.2f} / {d['recall']['p95_ms']:.2f} ms | "
+            f"{d['remember']['p50_ms']:.2f} / {d['remember']['p95_ms']:.2f} ms | {tv} | {vs_words} | {engines} | "
+            f"{vs_floor} | {d['startup_ms'] / 1000:.2f} s, {d['peak_rss_mib']:.0f} MiB | "
+            f"{'—' if built is None else f'{built:.0f} s'}, {'—' if graph_s is None else f'{graph_s:.0f} s'} |"
+        )
     lines += ["", "| notes | built in | vectors written in | remembers went into | rounds × queries, remembers |"]
     lines.append("|---:|---:|---:|---|---:|")
     for s in report["sizes"]:
@@ -365,7 +474,12 @@ def markdown(report: dict[str, Any]) -> str:
         "(its index built from the file when the process opens it, a first run's cost outside the timings), up to "
         "`--tantivy-served-up-to`. Start-up is measured in a fresh process after the imports: "
         "open the store (`build_embedded`), load the embedding model (hybrid), answer the first recall (hybrid: "
-        "reads every vector's bits into memory). Peak RSS is that process's, after all its calls.",
+        "reads every vector's bits into memory). Peak RSS is that process's, after all its calls. "
+        "default: what a user gets, vectors on with the word index and the vector search left at `auto` (Tantivy "
+        "from `EVOMEM_TANTIVY_FROM` notes, the HNSW graph from `EVOMEM_HNSW_FROM` vectors); its Tantivy index is "
+        "built beside its copy before its process starts, and the graph once per size on a copy of the store, its "
+        "folder then put beside every vector mode's copy (hybrid's too): their build times are the last column, "
+        "not start-up. The vector search as the default searches is timed on that graph's copy.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -407,16 +521,21 @@ def plot(report: dict[str, Any], path: Path) -> None:
     line(ax, sv("hybrid", "remember"), "remember, hybrid", "-", "tab:red")
     line(ax, sv("tantivy", "recall"), "recall, words on Tantivy", "-.", "tab:green")
     line(ax, sv("tantivy", "remember"), "remember, words on Tantivy", "-.", "tab:olive")
+    line(ax, sv("default", "recall"), "recall, default (auto indexes)", "-", "black")
+    line(ax, sv("default", "remember"), "remember, default (auto indexes)", "-", "tab:brown")
     line(ax, fl("fts5_recall_k50"), "floor: raw FTS5 bm25 k=50", "--", "tab:blue")
     line(ax, fl("tantivy", "recall_k50"), "floor: Tantivy k=50", "--", "tab:green")
     line(ax, fl("fts5_insert"), "floor: raw FTS5 insert", "--", "tab:orange")
     line(ax, fl("vectors", "evomem_k20"), "floor: vector search alone k=20", "--", "tab:purple")
     line(ax, fl("vectors", "usearch_k20"), "floor: usearch HNSW k=20", "--", "tab:gray")
+    line(ax, fl("graph_k20"), "floor: vector search as the default searches k=20", "--", "black")
     ax.set_title("p50 latency (ms) against notes in the store")
     line(ax2, lambda s: s["served"].get("words", {}).get("startup_ms"), "start-up, words (ms)", "-", "tab:blue")
     line(ax2, lambda s: s["served"].get("hybrid", {}).get("startup_ms"), "start-up, hybrid (ms)", "-", "tab:purple")
     line(ax2, lambda s: s["served"].get("words", {}).get("peak_rss_mib"), "peak RSS, words (MiB)", ":", "tab:blue")
     line(ax2, lambda s: s["served"].get("hybrid", {}).get("peak_rss_mib"), "peak RSS, hybrid (MiB)", ":", "tab:purple")
+    line(ax2, lambda s: s["served"].get("default", {}).get("startup_ms"), "start-up, default (ms)", "-", "black")
+    line(ax2, lambda s: s["served"].get("default", {}).get("peak_rss_mib"), "peak RSS, default (MiB)", ":", "black")
     line(ax2, lambda s: s["db_bytes"] / 2**20, "database file (MiB)", "-.", "black")
     ax2.set_title("start-up (ms), peak RSS and database size (MiB)")
     for a in (ax, ax2):
@@ -444,6 +563,14 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--word-index", choices=("fts5", "tantivy", "auto"), default="fts5")
         a = sp.parse_args(argv[1:])
         print(json.dumps(serve(a.db, a.vectors, a.rounds, a.remembers, a.seed, a.word_index)))
+        return 0
+    if argv[:1] == ["prebuild"]:
+        bp = argparse.ArgumentParser(prog="python -m bench.curve prebuild")
+        bp.add_argument("db", type=Path)
+        bp.add_argument("--rounds", type=int, default=10)
+        bp.add_argument("--what", choices=("words", "graph"), default="graph")
+        a = bp.parse_args(argv[1:])
+        print(json.dumps(prebuild(a.db, a.rounds, a.what)))
         return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000,100000")

@@ -58,6 +58,14 @@ from evomem.domain.remember import link_sketch
 SCHEMA_VERSION = 1  # what ``stats`` reports: this store has one shape
 
 
+def sketch(node: MemoryNode) -> MemoryNode:
+    """``node`` as the SQL stores' ``sketches`` read it (``SKETCH_COLUMNS``; its text is "")."""
+    return MemoryNode(
+        id=node.id, raw_text="", namespace=node.namespace, scope=node.scope, created_at=node.created_at,
+        status=node.status, chain_root=node.chain_root, purged_at=node.purged_at,
+    )  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class _Offer:
     """A note listing ``candidate`` in its ``possible_supersedes``."""
@@ -94,6 +102,10 @@ class MemoryStore:
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         with self._lock:
             return {i: replace(self._nodes[i]) for i in dict.fromkeys(node_ids) if i in self._nodes}
+
+    def sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        with self._lock:
+            return {i: sketch(self._nodes[i]) for i in dict.fromkeys(node_ids) if i in self._nodes}
 
     def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         with self._lock:

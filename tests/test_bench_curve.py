@@ -92,3 +92,30 @@ def test_curve_measures_every_row_on_a_tiny_store(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob("*.words"))  # the copies' Tantivy indexes went with them
     assert (out / "cost_curve.png").stat().st_size > 0
     assert "| 600 |" in (out / "cost_curve.md").read_text()
+
+
+def test_curve_serves_the_products_defaults_with_their_indexes_built_first(tmp_path: Path, monkeypatch) -> None:
+    from bench.speed import vectors_available
+
+    if not vectors_available():
+        import pytest
+
+        pytest.skip("no embedding model here")
+    monkeypatch.setenv("EVOMEM_HNSW_FROM", "100")  # the graph and Tantivy at a tiny size (the children read it)
+    monkeypatch.setenv("EVOMEM_TANTIVY_FROM", "100")
+    out = tmp_path / "out"
+    rc = curve.main(
+        ["--sizes", "300", "--out", str(out), "--rounds", "1", "--remembers", "2", "--no-progress",
+         "--usearch-up-to", "0"]
+    )  # fmt: skip
+    assert rc == 0
+    (size,) = json.loads((out / "cost_curve.json").read_text())["sizes"]
+    assert set(size["served"]) == {"words", "hybrid", "default", "tantivy"}
+    default = size["served"]["default"]
+    assert default["vectors"] and default["recall"]["n"] == len(curve.QUERIES) and default["remember"]["n"] == 2
+    assert default["built"]["word_index_build_s"] >= 0  # its Tantivy index built before its process
+    assert size["graph"]["graph"] is True and size["graph"]["graph_build_s"] >= 0  # the graph answered its floor
+    assert size["floors"]["graph_k20"]["n"] == len(curve.QUERIES)
+    assert default["graph_wait_ms"] < 5_000  # the graph was there: loaded, not built, by the served process
+    assert not list(tmp_path.rglob("*.hnsw")) and not list(tmp_path.rglob("*.words"))  # went with the copies
+    assert "The product's defaults" in (out / "cost_curve.md").read_text()

@@ -38,6 +38,7 @@ from contract_support import (
     raises_exactly,
 )
 from memory_store import MemoryStore
+from memory_store import sketch as fusion_sketch
 
 from evomem.adapters.sqlite.store import SQLiteStore
 from evomem.app.ports import Records, Storage, Store
@@ -338,6 +339,24 @@ def test_link_sketches_are_the_nodes_as_far_as_a_linker_reads_them(wiring: Wirin
     assert sketches == {i: link_sketch(n) for i, n in full.items()}
     assert sketches[rich.id].scope == "billing" and sketches[rich.id].tags == ()
     assert sketches[v3.id].supersedes and sketches[v1.id].status is Status.SUPERSEDED
+
+
+def test_sketches_are_the_nodes_as_far_as_fusing_reads_them(wiring: Wiring) -> None:
+    """``sketches``: ``SKETCH_COLUMNS`` of the nodes that exist (purged ones included), no text,
+    the other fields at their defaults: what ``app.recall.hybrid`` reads of the nearest notes."""
+    store = wiring.port
+    v1, _, v3, other = _ledger_chain(wiring)
+    scoped = wiring.insert(note("Billing retries twice", scope="billing", tags=("billing",)))
+    gone = wiring.insert(note("The cache is Redis"))
+    store.forget(gone.id, purge=True)
+    assert store.sketches([]) == {}
+    sketches = store.sketches([v3.id, UNKNOWN_ID, v1.id, v1.id, scoped.id, gone.id])
+    full = store.get_many([v1.id, v3.id, scoped.id, gone.id])
+    assert sketches == {i: fusion_sketch(n) for i, n in full.items()}
+    assert sketches[v3.id].chain_root == v1.id and sketches[v1.id].status is Status.SUPERSEDED
+    assert sketches[scoped.id].scope == "billing" and not sketches[scoped.id].raw_text and not sketches[scoped.id].tags
+    assert sketches[gone.id].purged and sketches[gone.id].status is Status.FORGOTTEN
+    assert other.id not in sketches
 
 
 def test_heads_and_chain(records: Wiring) -> None:

@@ -168,6 +168,12 @@ class Store(Records, Protocol):
         """The nodes that exist among ``node_ids``, by id (purged ones included)."""
         ...
 
+    def sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        """As ``get_many``, each node a sketch (``SKETCH_COLUMNS``: id, namespace, scope, creation
+        time, status, chain, purge time; no text, the other fields at their defaults): what fusing a
+        recall's nearest notes by meaning reads of them (``app.recall.hybrid``)."""
+        ...
+
     def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         """As ``get_many``, each node only as far as a linker reads it (``domain.remember.LINK_FIELDS``:
         id, text, namespace, scope and its source, creation time, status, predecessor, chain; the other

@@ -134,14 +134,13 @@ def catch_up(vectors: Vectors, namespace: str) -> None:
 def hybrid(store: Store, hits: list[SearchHit], near: Sequence[tuple[str, float]]) -> list[SearchHit]:
     """BM25 hits fused (RRF) with the nearest versions by meaning. Forgotten versions are
     left out, as full-text search leaves them out; every version counts otherwise, since
-    resolution sends an old version's hit to its chain's head."""
-    nodes = store.get_many(i for i, _ in near)
-    vhits = [
-        SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
-        for i, sim in near
-        if i in nodes and nodes[i].status != Status.FORGOTTEN and not nodes[i].purged
-    ]
-    return fuse(hits, vhits)
+    resolution sends an old version's hit to its chain's head. A version BM25 found is neither
+    forgotten nor purged (full-text search leaves both out: a purge forgets) and names its chain:
+    only the others are read, and only as far as this needs (``Store.sketches``)."""
+    roots = {h.node_id: h.chain_root for h in hits}
+    nodes = store.sketches(i for i, _ in near if i not in roots)
+    roots.update((i, n.chain_root) for i, n in nodes.items() if n.status != Status.FORGOTTEN and not n.purged)
+    return fuse(hits, [SearchHit(i, roots[i], sim, via=("vector",)) for i, sim in near if i in roots])
 
 
 def recall_nodes(

@@ -35,6 +35,7 @@ from evomem.adapters.sqlite.codec import (
     NODE_COLUMNS,
     NODE_SQL,
     SKETCH_COLUMNS,
+    SKETCH_SQL,
     row_to_link_sketch,
     row_to_node,
     row_to_sketch,
@@ -159,6 +160,14 @@ class PostgresStore:
             return {}
         rows = self._read(lambda c: c.execute(f"SELECT {NODE_SQL} FROM nodes WHERE id = ANY(%s)", (wanted,)).fetchall())
         return {n.id: n for n in map(row_to_node, rows)}
+
+    def sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        wanted = list(dict.fromkeys(node_ids))
+        if not wanted:
+            return {}
+        sql = f"SELECT {SKETCH_SQL} FROM nodes WHERE id = ANY(%s)"
+        rows = self._read(lambda c: c.execute(sql, (wanted,)).fetchall())
+        return {n.id: n for n in map(row_to_sketch, rows)}
 
     def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         wanted = list(dict.fromkeys(node_ids))

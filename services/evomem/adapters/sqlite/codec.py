@@ -182,6 +182,7 @@ def link_to_columns(link: LinkProvenance | None) -> dict[str, Any]:
 #: What deciding a "may be replaced by" hint reads of a note (``domain.recall.attach_successors``):
 #: a sketch, no text, no JSON to decode. The hints shown are read in full afterwards.
 SKETCH_COLUMNS = ("id", "namespace", "scope", "created_at", "status", "chain_root", "purged_at")
+SKETCH_SQL = ", ".join(SKETCH_COLUMNS)
 _STATUS = {s.value: s for s in Status}
 
 

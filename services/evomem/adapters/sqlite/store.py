@@ -32,6 +32,7 @@ from evomem.adapters.sqlite.codec import (
     NODE_COLUMNS,
     NODE_SQL,
     SKETCH_COLUMNS,
+    SKETCH_SQL,
     row_to_link_sketch,
     row_to_node,
     row_to_sketch,
@@ -157,6 +158,10 @@ class SQLiteStore:
 
     def get_many(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
         nodes = self._select_in(f"SELECT {NODE_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids)
+        return {n.id: n for n in nodes}
+
+    def sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
+        nodes = self._select_in(f"SELECT {SKETCH_SQL} FROM nodes WHERE id IN ({{marks}})", node_ids, row_to_sketch)
         return {n.id: n for n in nodes}
 
     def link_sketches(self, node_ids: Iterable[str]) -> dict[str, MemoryNode]:
