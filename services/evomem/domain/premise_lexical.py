@@ -114,6 +114,7 @@ def lexical(
     held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
     held_elsewhere = held_now
     holding: list[Reading] = []  # the versions in force that hold the option's words
+    carried: set[str] = set()  # of those, the ones whose replaced version held them too (a change beside it)
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
@@ -154,6 +155,8 @@ def lexical(
         if telling and telling <= held[0] and head.status == Status.ACTIVE:
             held_now = True
             holding.append(Reading(head, "words", "supports", named=head))
+            if len(versions) > 1 and telling <= held[1]:
+                carried.add(head.id)
         holders += bool(telling and telling <= union)
         if share < TOPICAL:
             if telling and telling <= union and len(versions) > 1:
@@ -189,6 +192,14 @@ def lexical(
             later = _left_later(unmoored[0], [], holding, topic, said)
             if later is not None:
                 return later
+        # The topic in other words, the case in force: the one chain whose versions hold the option's words,
+        # its version in force holding them and a word of the topic, and no version anywhere that left them
+        # ("the finance mortgage rate uses 3.94%" for "the mortgage is on a 5-year fix at 3.94%"). Not a head
+        # that names them as the version it replaced did: it may report on what it left ("Kenji's out sick.
+        # Beatriz is primary on-call"), or change something beside them; the words do not tell.
+        if not loose and not unmoored and holders == 1 and len(holding) == 1 and topic - telling:
+            if [r.head.id for r in blockers] == [holding[0].head.id] and not carried:
+                return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
