@@ -197,9 +197,9 @@ def lexical(
         # ("the finance mortgage rate uses 3.94%" for "the mortgage is on a 5-year fix at 3.94%"). Not a head
         # that names them as the version it replaced did: it may report on what it left ("Kenji's out sick.
         # Beatriz is primary on-call"), or change something beside them; the words do not tell.
-        if not loose and not unmoored and holders == 1 and len(holding) == 1 and topic - telling:
-            if [r.head.id for r in blockers] == [holding[0].head.id] and not carried:
-                return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
+        alone = not loose and not unmoored and holders == 1 and len(holding) == 1 and not carried
+        if alone and topic - telling and [r.head.id for r in blockers] == [holding[0].head.id]:
+            return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
