@@ -196,9 +196,11 @@ def lexical(
         # its version in force holding them and a word of the topic, and no version anywhere that left them
         # ("the finance mortgage rate uses 3.94%" for "the mortgage is on a 5-year fix at 3.94%"). Not a head
         # that names them as the version it replaced did: it may report on what it left ("Kenji's out sick.
-        # Beatriz is primary on-call"), or change something beside them; the words do not tell.
+        # Beatriz is primary on-call"), or change something beside them; the words do not tell. Short notes only.
         alone = not loose and not unmoored and holders == 1 and len(holding) == 1 and not carried
         if alone and topic - telling and [r.head.id for r in blockers] == [holding[0].head.id]:
+            if _long(holding[0]):  # a document holds any words ("Status: Superseded by ADR-14" among them)
+                return None
             return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
