@@ -36,3 +36,21 @@ def test_a_head_that_names_the_option_as_the_version_it_replaced_did_is_not_read
         )
         old = service.check("The helpdesk rota lead uses Marta.")
         assert old.verdict != "in_force", old
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_the_one_note_that_holds_the_option_in_other_words_says_it(tmp_path: Path, wiring: str) -> None:
+    """No word of the statement's topic in any note: the one chain that holds its option, in force, nothing left it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Podcasts go out through Wavecrest (one login for both shows).")
+        service.remember("Newsletter footer gets the new logo next month.")
+        now = service.check("The media audio host uses Wavecrest.")
+        assert now.verdict == "in_force", now
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_two_chains_that_hold_the_option_do_not_say_it_alone(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        service.remember("Podcasts go out through Wavecrest (one login for both shows).")
+        service.remember("Wavecrest invoice queried: we were billed twice in May.")
+        assert service.check("The media audio host uses Wavecrest.").verdict != "in_force"

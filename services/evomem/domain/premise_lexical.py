@@ -202,6 +202,10 @@ def lexical(
             if _long(holding[0]):  # a document holds any words ("Status: Superseded by ADR-14" among them)
                 return None
             return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
+        # ... and where its head holds no word of the topic ("the media audio host uses Wavecrest" for "Podcasts
+        # go out through Wavecrest"), with nothing in force elsewhere holding them: the twin of ``unmoored``
+        if alone and not blockers and not held_elsewhere and not _long(holding[0]):
+            return Judgement(Verdict.IN_FORCE, UNMOORED, readings=holding, reason="read by its option alone")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
