@@ -54,3 +54,20 @@ def test_two_chains_that_hold_the_option_do_not_say_it_alone(tmp_path: Path, wir
         service.remember("Podcasts go out through Wavecrest (one login for both shows).")
         service.remember("Wavecrest invoice queried: we were billed twice in May.")
         assert service.check("The media audio host uses Wavecrest.").verdict != "in_force"
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_head_that_went_back_to_the_option_says_it(tmp_path: Path, wiring: str) -> None:
+    """The version it replaced names the option as what it left; the head says it went back to it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Energy is with Brightwatt, fixed tariff, renews 30 April. Account BW-20931.").node.id
+        second = service.remember(
+            "Switching energy to Lumora from 1 May - cheaper unit rate. Brightwatt exit fee paid.", supersedes=first
+        ).node.id
+        service.remember(
+            "Cancelled Lumora in the cooling-off period and went back to Brightwatt - same tariff, 12 months.",
+            supersedes=second,
+        )
+        now = service.check("The household gas supplier uses Brightwatt.")
+        assert now.verdict == "in_force", now
+        assert service.check("The household gas supplier uses Lumora.").verdict != "in_force"

@@ -155,7 +155,8 @@ def lexical(
         if telling and telling <= held[0] and head.status == Status.ACTIVE:
             held_now = True
             holding.append(Reading(head, "words", "supports", named=head))
-            if len(versions) > 1 and telling <= held[1]:
+            # ... unless it says it went back to them, as held before the version it replaced ("back to Zapline")
+            if len(versions) > 1 and telling <= held[1] and not (head.id in reverts and telling <= before):
                 carried.add(head.id)
         holders += bool(telling and telling <= union)
         if share < TOPICAL:
