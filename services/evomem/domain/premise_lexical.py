@@ -114,6 +114,7 @@ def lexical(
     held_now = any(telling and telling <= _words(h.raw_text) for h in elsewhere)
     held_elsewhere = held_now
     holding: list[Reading] = []  # the versions in force that hold the option's words
+    carried: set[str] = set()  # of those, the ones whose replaced version held them too (a change beside it)
     for head, past in chains:
         versions = [head, *past]
         held = [_words(v.raw_text) for v in versions]
@@ -154,6 +155,9 @@ def lexical(
         if telling and telling <= held[0] and head.status == Status.ACTIVE:
             held_now = True
             holding.append(Reading(head, "words", "supports", named=head))
+            # ... unless it says it went back to them, as held before the version it replaced ("back to Zapline")
+            if len(versions) > 1 and telling <= held[1] and not (head.id in reverts and telling <= before):
+                carried.add(head.id)
         holders += bool(telling and telling <= union)
         if share < TOPICAL:
             if telling and telling <= union and len(versions) > 1:
@@ -189,6 +193,20 @@ def lexical(
             later = _left_later(unmoored[0], [], holding, topic, said)
             if later is not None:
                 return later
+        # The topic in other words, the case in force: the one chain whose versions hold the option's words,
+        # its version in force holding them and a word of the topic, and no version anywhere that left them
+        # ("the finance mortgage rate uses 3.94%" for "the mortgage is on a 5-year fix at 3.94%"). Not a head
+        # that names them as the version it replaced did: it may report on what it left ("Kenji's out sick.
+        # Beatriz is primary on-call"), or change something beside them; the words do not tell. Short notes only.
+        alone = not loose and not unmoored and holders == 1 and len(holding) == 1 and not carried
+        if alone and topic - telling and [r.head.id for r in blockers] == [holding[0].head.id]:
+            if _long(holding[0]):  # a document holds any words ("Status: Superseded by ADR-14" among them)
+                return None
+            return Judgement(Verdict.IN_FORCE, LOOSE, readings=blockers, reason="read by its option and its words")
+        # ... and where its head holds no word of the topic ("the media audio host uses Wavecrest" for "Podcasts
+        # go out through Wavecrest"), with nothing in force elsewhere holding them: the twin of ``unmoored``
+        if alone and not blockers and not held_elsewhere and not _long(holding[0]):
+            return Judgement(Verdict.IN_FORCE, UNMOORED, readings=holding, reason="read by its option alone")
         return None
     if scope is not None:  # a scope's own decisions hold there over the default scope's
         scored = [x for x in scored if not is_default(x[1].head.scope) and in_scope(x[1].head, scope)] or scored
