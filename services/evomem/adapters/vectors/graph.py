@@ -44,6 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evomem.adapters.vectors.log import LOG_STATE, changed_items
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -67,9 +69,16 @@ BATCH = 2_000
 #: Keys of the throwaway vectors that overwrite removed slots (never a rowid: SQLite's are < 2**63).
 SCRUB_KEY = 2**63
 
-_LOG_STATE = (
-    "SELECT (SELECT CAST(value AS INTEGER) FROM vec_meta WHERE key = 'log_floor'), (SELECT MAX(seq) FROM vec_log)"
-)
+
+def _replay(conn: Any, namespace: str, graph: Graph, items: list[int]) -> None:
+    """The logged ``items`` applied to ``graph``: each removed, and added again with its current vector
+    when it is still in ``namespace`` (idempotent, as the bits' replay)."""
+    rows = conn.execute(
+        "SELECT i.rowid, i.vector FROM json_each(?) AS j CROSS JOIN vec_items AS i ON i.rowid = j.value"
+        " WHERE i.namespace = ?",
+        (json.dumps(items), namespace),
+    ).fetchall()
+    graph.apply(items, rows)
 
 
 def usearch_problem() -> str | None:
@@ -253,22 +262,12 @@ class Graphs:
     def _catch_up(self, conn: Any, namespace: str, graph: Graph) -> bool:
         """Apply the log past ``graph.seen`` (under ``graph.lock``). False, and the graph dropped and
         rebuilt on a thread, when the log no longer covers it or it is ``REBUILD_GAP`` behind."""
-        floor, top = conn.execute(_LOG_STATE).fetchone()
+        floor, top = conn.execute(LOG_STATE).fetchone()
         top = max(top or 0, floor)
         if graph.seen >= floor and top > graph.seen:
-            items = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT DISTINCT item FROM vec_log WHERE namespace = ? AND seq > ?", (namespace, graph.seen)
-                )
-            ]
-            if len(items) <= REBUILD_GAP and conn.execute(_LOG_STATE).fetchone()[0] <= graph.seen:
-                rows = conn.execute(
-                    "SELECT i.rowid, i.vector FROM json_each(?) AS j CROSS JOIN vec_items AS i"
-                    " ON i.rowid = j.value WHERE i.namespace = ?",
-                    (json.dumps(items), namespace),
-                ).fetchall()
-                graph.apply(items, rows)
+            items = changed_items(conn, namespace, graph.seen)
+            if len(items) <= REBUILD_GAP and conn.execute(LOG_STATE).fetchone()[0] <= graph.seen:
+                _replay(conn, namespace, graph, items)
                 graph.seen = top
                 if graph.removed and graph.saved >= 0:
                     self._drop_file(namespace, graph)
@@ -321,22 +320,14 @@ class Graphs:
     def _catch_up_fully(self, conn: Any, namespace: str, graph: Graph) -> bool:
         """A new or loaded graph brought up to the log (a build can fall far behind on a busy file)."""
         for _ in range(8):
-            floor, top = conn.execute(_LOG_STATE).fetchone()
+            floor, top = conn.execute(LOG_STATE).fetchone()
             if graph.seen < floor:
                 return False
             if max(top or 0, floor) <= graph.seen:
                 return True
-            items = conn.execute(
-                "SELECT DISTINCT item FROM vec_log WHERE namespace = ? AND seq > ?", (namespace, graph.seen)
-            ).fetchall()
-            rows = conn.execute(
-                "SELECT i.rowid, i.vector FROM json_each(?) AS j CROSS JOIN vec_items AS i"
-                " ON i.rowid = j.value WHERE i.namespace = ?",
-                (json.dumps([r[0] for r in items]), namespace),
-            ).fetchall()
-            graph.apply([r[0] for r in items], rows)
+            _replay(conn, namespace, graph, changed_items(conn, namespace, graph.seen))
             graph.seen = max(top or 0, floor)
-        return (conn.execute(_LOG_STATE).fetchone()[1] or 0) <= graph.seen
+        return (conn.execute(LOG_STATE).fetchone()[1] or 0) <= graph.seen
 
     def _fresh(self, conn: Any, namespace: str) -> Graph | None:
         """A graph of ``namespace`` built from its rows; its position read first (what changes
@@ -344,7 +335,7 @@ class Graphs:
         import numpy as np
 
         graph = Graph(self.dim)
-        floor, top = conn.execute(_LOG_STATE).fetchone()
+        floor, top = conn.execute(LOG_STATE).fetchone()
         last = -1
         while True:
             if self._stop.is_set():
@@ -379,7 +370,7 @@ class Graphs:
             wrong = [k for k, v in want.items() if meta.get(k) != v]
             if wrong:
                 raise ValueError(f"it was made with another {', '.join(wrong)}")
-            floor, top = conn.execute(_LOG_STATE).fetchone()
+            floor, top = conn.execute(LOG_STATE).fetchone()
             seq = int(meta["seq"])
             if not floor <= seq <= max(top or 0, floor):
                 raise ValueError(f"its log position {seq} is outside the log's ({floor}..{top})")

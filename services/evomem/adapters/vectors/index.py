@@ -80,6 +80,7 @@ from evomem.adapters.sqlite import driver
 from evomem.adapters.sqlite.conn import BUSY_TIMEOUT_MS, Connections
 from evomem.adapters.vectors.bits import Bits
 from evomem.adapters.vectors.graph import HNSW_FROM, MODES, Graphs
+from evomem.adapters.vectors.log import LOG_STATE, changed_items
 from evomem.adapters.vectors.quantize import decode_items, item_blob, scan_blob
 from evomem.domain.errors import InvalidArgument, Unavailable
 
@@ -268,7 +269,7 @@ class VectorIndex:
         """Keep the last ``LOG_KEEP`` log entries once there are twice as many (in the writer's
         transaction). ``log_floor`` says up to which ``seq`` entries are gone: a cache that has
         not seen them reloads its namespace instead."""
-        floor, top = conn.execute(_LOG_STATE).fetchone()
+        floor, top = conn.execute(LOG_STATE).fetchone()
         if top is not None and top - floor > 2 * LOG_KEEP:
             cut = top - LOG_KEEP
             conn.execute("DELETE FROM vec_log WHERE seq <= ?", (cut,))
@@ -465,17 +466,12 @@ class VectorIndex:
         """
         with self._bits_lock:
             bits = self._bits.get(namespace)
-            floor, top = conn.execute(_LOG_STATE).fetchone()
+            floor, top = conn.execute(LOG_STATE).fetchone()
             top = max(top or 0, floor)
             if bits is not None and bits.seen >= floor and top > bits.seen:
-                items = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT DISTINCT item FROM vec_log WHERE namespace = ? AND seq > ?", (namespace, bits.seen)
-                    )
-                ]
+                items = changed_items(conn, namespace, bits.seen)
                 # Compaction after the first statement may have cut entries not yet seen.
-                if conn.execute(_LOG_STATE).fetchone()[0] > bits.seen or len(items) > max(4096, bits.size // 2):
+                if conn.execute(LOG_STATE).fetchone()[0] > bits.seen or len(items) > max(4096, bits.size // 2):
                     bits = None
                 else:
                     rows = conn.execute(
@@ -575,8 +571,3 @@ class VectorIndex:
         """Vectors held in memory per namespace (as of each one's last search)."""
         with self._bits_lock:
             return {ns: bits.size for ns, bits in sorted(self._bits.items())}
-
-
-_LOG_STATE = (
-    "SELECT (SELECT CAST(value AS INTEGER) FROM vec_meta WHERE key = 'log_floor'), (SELECT MAX(seq) FROM vec_log)"
-)
