@@ -224,6 +224,50 @@ def test_a_saved_graph_is_reused_and_a_deleted_corrupt_or_stale_one_rebuilt(
     assert len(list(folder.glob("*.usearch"))) == 1  # and saved again
 
 
+def test_two_processes_saving_one_namespace_leave_a_graph_that_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A save that lands in the middle of another's (between its JSON and its removal of older files)
+    waits for it: without the folder's lock the first save then deleted the second's file, which the
+    JSON names."""
+    import threading
+    import time
+
+    path = tmp_path / "v.db"
+    x = unit_rows(130, seed=11)
+    with hnsw(path) as first, hnsw(path) as second:
+        first.add_many((f"n{i}", "ns", x[i]) for i in range(100))
+        built(first, "ns", x[0])
+        second.add("late", "ns", x[120])
+        built(second, "ns", x[0])
+        g1 = first._graphs._graphs["ns"]  # type: ignore[union-attr]
+        g2 = second._graphs._graphs["ns"]  # type: ignore[union-attr]
+        assert g1.seen < g2.seen  # two positions: two file names
+        replace = graph_mod.os.replace
+        racer: list[threading.Thread] = []
+
+        def replace_then_race(src: object, dst: object) -> None:
+            replace(src, dst)  # type: ignore[arg-type]
+            if not racer and str(dst).endswith(".json"):  # the first save's JSON: its last write but one
+                racer.append(threading.Thread(target=second._graphs._save, args=("ns", g2)))  # type: ignore[union-attr]
+                racer[0].start()
+                time.sleep(0.5)  # the other save runs to its end here, unless it waits for the lock
+
+        monkeypatch.setattr(graph_mod.os, "replace", replace_then_race)
+        first._graphs._save("ns", g1)  # type: ignore[union-attr]
+        racer[0].join(30)
+        monkeypatch.setattr(graph_mod.os, "replace", replace)
+        folder = Path(str(path) + ".hnsw")
+        (meta,) = folder.glob("*.json")
+        assert (folder / json.loads(meta.read_text())["file"]).exists()
+        g1.saved = g2.saved = g1.seen = g2.seen  # nothing left to save at close
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="evomem.adapters.vectors.graph"), hnsw(path) as ix:
+        built(ix, "ns", x[0])
+        assert ids(ix.search(x[120], "ns", 1)) == ["late"]
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 def test_a_graph_behind_the_compacted_log_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evomem.adapters.vectors import index as vector_index
 

@@ -19,7 +19,8 @@ Building: on a thread of its own (the scan answers until it is done): the log po
 then the namespace's rows by rowid in batches (``BATCH``), then the entries logged meanwhile.
 Saved beside the file (``<db>.hnsw/<namespace hex>-<position>.usearch`` and a JSON with the
 position, the count, the model and the format; written to a temporary name and renamed, the
-JSON last) after a build and at close when it changed, so a restart does not build again. A
+JSON last, under a lock on the folder that other processes' saves and loads take too) after a
+build and at close when it changed, so a restart does not build again. A
 saved graph is trusted only as far as it checks: its format, dimension and model, a position the
 log still covers, and after catching up from it the namespace's count; anything else (a missing,
 stale, corrupt or foreign file) is one warning and a rebuild.
@@ -40,7 +41,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,26 @@ REBUILD_GAP = 4096
 BATCH = 2_000
 #: Keys of the throwaway vectors that overwrite removed slots (never a rowid: SQLite's are < 2**63).
 SCRUB_KEY = 2**63
+#: The file a save or a load holds in the folder (``_folder_lock``).
+LOCK_FILE = ".lock"
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path, shared: bool = False) -> Iterator[None]:
+    """Across processes, one save at a time per folder (its file, its JSON and the removal of the older
+    files as one step) and no save during a load (a JSON and the file it names read together):
+    ``fcntl.flock`` on ``LOCK_FILE``, released with the file, so a crash holds nothing. Without
+    ``fcntl`` or a writable folder, no lock (a lost race is then one warning and a rebuild)."""
+    try:
+        import fcntl
+
+        handle = open(folder / LOCK_FILE, "a+b")  # noqa: SIM115 (closed below, which releases the lock)
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
 
 
 def _replay(conn: Any, namespace: str, graph: Graph, items: list[int]) -> None:
@@ -365,29 +386,30 @@ class Graphs:
             return None
         meta_path, _ = paths
         try:
-            meta = json.loads(meta_path.read_text())
-            want = {"format": FORMAT, "dim": self.dim, "model": self.model, "namespace": namespace}
-            wrong = [k for k, v in want.items() if meta.get(k) != v]
-            if wrong:
-                raise ValueError(f"it was made with another {', '.join(wrong)}")
-            floor, top = conn.execute(LOG_STATE).fetchone()
-            seq = int(meta["seq"])
-            if not floor <= seq <= max(top or 0, floor):
-                raise ValueError(f"its log position {seq} is outside the log's ({floor}..{top})")
-            file = self.folder / meta["file"]  # type: ignore[operator]
-            if file.stat().st_size != meta["bytes"]:
-                raise ValueError("its file has another size than it says")
-            from usearch.index import Index
+            with _folder_lock(self.folder, shared=True):  # type: ignore[arg-type]  # no save in between
+                meta = json.loads(meta_path.read_text())
+                want = {"format": FORMAT, "dim": self.dim, "model": self.model, "namespace": namespace}
+                wrong = [k for k, v in want.items() if meta.get(k) != v]
+                if wrong:
+                    raise ValueError(f"it was made with another {', '.join(wrong)}")
+                floor, top = conn.execute(LOG_STATE).fetchone()
+                seq = int(meta["seq"])
+                if not floor <= seq <= max(top or 0, floor):
+                    raise ValueError(f"its log position {seq} is outside the log's ({floor}..{top})")
+                file = self.folder / meta["file"]  # type: ignore[operator]
+                if file.stat().st_size != meta["bytes"]:
+                    raise ValueError("its file has another size than it says")
+                from usearch.index import Index
 
-            index = Index(
-                ndim=self.dim,
-                metric="cos",
-                dtype="i8",
-                connectivity=CONNECTIVITY,
-                expansion_add=EXPANSION_ADD,
-                expansion_search=EXPANSION_SEARCH,
-            )
-            index.load(str(file))
+                index = Index(
+                    ndim=self.dim,
+                    metric="cos",
+                    dtype="i8",
+                    connectivity=CONNECTIVITY,
+                    expansion_add=EXPANSION_ADD,
+                    expansion_search=EXPANSION_SEARCH,
+                )
+                index.load(str(file))
             if index.ndim != self.dim or len(index) != int(meta["count"]):
                 raise ValueError("its contents do not match what it says")
             graph = Graph(self.dim, index)
@@ -414,24 +436,25 @@ class Graphs:
             name = f"{stem}-{graph.seen}.usearch"
             tmp = self.folder / f".{name}.{os.getpid()}.{threading.get_ident()}"  # type: ignore[operator]
             graph.index.save(str(tmp))
-            os.replace(tmp, self.folder / name)  # type: ignore[operator]
-            meta = {
-                "format": FORMAT,
-                "dim": self.dim,
-                "model": self.model,
-                "namespace": namespace,
-                "seq": graph.seen,
-                "count": len(graph.index),
-                "file": name,
-                "bytes": (self.folder / name).stat().st_size,  # type: ignore[operator]
-            }
-            tmp_meta = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp_meta.write_text(json.dumps(meta))
-            os.replace(tmp_meta, meta_path)
+            with _folder_lock(self.folder):  # type: ignore[arg-type]  # another process's save waits
+                os.replace(tmp, self.folder / name)  # type: ignore[operator]
+                meta = {
+                    "format": FORMAT,
+                    "dim": self.dim,
+                    "model": self.model,
+                    "namespace": namespace,
+                    "seq": graph.seen,
+                    "count": len(graph.index),
+                    "file": name,
+                    "bytes": (self.folder / name).stat().st_size,  # type: ignore[operator]
+                }
+                tmp_meta = meta_path.with_name(f".{meta_path.name}.{os.getpid()}.{threading.get_ident()}")
+                tmp_meta.write_text(json.dumps(meta))
+                os.replace(tmp_meta, meta_path)
+                for old in self.folder.glob(f"{stem}-*.usearch"):  # type: ignore[union-attr]
+                    if old.name != name:
+                        old.unlink(missing_ok=True)
             graph.saved, graph.removed = graph.seen, False
-            for old in self.folder.glob(f"{stem}-*.usearch"):  # type: ignore[union-attr]
-                if old.name != name:
-                    old.unlink(missing_ok=True)
         except OSError as exc:
             log.warning(
                 "vector search: could not save the graph of %r (%s); it is built again at the next start",
@@ -447,9 +470,10 @@ class Graphs:
         if paths is None:
             return
         meta_path, stem = paths
-        meta_path.unlink(missing_ok=True)
-        for old in self.folder.glob(f"{stem}-*.usearch"):  # type: ignore[union-attr]
-            old.unlink(missing_ok=True)
+        with _folder_lock(self.folder):  # type: ignore[arg-type]
+            meta_path.unlink(missing_ok=True)
+            for old in self.folder.glob(f"{stem}-*.usearch"):  # type: ignore[union-attr]
+                old.unlink(missing_ok=True)
         graph.saved = -1
 
     def close(self) -> None:
