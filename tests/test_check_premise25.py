@@ -36,7 +36,9 @@ def test_a_head_that_ended_the_thing_says_none_holds(tmp_path: Path, wiring: str
 def test_a_head_that_chose_again_says_none_was_replaced(tmp_path: Path, wiring: str) -> None:
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember("Build cache: nightly builds keep a warm Gradle cache on the runners.").node.id
-        second = service.remember("Removing the Gradle build cache from the runners, it masks stale outputs.", supersedes=first)
+        second = service.remember(
+            "Removing the Gradle build cache from the runners, it masks stale outputs.", supersedes=first
+        )
         service.remember(
             "Reverting: the Gradle build cache is back on the runners until incremental builds are fixed.",
             supersedes=second.node.id,

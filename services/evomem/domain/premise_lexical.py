@@ -343,9 +343,7 @@ def _left_later(
 _TO = re.compile(r"\b(?:to|into)\s+", re.I)
 
 
-def _before_target(
-    text: str, spans: Sequence[tuple[int, int]], earlier: set[str]
-) -> tuple[tuple[int, int], ...]:
+def _before_target(text: str, spans: Sequence[tuple[int, int]], earlier: set[str]) -> tuple[tuple[int, int], ...]:
     """Spans of what a version in force says it left, each cut before a "to" that names what it became, a name
     or a value no earlier version held (``earlier``: their words): "threshold raised to 3 missed appointments"
     leaves the old threshold, not "3 missed appointments", whose words the version it replaced may share."""
