@@ -54,3 +54,31 @@ def test_a_chain_where_nothing_ended_says_nothing_of_none(tmp_path: Path, wiring
         service.remember("Team offsite venue moves to Fernhill Lodge, Larch Barn is booked out.", supersedes=first)
         out = service.check("The team offsite venue uses none.")
         assert out.verdict not in ("in_force", "superseded"), out
+
+
+def test_a_date_after_a_capital_is_split_as_elsewhere() -> None:
+    """"Stripe API 2024-06-20" holds the date as "uses 2024-06-20" does; a standard's number stays one word."""
+    from evomem.domain.premise_words import words_of
+
+    assert {"2024", "06", "20"} <= words_of("Pin updated: Stripe API 2024-06-20 across the platform.")
+    assert {"2024", "06", "20"} <= words_of("The payments api version uses 2024-06-20.")
+    assert "8655-6" in words_of("Pipettes are calibrated to ISO 8655-6.")
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_date_named_after_a_capital_is_in_force(tmp_path: Path, wiring: str) -> None:
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Timetable API version pinned to 2023-01-09.").node.id
+        service.remember("Pin moved: Timetable API 2024-03-18 for every client.", supersedes=first)
+        now = service.check("The rail data api version uses 2024-03-18.")
+        assert now.verdict == "in_force", now
+
+
+@pytest.mark.parametrize("wiring", WIRINGS)
+def test_a_value_raised_to_is_not_what_the_head_left(tmp_path: Path, wiring: str) -> None:
+    """"threshold raised to 5 unpaid notices": the head left the old threshold, not the words it shares with it."""
+    with wired(wiring, tmp_path / "m.db") as service:
+        first = service.remember("Borrowers are blocked after 3 unpaid notices.").node.id
+        service.remember("Circulation desk: threshold raised to 5 unpaid notices.", supersedes=first)
+        now = service.check("The library block rule uses 5 unpaid notices.")
+        assert now.verdict == "in_force", now
