@@ -57,7 +57,7 @@ def test_a_chain_where_nothing_ended_says_nothing_of_none(tmp_path: Path, wiring
 
 
 def test_a_date_after_a_capital_is_split_as_elsewhere() -> None:
-    """"Stripe API 2024-06-20" holds the date as "uses 2024-06-20" does; a standard's number stays one word."""
+    """ "Stripe API 2024-06-20" holds the date as "uses 2024-06-20" does; a standard's number stays one word."""
     from evomem.domain.premise_words import words_of
 
     assert {"2024", "06", "20"} <= words_of("Pin updated: Stripe API 2024-06-20 across the platform.")
@@ -76,7 +76,7 @@ def test_a_date_named_after_a_capital_is_in_force(tmp_path: Path, wiring: str) -
 
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_a_value_raised_to_is_not_what_the_head_left(tmp_path: Path, wiring: str) -> None:
-    """"threshold raised to 5 unpaid notices": the head left the old threshold, not the words it shares with it."""
+    """ "threshold raised to 5 unpaid notices": the head left the old threshold, not the words it shares with it."""
     with wired(wiring, tmp_path / "m.db") as service:
         first = service.remember("Borrowers are blocked after 3 unpaid notices.").node.id
         service.remember("Circulation desk: threshold raised to 5 unpaid notices.", supersedes=first)
