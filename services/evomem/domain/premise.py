@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from evomem.domain.linkers.scored import RELATION_SCORE, Candidate, ScoredLinker, option_kinds, subject_relation
 from evomem.domain.model import MemoryNode, Status
+from evomem.domain.premise_absent import absent
 from evomem.domain.premise_document import READS, as_read, decided_elsewhere, deciding, read_as_decided
 from evomem.domain.premise_lexical import TOPICAL, lexical
 from evomem.domain.premise_scope import answers_for, covers, in_scope, overridden
@@ -155,6 +156,9 @@ def _judge_scoped(
 def _judge(
     statement: str, scope: str | None, chains: list[tuple[MemoryNode, list[MemoryNode]]], elsewhere: list[MemoryNode]
 ) -> Judgement:
+    nothing = absent(statement, chains)  # "... uses none": the chain about it that ended the thing
+    if nothing is not None:
+        return nothing
     # node id ("": the statement) -> the spans where it says what it left
     left: dict[str, tuple[tuple[int, int], ...]] = {}
     phrases: dict[str, tuple[tuple[int, int], ...]] = {}  # node id -> the phrases it says it leaves in so many words

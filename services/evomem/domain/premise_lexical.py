@@ -125,6 +125,7 @@ def lexical(
         if left and len(versions) > 1:
             said_left = (phrases or {}).get(head.id, ())
             spans = tuple(left.get(head.id, ())) + reported_words(head.raw_text) + left_after_verb(head.raw_text)
+            spans = _before_target(head.raw_text, spans, set().union(*held[1:]))
             spans += changed_values(head.raw_text, held[1], set().union(*held[1:]))
             reasons = _causes(head.raw_text)
             held[0] = kept(head.raw_text, held[0], held[1] - topic, spans, said_left, before - topic, reasons)
@@ -336,6 +337,21 @@ def _left_later(
         return None
     why = "a later version left it; the notes in force that hold it are older"
     return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
+
+
+#: Where a clause says what something became: "raised to", "moved into".
+_TO = re.compile(r"\b(?:to|into)\s+", re.I)
+
+
+def _before_target(text: str, spans: Sequence[tuple[int, int]], earlier: set[str]) -> tuple[tuple[int, int], ...]:
+    """Spans of what a version in force says it left, each cut before a "to" that names what it became, a name
+    or a value no earlier version held (``earlier``: their words): "threshold raised to 3 missed appointments"
+    leaves the old threshold, not "3 missed appointments", whose words the version it replaced may share."""
+    out = []
+    for s, e in spans:
+        m = _TO.search(text, s, e)
+        out.append((s, m.start()) if m is not None and named_words(text[m.end() : e]) - earlier else (s, e))
+    return tuple(out)
 
 
 def _replaced_numbers(text: str, old: set[str], new: set[str]) -> set[str]:

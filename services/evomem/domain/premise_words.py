@@ -69,8 +69,8 @@ _CLOCK = re.compile(r"(?<![\w:.])\d{1,2}:\d{2}(?![\w:])")
 
 
 #: A standard's number after its body's capitals ("ISO 8655-6", "EN 1090-2"): one value, not "6" and "2" (not a
-#: date: "on 2025-08-25" has no capital before it).
-_STANDARD = re.compile(r"(?<=[A-Z] )\d+(?:-\d+)+\b")
+#: date, which is split as it is elsewhere: "on 2025-08-25" has no capital before it, "Stripe API 2024-06-20" does).
+_STANDARD = re.compile(r"(?<=[A-Z] )(?!\d{4}-\d{1,2}-\d{1,2}\b)\d+(?:-\d+)+\b")
 
 
 #: Words joined by hyphens to a number ("us-east-1", "eu-central-1"): one name, whose letters tell it from
