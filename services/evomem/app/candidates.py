@@ -16,7 +16,7 @@ link to decode).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evomem.app.ports import Store, Vectors
@@ -49,6 +49,13 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
     """Active decisions of the namespace with a compatible scope, best first, with the cosine of
     the note with each one the vector half found and their earlier versions."""
     limit, vector_limit = query.limit, query.vector_limit
+    nodes: dict[str, MemoryNode] = {}
+    ahead: dict[str, MemoryNode] = {}  # the BM25 candidates' earlier versions, read with them
+
+    def read_hits(found: list[SearchHit]) -> None:  # while the vector half embeds the note
+        nodes.update(store.link_sketches(h.node_id for h in found))
+        ahead.update(earlier_versions(store, list(nodes.values()), query.earlier_depth))
+
     hits, near, problem = search_both(
         store,
         vectors if vector_limit > 0 else None,
@@ -60,8 +67,11 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
         vector_limit * ACTIVE_NEIGHBOURS_OVERSAMPLE,
         active_only=True,
         prune=CANDIDATE_PRUNE,
+        meanwhile=read_hits,
     )
-    nodes = store.link_sketches([*(h.node_id for h in hits), *(i for i, _ in near[:vector_limit])])
+    unread = [i for i, _ in near[:vector_limit] if i not in nodes]
+    if unread:
+        nodes.update(store.link_sketches(unread))
     if near:
         vhits = [
             SearchHit(i, nodes[i].chain_root, sim, via=("vector",))
@@ -79,7 +89,7 @@ def find_candidates(store: Store, vectors: Vectors | None, pool: Pool, query: Co
     similarities = dict(near)
     if near and vectors is not None:  # the cosines the vector half did not find, from the stored vectors
         similarities.update(stored_similarities(vectors, query, [n.id for n in kept if n.id not in similarities]))
-    return Found(kept, similarities, earlier_versions(store, kept, query.earlier_depth), problem)
+    return Found(kept, similarities, earlier_versions(store, kept, query.earlier_depth, ahead), problem)
 
 
 def stored_similarities(vectors: Vectors, query: ContextQuery, node_ids: list[str]) -> dict[str, float]:
@@ -113,16 +123,21 @@ def active_nearest(
     return out[:want]
 
 
-def earlier_versions(store: Store, nodes: Sequence[MemoryNode], depth: int) -> dict[str, MemoryNode]:
+def earlier_versions(
+    store: Store, nodes: Sequence[MemoryNode], depth: int, read: Mapping[str, MemoryNode] | None = None
+) -> dict[str, MemoryNode]:
     """Every version up to ``depth`` back from each of ``nodes``, by id: a chain read a step at a
-    time for all of them at once."""
+    time for all of them at once. ``read``: versions read before (the same rows), not read again."""
     out: dict[str, MemoryNode] = {}
+    known = read or {}
     wanted = {n.supersedes for n in nodes if n.supersedes}
     for _ in range(depth):
         wanted -= out.keys()
         if not wanted:
             break
-        found = store.link_sketches(wanted)
+        found = {i: known[i] for i in wanted if i in known}
+        if len(found) < len(wanted):
+            found.update(store.link_sketches(wanted - found.keys()))
         out.update(found)
         wanted = {n.supersedes for n in found.values() if n.supersedes}
     return out

@@ -116,7 +116,7 @@ class MemoryService:
     stored with the link) or abstains listing candidates; ``offerer``: a linker whose decision is only
     offered (``possible_supersedes``, up to ``MAX_OFFERED``), used when there is no ``linker``.
     ``vectors``: the vectors this process holds (the embedded server's, loaded in the background by
-    the entrypoint), or None; storage uses them, the service never does."""
+    the entrypoint), or None; storage uses them, the service only starts a note's embedding early."""
 
     def __init__(
         self,
@@ -205,10 +205,11 @@ class MemoryService:
         Storage decides both inside the write's transaction, so concurrent retries agree.
         ``if_head``: with ``supersedes``, store only if that id is still its chain's head (``NotHead``,
         ``[conflict]``, naming the head, otherwise); False re-targets to the head as before.
-        ``audit``: the entry of an authenticated caller (``access.GuardedService``), recorded by
-        storage with the write, in the same call."""
+        ``audit``: an authenticated caller's entry (``access.GuardedService``), stored with the write."""
         started = time.perf_counter()
         text, warnings = textrules.clean_note(raw_text, self.config.max_note_bytes)
+        if self.vectors is not None and self.config.vectors:  # embedded now: the search, ``add_soon`` wait for it
+            self._pool().submit(self.vectors.prepare, text)
         key = textrules.clean_key(idempotency_key)
         ns = self._namespace(namespace)
         note_scope = textrules.clean_label(scope, "scope")
@@ -316,8 +317,8 @@ class MemoryService:
         target: str | None,
         judge: Linker | None,
     ) -> RememberContext | None:
-        """Storage's first call: the nodes the note names (checked here) and, for a linker that
-        judges the note (``wants_candidates``), its candidates. None when there is nothing to read."""
+        """Storage's first call: the nodes the note names (checked) and, for a linker that judges the
+        note (``wants_candidates``), its candidates. None when there is nothing to read."""
         named = [*self.rules.relation_ids(relations), *([target] if target is not None else [])]
         if judge is None and not named:
             return None
@@ -428,8 +429,7 @@ class MemoryService:
         check_k(k)
         check_history_depth(history_depth)
         terms = textrules.query_terms(query)
-        # Echo the query as searched, never raw (fix: a lone surrogate in the query made the
-        # result unserialisable, so recall crashed instead of answering).
+        # Echo the query as searched, never raw (a lone surrogate made the answer unserialisable).
         echo = textrules.clean_free_text(query)  # type: ignore[arg-type]  # a str: query_terms checked
         ns = self._namespace(namespace)
         want_scope = textrules.clean_label(scope, "scope")

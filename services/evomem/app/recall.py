@@ -103,6 +103,7 @@ def search_both(
     *,
     active_only: bool = False,
     prune: float = 1.0,
+    meanwhile: Callable[[list[SearchHit]], object] | None = None,
 ) -> tuple[list[SearchHit], list[tuple[str, float]], str | None]:
     """BM25 hits and the nearest notes by meaning, the two searched at the same time: the
     vector half (embedding the text, scanning the index) runs on a pool thread while BM25
@@ -110,14 +111,20 @@ def search_both(
     recall costs about the slower of the two rather than their sum. When BM25 is done first
     (a text not embedded before: a remember's note, a new query), this thread does the vector
     half's catch-up meanwhile (``Vectors.catch_up``), so the scan starts as the embedding ends.
-    ``prune``: ``Store.search``'s."""
+    ``prune``: ``Store.search``'s. ``meanwhile``: called with the BM25 hits before the vector half is
+    waited for (a remember reads its candidates' rows there while the note is embedded)."""
     if vectors is None or vector_limit < 1:
-        return store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune), [], None
+        hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
+        if meanwhile is not None:
+            meanwhile(hits)
+        return hits, [], None
     future = pool().submit(nearest, vectors, text, namespace, vector_limit)
     try:
         hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
         if not future.done():
             catch_up(vectors, namespace)
+        if meanwhile is not None:
+            meanwhile(hits)
     finally:
         near, problem = future.result()  # never raises: nearest turns a failure into no neighbours
     return hits, near, problem

@@ -59,9 +59,10 @@ class LocalStorage:
         context = RememberContext(nodes=self.store.get_many(query.node_ids) if query.node_ids else {})
         if not query.candidates:
             return context
-        # The note's one vector is embedded by the vector half of the search, on a pool thread
-        # beside BM25, into the cache that ``add`` reuses (embedding it here first, before the
-        # search, cost a remember the embedding's ~9 ms on top of BM25's).
+        # The note's one vector is embedded on a pool thread beside BM25, into the cache that ``add``
+        # reuses: by the vector half of the search, or already under way there (in-core, the service's
+        # ``Vectors.prepare`` started it; the search waits for it). Embedding it here first, before
+        # the search, cost a remember the embedding's ~9 ms on top of BM25's.
         found = find_candidates(self.store, self.vectors, self._pool, query)
         context.candidates, context.similarities, context.earlier = found.candidates, found.similarities, found.earlier
         context.vector_problem = found.vector_problem or self._missing(query.vector_limit, query.vectors_required)

@@ -73,6 +73,7 @@ class SemanticIndex:
         self.index = index
         self.min_similarity = min_similarity
         self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._embedding: dict[str, threading.Event] = {}  # texts being embedded now, set when done
         self._lock = threading.Lock()
         #: True: a call that needs the model loads it and waits. False (a server that loads it
         #: in the background, ``app.background.start_background``): until it has loaded, ``nearest``
@@ -125,17 +126,33 @@ class SemanticIndex:
     # ------------------------------------------------------------------ embedding
 
     def _encode(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's vector, from the cache or embedded now. A text another thread is embedding
+        (``prepare`` ahead of a remember's search) is waited for, not embedded a second time; if
+        that embedding failed, this call embeds it (and reports the failure itself)."""
         keys = [t[:MAX_EMBED_CHARS] for t in texts]
         with self._lock:
-            missing = [t for t in dict.fromkeys(keys) if t not in self._cache]
+            uncached = [t for t in dict.fromkeys(keys) if t not in self._cache]
+            waits = {self._embedding[t] for t in uncached if t in self._embedding}
+            missing = [t for t in uncached if t not in self._embedding]
+            mine = threading.Event()
+            self._embedding.update((t, mine) for t in missing)
         if missing:
-            rows = self.embedder.encode(missing)
-            with self._lock:
-                for t, v in zip(missing, rows, strict=True):
-                    self._cache[t] = v
-                    self._cache.move_to_end(t)
-                while len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
+            try:
+                rows = self.embedder.encode(missing)
+                with self._lock:
+                    for t, v in zip(missing, rows, strict=True):
+                        self._cache[t] = v
+                        self._cache.move_to_end(t)
+                    while len(self._cache) > CACHE_SIZE:
+                        self._cache.popitem(last=False)
+            finally:
+                with self._lock:
+                    for t in missing:
+                        if self._embedding.get(t) is mine:
+                            del self._embedding[t]
+                mine.set()
+        for other in waits:
+            other.wait()
         with self._lock:
             out = []
             for t in keys:
