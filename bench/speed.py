@@ -20,6 +20,7 @@ medians and ratios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -178,7 +179,11 @@ def graphs_built(db: Path) -> None:
     scan). The timings are those of a server that has its graph."""
     if not vectors_available():
         return
-    with sqlite3.connect(db) as conn:  # a store without vectors gets no vector tables from here
+    # Closed before the index opens the file: ``with sqlite3.connect`` only commits, and a stdlib
+    # connection left open beside sqlean's on the same file releases their POSIX locks when it
+    # closes later (two SQLite libraries in one process), which showed as "disk I/O error" and
+    # "database disk image is malformed" (speed22).
+    with contextlib.closing(sqlite3.connect(db)) as conn:  # a store without vectors gets no vector tables
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vec_items'").fetchone() is None:
             return
     import numpy as np
