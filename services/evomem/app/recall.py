@@ -110,9 +110,16 @@ def search_both(
     recall costs about the slower of the two rather than their sum. When BM25 is done first
     (a text not embedded before: a remember's note, a new query), this thread does the vector
     half's catch-up meanwhile (``Vectors.catch_up``), so the scan starts as the embedding ends.
+    When the vector half is quick (``Vectors.quick``: the text's vector cached, a graph to search)
+    it runs here, before BM25: both hold the GIL for much of their time, so on a pool thread they
+    mostly take turns, and the hand-off costs more than the overlap saves (speed21).
     ``prune``: ``Store.search``'s."""
     if vectors is None or vector_limit < 1:
         return store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune), [], None
+    if quick(vectors, text, namespace):
+        near, problem = nearest(vectors, text, namespace, vector_limit)
+        hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
+        return hits, near, problem
     future = pool().submit(nearest, vectors, text, namespace, vector_limit)
     try:
         hits = store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune)
@@ -121,6 +128,15 @@ def search_both(
     finally:
         near, problem = future.result()  # never raises: nearest turns a failure into no neighbours
     return hits, near, problem
+
+
+def quick(vectors: Vectors, text: str, namespace: str) -> bool:
+    """``vectors.quick``, whose failure costs nothing: the pool, as before."""
+    try:
+        return vectors.quick(text, namespace=namespace)
+    except Exception as exc:
+        log.debug("vector quick check failed (searching on the pool): %s", exc)
+        return False
 
 
 def catch_up(vectors: Vectors, namespace: str) -> None:
