@@ -112,7 +112,8 @@ def search_both(
     half's catch-up meanwhile (``Vectors.catch_up``), so the scan starts as the embedding ends.
     When the vector half is quick (``Vectors.quick``: the text's vector cached, a graph to search)
     it runs here, before BM25: both hold the GIL for much of their time, so on a pool thread they
-    mostly take turns, and the hand-off costs more than the overlap saves (speed21).
+    mostly take turns; at 100k notes the overlap saved ~5 % of a recall and cost a third more CPU
+    (on a busy machine the pool's short bursts are scheduled sooner: profile.md, speed21).
     ``prune``: ``Store.search``'s."""
     if vectors is None or vector_limit < 1:
         return store.search(terms, namespace=namespace, limit=limit, active_only=active_only, prune=prune), [], None
