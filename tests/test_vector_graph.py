@@ -103,6 +103,22 @@ def test_auto_takes_the_graph_from_the_size_on(tmp_path: Path) -> None:
         assert ix.stats()["graphs"] == {"big": 60}
 
 
+def test_a_namespace_is_quick_only_while_a_graph_answers_it(tmp_path: Path) -> None:
+    """``quick``: recall then searches it on its own thread (speed21); a scan stays on the pool."""
+    x = unit_rows(60, seed=3)
+    with VectorIndex(tmp_path / "v.db", vector_search="auto", hnsw_from=50) as ix:
+        ix.add_many((f"a{i}", "small", x[i]) for i in range(40))
+        ix.add_many((f"b{i}", "big", x[i]) for i in range(60))
+        assert not ix.quick("big")  # no graph yet
+        ix.search(x[0], "small", 1)
+        ix.search(x[0], "big", 1)
+        assert ix._graphs is not None and ix._graphs.wait("big", 60)
+        assert ix.quick("big") and not ix.quick("small") and not ix.quick("none")
+    with VectorIndex(tmp_path / "v.db", vector_search="scan") as scan:
+        scan.search(x[0], "big", 1)
+        assert not scan.quick("big")
+
+
 def test_writes_removes_and_moves_are_followed_and_namespaces_never_leak(tmp_path: Path) -> None:
     x = unit_rows(200, seed=4)
     with hnsw(tmp_path / "v.db") as ix:

@@ -344,6 +344,13 @@ class Vectors(Protocol):
         (after what ``add_soon`` queued is stored)."""
         ...
 
+    def quick(self, text: str, *, namespace: str) -> bool:
+        """Whether ``nearest(text)`` in ``namespace`` would be quick now: no embedding (``text``'s
+        vector cached), nothing queued to store first, and an index in memory to search rather than
+        a scan or a round trip. ``search_both`` then searches inline: a pool thread's hand-off would
+        cost more than it saves."""
+        ...
+
     def catch_up(self, namespace: str) -> None:
         """What ``nearest`` in ``namespace`` does first whatever its text, done now: store what
         ``add_soon`` queued, bring an in-memory copy of the table up to date. A search calls it

@@ -111,6 +111,10 @@ class PgVectorIndex:
     def catch_up(self, namespace: str) -> None:
         """Nothing: the index lives in the database, this process keeps no copy of it."""
 
+    def quick(self, namespace: str) -> bool:
+        """Never: a search is a round trip to the database, which a pool thread overlaps with BM25."""
+        return False
+
     def distances(self, vector: Any, namespace: str, node_ids: Sequence[str]) -> dict[str, float]:
         """The cosine distance of ``vector`` to each of ``node_ids`` that has a vector in
         ``namespace`` (by id, no index scan)."""

