@@ -7,7 +7,9 @@ next to the floors measured on the same store in the same run (issue 32).
 Per size, the store of ``bench.datagen`` (built in batches, a progress bar, bounded memory; reused
 when it is already in the work folder, as ``bench.speed`` and ``bench.floors`` reuse it), then:
 
-- the served store, one fresh process per mode (``words``: ``--vectors off``; ``hybrid``: vectors on,
+- the served store, fresh processes per mode, interleaved (``--passes``, 2: each mode's rounds and
+  remembers split over that many processes, one per mode in turn, so the load of a shared machine
+  falls on every mode alike; their times pooled) (``words``: ``--vectors off``; ``hybrid``: vectors on,
   where the store has vectors, words on FTS5; ``default``: what a user gets, vectors on with the word
   index and the vector search at ``auto`` (Tantivy from 10,000 notes, the HNSW graph from 20,000
   vectors), where the store has vectors; ``tantivy``: words only with ``EVOMEM_WORD_INDEX=tantivy``,
@@ -154,8 +156,7 @@ def serve(db: Path, vectors: str, rounds: int, remembers: int, seed: int, word_i
         service.remember(text)
         remember.append((time.perf_counter() - t) * 1000)
     service.close()
-    out["recall"] = summary(recall)
-    out["remember"] = summary(remember)
+    out["recall_ms"], out["remember_ms"] = recall, remember  # raw: the passes of a mode are pooled
     out["peak_rss_mib"] = round(peak_rss_kib() / 1024, 1)
     return out
 
@@ -184,10 +185,12 @@ def prebuilt(db: Path, what: str, rounds: int) -> dict[str, Any]:
     return out
 
 
-def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[str, Any]:
+def served(db: Path, mode: str, rounds: int, remembers: int, seed: int, first: bool = True) -> dict[str, Any]:
+    """One fresh process serving ``db`` in ``mode``, with the raw times (``recall_ms``, ``remember_ms``);
+    ``first``: the mode's first pass over this copy (the default's word index is built before it)."""
     vectors, words = MODES[mode]
     built: dict[str, Any] | None = None
-    if mode in PREBUILT:  # the default's word index built before the timed process, as bench.speed does
+    if mode in PREBUILT and first:  # the default's word index built before the timed process, as bench.speed does
         built = prebuilt(db, "words", rounds)
     cmd = [sys.executable, "-m", "bench.curve", "serve", str(db), "--vectors", vectors, "--word-index", words]
     cmd += ["--rounds", str(rounds), "--remembers", str(remembers), "--seed", str(seed)]
@@ -200,6 +203,25 @@ def served(db: Path, mode: str, rounds: int, remembers: int, seed: int) -> dict[
     if built is not None:
         out["built"] = built
     return out
+
+
+def pooled(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A mode's passes as one row: the times of every pass pooled (their p50 and p95), start-up and
+    what was built from the first process (a cold open of the copy, as one process per mode gave),
+    the highest peak RSS, the processes' seconds summed."""
+    out = {k: v for k, v in parts[0].items() if k not in ("recall_ms", "remember_ms")}
+    for op in ("recall", "remember"):
+        times = [x for p in parts for x in p[f"{op}_ms"]]
+        out[op] = summary(times)
+    out["peak_rss_mib"] = max(p["peak_rss_mib"] for p in parts)
+    out["process_s"] = round(sum(p["process_s"] for p in parts), 1)
+    out["passes"] = len(parts)
+    return out
+
+
+def share(total: int, parts: int, i: int) -> int:
+    """Part ``i`` of ``total`` split into ``parts`` nearly equal whole parts."""
+    return total // parts + (1 if i < total % parts else 0)
 
 
 def tantivy_available() -> bool:
@@ -333,24 +355,39 @@ def run_size(n: int, workdir: Path, args: argparse.Namespace, save: Callable[[di
         if "vector_search_k20" in size["graph"]:
             floors["graph_k20"] = size["graph"]["vector_search_k20"]
         save(size)
-    for mode in modes:
-        say(f"served, {mode}")
-        db = workdir / f"curve-{n}-{mode}.db" if copy else base
-        if copy:
-            shutil.copyfile(base, db)
-            if MODES[mode][0] == "on" and Path(str(graph) + ".hnsw").exists():
-                shutil.copytree(Path(str(graph) + ".hnsw"), Path(str(db) + ".hnsw"))
-        seed = n + 10 + list(MODES).index(mode)
-        if not copy:  # notes an earlier run wrote into this store: write other texts, not copies of them
-            conn = sqlite3.connect(base)
-            seed += conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] - n
-            conn.close()
-        try:
-            size["served"][mode] = served(db, mode, rounds, remembers, seed=seed)
-        finally:
+    # Interleaved: every mode's copy made first, then ``--passes`` rounds of one process per mode, in
+    # turn, so that the machine's load falls on every mode alike; a store served in place (above
+    # ``--copy-up-to``) gets one pass, since the Tantivy mode adds its log triggers to that very file.
+    passes = max(1, min(args.passes if copy else 1, rounds))
+    dbs: dict[str, Path] = {}
+    parts: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    try:
+        for mode in modes:
+            db = workdir / f"curve-{n}-{mode}.db" if copy else base
             if copy:
+                shutil.copyfile(base, db)
+                if MODES[mode][0] == "on" and Path(str(graph) + ".hnsw").exists():
+                    shutil.copytree(Path(str(graph) + ".hnsw"), Path(str(db) + ".hnsw"))
+            dbs[mode] = db
+        for i in range(passes):
+            for mode in modes:
+                say(f"served, {mode}" + (f", pass {i + 1} of {passes}" if passes > 1 else ""))
+                seed = n + 10 + list(MODES).index(mode) + 1000 * i
+                if not copy:  # notes an earlier run wrote into this store: write other texts, not copies of them
+                    conn = sqlite3.connect(base)
+                    seed += conn.execute("SELECT max(rowid) FROM nodes").fetchone()[0] - n
+                    conn.close()
+                part = served(
+                    dbs[mode], mode, share(rounds, passes, i), share(remembers, passes, i), seed=seed, first=i == 0
+                )
+                parts[mode].append(part)
+                size["served"][mode] = pooled(parts[mode])
+                save(size)
+    finally:
+        if copy:
+            for db in dbs.values():
                 _drop(db)
-        save(size)
+    size["passes"] = passes
     shutil.rmtree(Path(str(graph) + ".hnsw"), ignore_errors=True)
     say("raw FTS5 floor")
     floors["fts5_recall_k50"] = summary(fts_floor(base, QUERIES, rounds))
@@ -380,10 +417,19 @@ def _ms(s: dict[str, Any] | None, key: str = "p50_ms") -> str:
     return f"{s[key]:.2f}" if s else "—"
 
 
+def _passes_line(report: dict[str, Any]) -> str:
+    """How the served modes ran, per size (``passes`` is absent from rows measured before interleaving)."""
+    said = [f"{s['notes']:,}: {s.get('passes', 1)}" for s in report["sizes"]]
+    return (
+        "The served modes of a size ran interleaved, their rounds and remembers split over fresh processes "
+        "taken one per mode in turn, times pooled (processes per mode, by size: " + ", ".join(said) + ")."
+    )
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Machine: {report['machine']}. {report['date']}. Run with `nice -n 10` on a shared 2-core machine "
-        "(other jobs were running): read medians and slopes, not single numbers.",
+        "(other jobs were running): read medians and slopes, not single numbers. " + _passes_line(report),
         "",
         "| notes | recall p50 / p95, words | recall p50 / p95, hybrid | remember p50 / p95, words | "
         "remember p50 / p95, hybrid | recall / remember p50, words on Tantivy | "
@@ -580,6 +626,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=10, help="passes over the query set, up to --small notes")
     p.add_argument("--remembers", type=int, default=100, help="remember calls per mode, up to --small notes")
     p.add_argument("--small", type=int, default=100_000, help="above this many notes, the --big-* counts")
+    p.add_argument(
+        "--passes",
+        type=int,
+        default=2,
+        help="the served modes run interleaved: each mode's rounds and remembers split over this many processes, "
+        "one per mode in turn (stores up to --copy-up-to; 1: one process per mode, one after another)",
+    )
     p.add_argument("--big-rounds", type=int, default=3)
     p.add_argument("--big-remembers", type=int, default=30)
     p.add_argument("--vectors-up-to", type=int, default=1_000_000, help="stores above this size get no vectors")

@@ -94,6 +94,33 @@ def test_curve_measures_every_row_on_a_tiny_store(tmp_path: Path) -> None:
     assert "| 600 |" in (out / "cost_curve.md").read_text()
 
 
+def test_curve_interleaves_the_modes_and_pools_their_passes(tmp_path: Path, monkeypatch) -> None:
+    calls: list[tuple[str, int, int, bool]] = []
+    real = curve.served
+
+    def recorded(db: Path, mode: str, rounds: int, remembers: int, seed: int, first: bool = True) -> dict:
+        calls.append((mode, rounds, remembers, first))
+        return real(db, mode, rounds, remembers, seed, first)
+
+    monkeypatch.setattr(curve, "served", recorded)
+    out = tmp_path / "out"
+    rc = curve.main(
+        ["--sizes", "300", "--out", str(out), "--rounds", "3", "--remembers", "3", "--passes", "2",
+         "--vectors-up-to", "0", "--no-progress"]
+    )  # fmt: skip
+    assert rc == 0
+    # one process per mode in turn, each mode's rounds and remembers split between its two passes
+    assert calls == [("words", 2, 2, True), ("tantivy", 2, 2, True), ("words", 1, 1, False), ("tantivy", 1, 1, False)]
+    (size,) = json.loads((out / "cost_curve.json").read_text())["sizes"]
+    assert size["passes"] == 2
+    for mode in ("words", "tantivy"):
+        row = size["served"][mode]
+        assert row["passes"] == 2 and row["recall"]["n"] == 3 * len(curve.QUERIES) and row["remember"]["n"] == 3
+        assert "recall_ms" not in row and row["startup_ms"] > 0
+    assert "processes per mode, by size: 300: 2" in (out / "cost_curve.md").read_text()
+    assert not list(tmp_path.rglob("curve-300-*.db"))  # the copies went after the last pass
+
+
 def test_curve_serves_the_products_defaults_with_their_indexes_built_first(tmp_path: Path, monkeypatch) -> None:
     from bench.speed import vectors_available
 
