@@ -80,9 +80,9 @@ def absent(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNod
     if ends(head):
         reading = Reading(head, "words", "supports", named=head)
         return Judgement(Verdict.IN_FORCE, ABSENT, readings=[reading], reason="its version in force ended it")
-    # an ending presupposes something before it: the chain's first version chose what it names ("streetlights
-    # switched off 00:30-05:30"), it ended nothing the chain held
-    at = next((i for i, v in enumerate(versions[:-1]) if i > 0 and ends(v)), None)
+    # an ending presupposes something before it: the chain's first version (``version`` 1) chose what it names
+    # ("streetlights switched off 00:30-05:30"), it ended nothing the chain held
+    at = next((i for i, v in enumerate(versions) if i > 0 and v.version > 1 and ends(v)), None)
     if at is None:
         return None
     reading = Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])
