@@ -23,12 +23,14 @@ TOPIC_SHARE = 0.5  # the share of the statement's topic words a chain's versions
 _NOTHING = re.compile(r"(?:none|nothing|no\s?one|nobody|n/a)", re.I)
 
 #: A note that ends something, with nothing in its place: a verb of ending ("scrap the dish rota", "night shift
-#: discontinued", "we are removing the product detail cache entirely", "will not run in spring term"), or it says
+#: discontinued", "we are removing the product detail cache entirely", "will not run in spring term", "agreed to end
+#: part-night lighting", "we're ending it from 1 March", "the release train is gone"), or it says
 #: there is none ("none scheduled", "no longer cost readers anything"). Read with ``left_after_verb``.
 _ENDS = re.compile(
     r"\b(?:none|nothing|no\s+longer|(?:will|shall|does|do|did)\s+not\s+(?:run|continue|be\s+renewed)|"
     r"scrap(?:s|ped|ping)?|discontinu(?:e|es|ed|ing)|abolish(?:es|ed|ing)?|axe[sd]?|"
-    r"end(?:s|ed|ing)\s+(?:the|our|their|its|this)\b|remov(?:e|es|ed|ing)\b|cancel(?:s|l?ed|l?ing)?\b|"
+    r"end(?:s|ed|ing)\s+(?:the|our|their|its|this|it|them)\b|(?:to|will|shall|would|must)\s+end\b(?!\s+(?:of|up|date)\b)|"
+    r"(?:is|are|'s)\s+gone\b|remov(?:e|es|ed|ing)\b|cancel(?:s|l?ed|l?ing)?\b|"
     r"(?:stop|stops|stopped|stopping)\b|drop(?:s|ped|ping)?\b|get\s+rid\s+of|do(?:ing)?\s+away\s+with)",
     re.I,
 )
@@ -78,7 +80,9 @@ def absent(statement: str, chains: Sequence[tuple[MemoryNode, Sequence[MemoryNod
     if ends(head):
         reading = Reading(head, "words", "supports", named=head)
         return Judgement(Verdict.IN_FORCE, ABSENT, readings=[reading], reason="its version in force ended it")
-    at = next((i for i, v in enumerate(versions) if i > 0 and ends(v)), None)
+    # an ending presupposes something before it: the chain's first version (``version`` 1) chose what it names
+    # ("streetlights switched off 00:30-05:30"), it ended nothing the chain held
+    at = next((i for i, v in enumerate(versions) if i > 0 and v.version > 1 and ends(v)), None)
     if at is None:
         return None
     reading = Reading(head, "words", "replaced", named=versions[at], successor=versions[at - 1])
