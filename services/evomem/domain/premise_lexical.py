@@ -14,6 +14,7 @@ from evomem.domain.premise_types import Judgement, Reading, Verdict
 from evomem.domain.premise_words import blank as _blank
 from evomem.domain.premise_words import (
     changed_values,
+    keeps_beside,
     kept,
     left_after_verb,
     named_words,
@@ -24,7 +25,7 @@ from evomem.domain.premise_words import holds as _holds
 from evomem.domain.premise_words import meets as _meets
 from evomem.domain.premise_words import topic_words as _topic_words
 from evomem.domain.premise_words import words_of as _words
-from evomem.domain.scope import is_default
+from evomem.domain.scope import compatible, is_default
 from evomem.domain.subject import LONG_NOTE_CHARS, analyse
 from evomem.domain.subject_names import clause_spans, left_phrases, reason_spans
 
@@ -228,6 +229,10 @@ def lexical(
         later = _left_later(best, rivals, [r for sh, r in scored + undecided if sh >= best_share - 0.1], topic, said)
         if later is not None:
             return later
+        lone = {h.id for h, past in chains if not past}
+        reported = _reported_later(best, rivals, lone, topic, said)
+        if reported is not None:
+            return reported
         return Judgement(Verdict.UNKNOWN, 0.3, readings=[best, *rivals], reason="chains about it disagree")
     strength = "strong" if best_share >= 0.8 else "weak"
     verdict = Verdict.IN_FORCE if best.stance == "supports" else Verdict.SUPERSEDED
@@ -336,6 +341,61 @@ def _left_later(
     if any(r.head.created_at >= left_at for r in supports):
         return None
     why = "a later version left it; the notes in force that hold it are older"
+    return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
+
+
+def _reported_later(
+    best: Reading, rivals: list[Reading], lone: set[str], topic: set[str], said: set[str]
+) -> Judgement | None:
+    """``superseded`` when the chains about the statement disagree only because of notes in force that name the
+    option after a linked version left it, each a note of its own (``lone``: no version before it) that decides
+    nothing (the shared reader reads no word of deciding in it, nor an option it chooses) and holds no word of
+    the statement's topic, nor more of its words, than the version that named the option: a report of the old
+    value used since ("next door put her blue bin out Wednesdays again", "online booking still offering 15 min
+    slots"), not a choice of it; a choice of it again is a decision, or a version linked to the one it replaced,
+    or a note of another scope than the change's (that scope's own choice). A note that holds another word of
+    the topic is about another thing that has the option ("Dev covers the Saturday yoga class"). Short notes."""
+    if best.stance != "replaced":
+        return None  # the note that names it is closer to the statement than the change: it may be its choice
+    readings = (best, *rivals)
+    replaced = [r for r in readings if r.stance == "replaced" and r.successor is not None]
+    supports = [r for r in readings if r.stance == "supports"]
+    if not replaced or not supports or len(replaced) + len(supports) != len(readings):
+        return None
+    if any(_long(r) or r.named is None for r in replaced):
+        return None
+    # a change that says, apart from what it chose, that the statement's part holds as it did left nothing of it:
+    # the later note that names the option says what still holds ("dual-run still begins 2025-08-25")
+    if any(keeps_beside(n.raw_text, topic) for r in replaced for n in (r.head, r.successor) if n):
+        return None
+    left_at = max(r.head.created_at for r in replaced)  # later than the version in force that left it
+
+    def about(node: MemoryNode) -> set[str]:
+        held = _words(node.raw_text)
+        return {t for t in topic if _meets({t}, held)}
+
+    def held(node: MemoryNode) -> int:  # the statement's words it holds, in any form
+        words = _words(node.raw_text)
+        return sum(_meets({w}, words) for w in said)
+
+    chain_words = set().union(*(_words(n.raw_text) for r in replaced for n in (r.head, r.named) if n is not None))
+    named_about = set().union(*(about(r.named) for r in replaced if r.named is not None))
+    named = min(held(r.named) for r in replaced if r.named is not None)
+    for r in supports:
+        head = r.head
+        if head.id not in lone or head.created_at <= left_at or _long(r):
+            return None
+        facts = analyse(head.raw_text)
+        if facts.decision_cue is not None or facts.option is not None:
+            return None  # a word of deciding ("keep", "now", "use"), or an option it chooses: it may choose it
+        if not all(compatible(head.scope, x.successor.scope) for x in replaced if x.successor is not None):
+            return None  # a note of another scope than the change's is that scope's own choice
+        if not about(head) <= named_about or held(head) > named:
+            return None
+        # a word of the statement the chains that left it never use: it is about a look-alike ("incubator 1")
+        if any(not _meets({w}, chain_words) for w in said & _words(head.raw_text)):
+            return None
+    why = "a later version left it; the later notes that name it report on it, they decide nothing"
     return Judgement(Verdict.SUPERSEDED, LATER, readings=replaced, reason=why)
 
 

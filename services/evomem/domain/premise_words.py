@@ -322,6 +322,28 @@ def says_unchanged(text: str, topic: set[str]) -> bool:
     return False
 
 
+#: A word that says something holds as it did ("Dual-run start date is unchanged", "The waiting alert stays as it is").
+_KEEPS = re.compile(
+    r"\b(?:unchanged|not affected|unaffected|without change|stays?|remains?|continues?|is still|are still)\b", re.I
+)
+
+
+def keeps_beside(text: str, topic: set[str]) -> bool:
+    """Whether a version says, in a sentence of its own that holds a word of the statement's topic (``topic``) no
+    other sentence of it holds, that this part holds as it did, while its other sentences make the change
+    ("Moving the BI cutover back two weeks to 2025-09-22 ... Dual-run start date is unchanged."): it changed a
+    thing beside the statement's, and kept the statement's; it did not leave its option. A note of one sentence
+    speaks of the change in it ("vet consults go to 20 minutes from June, nurse clinic unchanged")."""
+    if not topic:
+        return False
+    for m in _KEEPS.finditer(text):
+        start, end = _sentence_span(text, m.start())
+        rest = words_of(text[:start] + " " + text[end:])
+        if rest and topic & words_of(text[start:end]) - rest:
+            return True
+    return False
+
+
 def asks(facts: Facts) -> bool:
     """Whether a note's option stands in a question ("are we still using DPD for the islands?", "is Priya doing
     next Friday or should I ask Grandma?"): the note asks about it, it does not choose it."""
