@@ -419,10 +419,13 @@ def _ms(s: dict[str, Any] | None, key: str = "p50_ms") -> str:
 
 def _passes_line(report: dict[str, Any]) -> str:
     """How the served modes ran, per size (``passes`` is absent from rows measured before interleaving)."""
-    said = [f"{s['notes']:,}: {s.get('passes', 1)}" for s in report["sizes"]]
+    passes = {s["notes"]: s.get("passes", 1) for s in report["sizes"]}
+    if all(p == 1 for p in passes.values()):
+        return "Each served mode ran in one fresh process, one mode after another."
+    said = ", ".join(f"{n:,}: {p}" for n, p in passes.items())
     return (
         "The served modes of a size ran interleaved, their rounds and remembers split over fresh processes "
-        "taken one per mode in turn, times pooled (processes per mode, by size: " + ", ".join(said) + ")."
+        f"taken one per mode in turn, times pooled (processes per mode, by size: {said}; 1: one after another)."
     )
 
 
