@@ -429,6 +429,16 @@ def _passes_line(report: dict[str, Any]) -> str:
     )
 
 
+def _pp(x: dict[str, Any] | None, missing: str = "—") -> str:
+    """A summary's p50 / p95 cell; ``missing`` where there is none."""
+    return f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f} ms" if x else missing
+
+
+def _on_tantivy(t: dict[str, Any] | None) -> str:
+    """The words-on-Tantivy cell: recall and remember p50."""
+    return f"{t['recall']['p50_ms']:.2f} / {t['remember']['p50_ms']:.2f} ms" if t else "—"
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"Machine: {report['machine']}. {report['date']}. Run with `nice -n 10` on a shared 2-core machine "
@@ -445,10 +455,9 @@ def markdown(report: dict[str, Any]) -> str:
             continue
 
         def pair(x: dict[str, Any] | None, op: str) -> str:
-            return f"{x[op]['p50_ms']:.2f} / {x[op]['p95_ms']:.2f} ms" if x else "— (no vectors)"
+            return _pp(x[op] if x else None, "— (no vectors)")
 
-        t = s["served"].get("tantivy")
-        tv = f"{t['recall']['p50_ms']:.2f} / {t['remember']['p50_ms']:.2f} ms" if t else "—"
+        tv = _on_tantivy(s["served"].get("tantivy"))
         start = f"{w['startup_ms'] / 1000:.2f} s / " + (f"{h['startup_ms'] / 1000:.2f} s" if h else "—")
         rss = f"{w['peak_rss_mib']:.0f} / " + (f"{h['peak_rss_mib']:.0f} MiB" if h else "— MiB")
         lines.append(
@@ -470,13 +479,9 @@ def markdown(report: dict[str, Any]) -> str:
         v = f.get("vectors", {})
         ev, us = v.get("evomem_k20"), v.get("usearch_k20")
         r10 = f"{v['evomem_recall_at_10']:.3f} / {v['usearch_recall_at_10']:.3f}" if "usearch_recall_at_10" in v else ""
-
-        def pp(x: dict[str, Any] | None) -> str:
-            return f"{x['p50_ms']:.2f} / {x['p95_ms']:.2f} ms" if x else "—"
-
         lines.append(
-            f"| {s['notes']:,} | {pp(f.get('fts5_recall_k50'))} | {pp(t)} | {pp(f.get('fts5_insert'))} | {pp(ev)} | "
-            f"{pp(us)} | {r10} |"
+            f"| {s['notes']:,} | {_pp(f.get('fts5_recall_k50'))} | {_pp(t)} | {_pp(f.get('fts5_insert'))} | "
+            f"{_pp(ev)} | {_pp(us)} | {r10} |"
         )
     lines += [
         "",
@@ -494,15 +499,14 @@ def markdown(report: dict[str, Any]) -> str:
             continue
         f = s["floors"]
         tf, gf = f.get("tantivy", {}).get("recall_k50"), f.get("graph_k20")
-        tv = f"{t['recall']['p50_ms']:.2f} / {t['remember']['p50_ms']:.2f} ms" if t else "—"
+        tv = _on_tantivy(t)
         vs_words = f"{d['recall']['p50_ms'] / t['recall']['p50_ms']:.2f}×" if t else "—"
         engines = f"{tf['p50_ms']:.2f} + {gf['p50_ms']:.2f} ms" if tf and gf else "—"
         vs_floor = f"{d['recall']['p50_ms'] / (tf['p50_ms'] + gf['p50_ms']):.2f}×" if tf and gf else "—"
         built = d.get("built", {}).get("word_index_build_s")
         graph_s = s.get("graph", {}).get("graph_build_s")
         lines.append(
-            f"| {s['notes']:,} | {d['recall']['p50_ms']:.2f} / {d['recall']['p95_ms']:.2f} ms | "
-            f"{d['remember']['p50_ms']:.2f} / {d['remember']['p95_ms']:.2f} ms | {tv} | {vs_words} | {engines} | "
+            f"| {s['notes']:,} | {_pp(d['recall'])} | {_pp(d['remember'])} | {tv} | {vs_words} | {engines} | "
             f"{vs_floor} | {d['startup_ms'] / 1000:.2f} s, {d['peak_rss_mib']:.0f} MiB | "
             f"{'—' if built is None else f'{built:.0f} s'}, {'—' if graph_s is None else f'{graph_s:.0f} s'} |"
         )
