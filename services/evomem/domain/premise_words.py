@@ -312,12 +312,18 @@ def says_unchanged(text: str, topic: set[str]) -> bool:
     the version uses elsewhere ("Dual-run start date is unchanged" beside the new cutover date) keeps
     nothing. Only a document does so (``LONG_NOTE_CHARS``): a short note's "Cocktails $10, beer unchanged"
     keeps the beer, not the cocktails it names."""
-    if not topic or len(text) < LONG_NOTE_CHARS:
+    return len(text) >= LONG_NOTE_CHARS and _keeps_a_part(text, topic, _UNCHANGED, alone=True)
+
+
+def _keeps_a_part(text: str, topic: set[str], says: re.Pattern[str], *, alone: bool) -> bool:
+    """Whether a sentence of ``text`` that matches ``says`` holds a word of ``topic`` no other sentence of it
+    holds (``says_unchanged``, ``keeps_beside``); ``alone``: a text of that one sentence counts too."""
+    if not topic:
         return False
-    for m in _UNCHANGED.finditer(text):
+    for m in says.finditer(text):
         start, end = _sentence_span(text, m.start())
         rest = words_of(text[:start] + " " + text[end:])
-        if topic & words_of(text[start:end]) - rest:
+        if (rest or alone) and topic & words_of(text[start:end]) - rest:
             return True
     return False
 
@@ -334,14 +340,7 @@ def keeps_beside(text: str, topic: set[str]) -> bool:
     ("Moving the BI cutover back two weeks to 2025-09-22 ... Dual-run start date is unchanged."): it changed a
     thing beside the statement's, and kept the statement's; it did not leave its option. A note of one sentence
     speaks of the change in it ("vet consults go to 20 minutes from June, nurse clinic unchanged")."""
-    if not topic:
-        return False
-    for m in _KEEPS.finditer(text):
-        start, end = _sentence_span(text, m.start())
-        rest = words_of(text[:start] + " " + text[end:])
-        if rest and topic & words_of(text[start:end]) - rest:
-            return True
-    return False
+    return _keeps_a_part(text, topic, _KEEPS, alone=False)
 
 
 def asks(facts: Facts) -> bool:
